@@ -1,0 +1,178 @@
+//! The chain runner: strategies in policy order until one yields an outcome that passes the
+//! host's checks. Every step's outcome class, time and token figures are recorded. The last
+//! step is host-native and cannot fail, so a chain always ends.
+
+mod invariants;
+mod last_resort;
+mod window;
+
+pub use invariants::{apply, Applied};
+pub use last_resort::{LastResort, LAST_RESORT};
+pub use window::{safe_cuts, Window};
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::transcript::Entry;
+
+/// How a step ended. Stable words: harnesses and tests match on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutcomeClass {
+    Ok,
+    Trap,
+    Timeout,
+    Oom,
+    Denied,
+    Invalid,
+    Invariant,
+    NoProgress,
+    Unavailable,
+}
+
+impl std::fmt::Display for OutcomeClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let word = serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        f.write_str(&word)
+    }
+}
+
+/// Why a step yielded nothing the host could commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepError {
+    Trap(String),
+    Timeout(String),
+    Oom(String),
+    Denied(String),
+    Invalid(String),
+    Invariant(String),
+    NoProgress(String),
+    Unavailable(String),
+}
+
+impl StepError {
+    pub fn class(&self) -> OutcomeClass {
+        match self {
+            StepError::Trap(_) => OutcomeClass::Trap,
+            StepError::Timeout(_) => OutcomeClass::Timeout,
+            StepError::Oom(_) => OutcomeClass::Oom,
+            StepError::Denied(_) => OutcomeClass::Denied,
+            StepError::Invalid(_) => OutcomeClass::Invalid,
+            StepError::Invariant(_) => OutcomeClass::Invariant,
+            StepError::NoProgress(_) => OutcomeClass::NoProgress,
+            StepError::Unavailable(_) => OutcomeClass::Unavailable,
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            StepError::Trap(m)
+            | StepError::Timeout(m)
+            | StepError::Oom(m)
+            | StepError::Denied(m)
+            | StepError::Invalid(m)
+            | StepError::Invariant(m)
+            | StepError::NoProgress(m)
+            | StepError::Unavailable(m) => m,
+        }
+    }
+}
+
+/// What a strategy proposes, in domain terms, before the host checks it.
+#[derive(Debug, Clone)]
+pub struct StrategyOutput {
+    pub first: String,
+    pub last: String,
+    pub replacement: Vec<Entry>,
+    pub checkpoint: Option<String>,
+    pub seed: Option<String>,
+}
+
+/// The record of one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepReport {
+    pub plugin: String,
+    pub outcome: OutcomeClass,
+    pub millis: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_after: Option<u64>,
+}
+
+/// Everything a step needs to run.
+pub struct StepInput<'a> {
+    pub entries: &'a [Entry],
+    pub window: &'a Window,
+    pub archive_id: &'a str,
+    pub preserve: Option<&'a str>,
+    pub resume: Option<&'a str>,
+}
+
+/// A step's answer: its proposal (or failure) and the artifacts it asked to store.
+pub struct StepAnswer {
+    pub output: Result<StrategyOutput, StepError>,
+    pub artifacts: Vec<String>,
+}
+
+/// One link of the chain.
+pub trait Step: Send + Sync {
+    /// `name@version`.
+    fn name(&self) -> String;
+    fn run(&self, input: &StepInput<'_>) -> StepAnswer;
+}
+
+/// The outcome the chain committed.
+#[derive(Debug, Clone)]
+pub struct Committed {
+    pub plugin: String,
+    pub applied: Applied,
+    pub artifacts: Vec<String>,
+    pub checkpoint: Option<String>,
+    pub seed: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ChainRun {
+    pub tokens_before: u64,
+    pub steps: Vec<StepReport>,
+    pub committed: Option<Committed>,
+}
+
+/// Runs the steps in order; stops at the first outcome that passes every check.
+pub fn run(steps: &[Box<dyn Step>], input: &StepInput<'_>, tokenizer: &crate::tokenizer::Tokenizer) -> ChainRun {
+    let tokens_before: u64 = input.entries.iter().map(|e| e.tokens as u64).sum();
+    let mut reports = Vec::new();
+    for step in steps {
+        let name = step.name();
+        let started = Instant::now();
+        let answer = step.run(input);
+        let checked = answer.output.and_then(|output| {
+            let checkpoint = output.checkpoint.clone();
+            let seed = output.seed.clone();
+            let applied = apply(input.entries, input.window, output, input.archive_id, tokenizer)?;
+            if applied.tokens_after >= tokens_before {
+                return Err(StepError::NoProgress(format!(
+                    "the context would not shrink ({} → {} tokens)",
+                    tokens_before, applied.tokens_after
+                )));
+            }
+            Ok((applied, checkpoint, seed))
+        });
+        let millis = started.elapsed().as_millis() as u64;
+        match checked {
+            Ok((applied, checkpoint, seed)) => {
+                tracing::info!(plugin = %name, millis, tokens_after = applied.tokens_after, "step ok");
+                reports.push(StepReport { plugin: name.clone(), outcome: OutcomeClass::Ok, millis, message: None, tokens_after: Some(applied.tokens_after) });
+                let committed = Committed { plugin: name, applied, artifacts: answer.artifacts, checkpoint, seed };
+                return ChainRun { tokens_before, steps: reports, committed: Some(committed) };
+            }
+            Err(error) => {
+                tracing::warn!(plugin = %name, millis, outcome = %error.class(), "step failed: {}", error.message());
+                reports.push(StepReport { plugin: name, outcome: error.class(), millis, message: Some(error.message().to_string()), tokens_after: None });
+            }
+        }
+    }
+    ChainRun { tokens_before, steps: reports, committed: None }
+}

@@ -1,0 +1,56 @@
+//! The part of the context a strategy may touch: after the protected head, before the
+//! verbatim tail, both computed by the host.
+
+use std::collections::HashMap;
+
+use crate::transcript::{Entry, Role};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    /// Entries `[0, protected_head)` are never replaced (leading system prompt, pinned prefix).
+    pub protected_head: usize,
+    /// Entries `[tail_start, len)` stay verbatim; `tail_start` is a safe cut point.
+    pub tail_start: usize,
+    pub token_target: u64,
+}
+
+impl Window {
+    /// Keeps at least `keep_recent_tokens` verbatim at the end, moved back to a safe cut.
+    pub fn compute(entries: &[Entry], keep_recent_tokens: u64, token_target: u64) -> Self {
+        let protected_head = entries.iter().take_while(|e| e.role == Role::System || e.pinned).count();
+        let cuts = safe_cuts(entries);
+        let mut tail_tokens = 0u64;
+        let mut tail_start = entries.len();
+        while tail_start > protected_head && tail_tokens < keep_recent_tokens {
+            tail_start -= 1;
+            tail_tokens += entries[tail_start].tokens as u64;
+        }
+        while tail_start > protected_head && !cuts[tail_start] {
+            tail_start -= 1;
+        }
+        Window { protected_head, tail_start, token_target }
+    }
+}
+
+/// `cuts[i]`: history may be cut just before entry `i` without separating any tool call
+/// from its result. `cuts[len]` is always true.
+pub fn safe_cuts(entries: &[Entry]) -> Vec<bool> {
+    let mut answered_at: HashMap<&str, usize> = HashMap::new();
+    for (i, entry) in entries.iter().enumerate() {
+        for id in entry.tool_result_ids() {
+            answered_at.entry(id).or_insert(i);
+        }
+    }
+    let mut cuts = vec![true; entries.len() + 1];
+    // One past the latest entry answering a call made so far.
+    let mut reach = 0;
+    for (i, entry) in entries.iter().enumerate() {
+        cuts[i] = reach <= i;
+        for id in entry.tool_call_ids() {
+            if let Some(&answer) = answered_at.get(id) {
+                reach = reach.max(answer + 1);
+            }
+        }
+    }
+    cuts
+}

@@ -1,0 +1,131 @@
+//! The Wasm runtime: one `wasmtime::Engine` per process, one `Linker` per world (plus a
+//! WASI-enabled twin, used only for components that import WASI), an epoch ticker for
+//! deadlines, and a fresh `Store` per call so a trapped instance is never re-entered.
+
+mod call;
+mod state;
+
+pub use call::{classify, CallFailure};
+pub use state::{CallState, MemoryCap};
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use wasmtime::component::{HasSelf, Linker};
+
+use crate::wit_edge;
+
+/// How often the epoch advances; deadlines are whole ticks.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// The shared runtime. Cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: wasmtime::Engine,
+    strategy: Linkers,
+    trigger: Linkers,
+    commit_policy: Linkers,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+/// A world's linker without WASI and its twin with a deny-all WASI.
+pub struct Linkers {
+    pub plain: Linker<CallState>,
+    pub with_wasi: Linker<CallState>,
+}
+
+/// Which plugin world a component implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum World {
+    Trigger,
+    Strategy,
+    CommitPolicy,
+}
+
+impl std::fmt::Display for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            World::Trigger => "trigger",
+            World::Strategy => "strategy",
+            World::CommitPolicy => "commit-policy",
+        })
+    }
+}
+
+impl Engine {
+    pub fn new() -> Result<Self> {
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        // Plugins are small; a modest reservation keeps many concurrent stores cheap.
+        config.memory_reservation(1 << 30);
+        let engine = wasmtime::Engine::new(&config)?;
+
+        let strategy = Linkers::build(&engine, |l| {
+            wit_edge::strategy::Strategy::add_to_linker::<CallState, HasSelf<CallState>>(l, |s| s)
+        })?;
+        let trigger = Linkers::build(&engine, |l| {
+            wit_edge::trigger::Trigger::add_to_linker::<CallState, HasSelf<CallState>>(l, |s| s)
+        })?;
+        let commit_policy = Linkers::build(&engine, |l| {
+            wit_edge::commit_policy::CommitPolicy::add_to_linker::<CallState, HasSelf<CallState>>(l, |s| s)
+        })?;
+
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        spawn_ticker(engine.clone(), ticker_stop.clone());
+        Ok(Engine { inner: Arc::new(Inner { engine, strategy, trigger, commit_policy, ticker_stop }) })
+    }
+
+    pub fn wasmtime(&self) -> &wasmtime::Engine {
+        &self.inner.engine
+    }
+
+    pub fn linkers(&self, world: World) -> &Linkers {
+        match world {
+            World::Strategy => &self.inner.strategy,
+            World::Trigger => &self.inner.trigger,
+            World::CommitPolicy => &self.inner.commit_policy,
+        }
+    }
+
+    /// Epoch ticks for a deadline, rounded up.
+    pub fn ticks(timeout: Duration) -> u64 {
+        (timeout.as_micros() / EPOCH_TICK.as_micros()).max(1) as u64 + 1
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Linkers {
+    fn build(engine: &wasmtime::Engine, add_world: impl Fn(&mut Linker<CallState>) -> wasmtime::Result<()>) -> Result<Self> {
+        let mut plain = Linker::new(engine);
+        add_world(&mut plain)?;
+        let mut with_wasi = Linker::new(engine);
+        add_world(&mut with_wasi)?;
+        wasmtime_wasi::p2::add_to_linker_sync(&mut with_wasi)?;
+        Ok(Linkers { plain, with_wasi })
+    }
+}
+
+fn spawn_ticker(engine: wasmtime::Engine, stop: Arc<AtomicBool>) {
+    std::thread::Builder::new()
+        .name("cairn-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(EPOCH_TICK);
+                engine.increment_epoch();
+            }
+        })
+        .expect("spawning the epoch ticker thread");
+}

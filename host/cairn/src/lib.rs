@@ -1,0 +1,21 @@
+//! Cairn's host runtime: sandboxed, swappable, auditable context compaction for LLM agent
+//! harnesses. The data path reads top-down: parse a transcript (`transcript`), run the
+//! policy's strategy chain of Wasm plugins (`chain`, `plugin`, `engine`, `capabilities`),
+//! check every outcome against the host's invariants, and record it durably (`storage`).
+//!
+//! Embed it with [`Cairn`]: add plugins, load a [`Policy`], open a [`storage::Home`] and call
+//! [`Cairn::compact`].
+
+pub mod capabilities;
+pub mod chain;
+pub mod engine;
+mod host;
+pub mod plugin;
+pub mod policy;
+pub mod storage;
+pub mod tokenizer;
+pub mod transcript;
+mod wit_edge;
+
+pub use host::{Cairn, CompactionReport};
+pub use policy::Policy;

@@ -1,0 +1,44 @@
+//! The plugin manifest (`cairn-plugin.toml`): strict, so a typo is an error, not a default.
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::World;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub name: String,
+    pub kind: World,
+    pub version: String,
+    #[serde(default)]
+    pub description: String,
+    /// Capability interfaces the component may import: `log`, `tokens`, `model`, `archive`.
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// Hex sha256 of the component; checked when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+impl Manifest {
+    /// Parses and validates; `source` names the file in errors.
+    pub fn parse(text: &str, source: &str) -> anyhow::Result<Self> {
+        let manifest: Manifest = toml::from_str(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+        let name_ok = !manifest.name.is_empty()
+            && manifest.name.len() <= 64
+            && manifest.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !name_ok {
+            anyhow::bail!("{source}: plugin name {:?} must be 1-64 characters of a-z 0-9 -", manifest.name);
+        }
+        for capability in &manifest.capabilities {
+            if !["log", "tokens", "model", "archive"].contains(&capability.as_str()) {
+                anyhow::bail!("{source}: unknown capability {capability:?} (known: log, tokens, model, archive)");
+            }
+        }
+        Ok(manifest)
+    }
+
+    pub fn label(&self) -> String {
+        format!("{}@{}", self.name, self.version)
+    }
+}

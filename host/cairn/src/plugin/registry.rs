@@ -1,0 +1,57 @@
+//! The plugins a host knows, by name: bundled ones and those found in plugin directories.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+
+use super::{Manifest, Plugin};
+use crate::engine::Engine;
+
+#[derive(Default, Clone)]
+pub struct Registry {
+    plugins: BTreeMap<String, Arc<Plugin>>,
+}
+
+impl Registry {
+    /// Adds a plugin from its manifest text and component bytes.
+    pub fn add(&mut self, engine: &Engine, manifest: &str, component: &[u8], source: &str) -> Result<Arc<Plugin>> {
+        let manifest = Manifest::parse(manifest, source)?;
+        if manifest.name == crate::chain::LAST_RESORT {
+            bail!("{source}: the name `{}` is reserved for the host's own last step", manifest.name);
+        }
+        let plugin = Arc::new(Plugin::load(engine, manifest, component, source.to_string())?);
+        self.plugins.insert(plugin.manifest.name.clone(), plugin.clone());
+        Ok(plugin)
+    }
+
+    /// Loads every `<name>.wasm` with a `<name>.toml` manifest beside it. A later plugin with
+    /// the same name replaces an earlier one (so a directory can override a bundled plugin).
+    pub fn load_dir(&mut self, engine: &Engine, dir: &Path) -> Result<usize> {
+        let mut loaded = 0;
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .with_context(|| format!("reading plugin directory {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+            .collect();
+        paths.sort();
+        for wasm in paths {
+            let manifest_path = wasm.with_extension("toml");
+            let manifest = std::fs::read_to_string(&manifest_path)
+                .with_context(|| format!("{}: every plugin needs a manifest at {}", wasm.display(), manifest_path.display()))?;
+            let bytes = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
+            self.add(engine, &manifest, &bytes, &wasm.display().to_string())?;
+            loaded += 1;
+        }
+        Ok(loaded)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<Plugin>> {
+        self.plugins.get(name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Plugin>> {
+        self.plugins.values()
+    }
+}

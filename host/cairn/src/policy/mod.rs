@@ -1,0 +1,150 @@
+//! The policy file (TOML): compaction settings and the strategy chain with each step's
+//! plugin, grants, limits and config. Errors cite the file, line and column.
+
+use std::ops::Range;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::capabilities::{Capability, Grants};
+use crate::plugin::StepLimits;
+
+/// The embedded default policy (model-free).
+pub const DEFAULT_POLICY: &str = include_str!("default.toml");
+
+const MAX_MEMORY_MIB: u64 = 4096;
+const MAX_TIMEOUT_MS: u64 = 600_000;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    #[serde(default)]
+    pub compaction: CompactionSettings,
+    #[serde(default)]
+    pub chain: Vec<StepSpec>,
+    /// Where this policy came from, for messages.
+    #[serde(skip)]
+    pub source: String,
+    #[serde(skip)]
+    text: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CompactionSettings {
+    pub keep_recent_tokens: u64,
+    pub target_ratio: f64,
+}
+
+impl Default for CompactionSettings {
+    fn default() -> Self {
+        CompactionSettings { keep_recent_tokens: 20_000, target_ratio: 0.5 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepSpec {
+    pub plugin: Spanned<String>,
+    #[serde(default)]
+    pub grants: Vec<Capability>,
+    #[serde(default = "default_memory_mib")]
+    pub memory_mib: Spanned<u64>,
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: Spanned<u64>,
+    #[serde(default)]
+    pub config: toml::Table,
+}
+
+fn default_memory_mib() -> Spanned<u64> {
+    Spanned::new(0..0, 128)
+}
+
+fn default_timeout_ms() -> Spanned<u64> {
+    Spanned::new(0..0, 10_000)
+}
+
+impl Policy {
+    pub fn default_policy() -> Self {
+        Policy::parse(DEFAULT_POLICY, "<embedded default policy>").expect("the embedded default policy is valid")
+    }
+
+    /// Parses and checks a policy; `source` (usually the file path) prefixes every error.
+    pub fn parse(text: &str, source: &str) -> Result<Self> {
+        let mut policy: Policy = toml::from_str(text).map_err(|e| anyhow::anyhow!("{source}: {}", e.to_string().trim_end()))?;
+        policy.source = source.to_string();
+        policy.text = text.to_string();
+        let ratio = policy.compaction.target_ratio;
+        if !(ratio > 0.0 && ratio < 1.0) {
+            bail!("{source}: compaction.target_ratio must be between 0 and 1 (exclusive), got {ratio}");
+        }
+        for step in &policy.chain {
+            let memory = *step.memory_mib.get_ref();
+            if memory == 0 || memory > MAX_MEMORY_MIB {
+                bail!("{}: memory_mib must be 1..={MAX_MEMORY_MIB}, got {memory}", policy.at(step.memory_mib.span()));
+            }
+            let timeout = *step.timeout_ms.get_ref();
+            if timeout == 0 || timeout > MAX_TIMEOUT_MS {
+                bail!("{}: timeout_ms must be 1..={MAX_TIMEOUT_MS}, got {timeout}", policy.at(step.timeout_ms.span()));
+            }
+        }
+        Ok(policy)
+    }
+
+    /// `file:line:column` for a byte span of the policy text.
+    pub fn at(&self, span: Range<usize>) -> String {
+        let before = &self.text[..span.start.min(self.text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        format!("{}:{line}:{column}", self.source)
+    }
+}
+
+impl StepSpec {
+    pub fn grants(&self) -> Grants {
+        Grants::new(self.grants.iter().copied())
+    }
+
+    pub fn limits(&self) -> StepLimits {
+        StepLimits {
+            memory_bytes: (*self.memory_mib.get_ref() as usize) << 20,
+            timeout: Duration::from_millis(*self.timeout_ms.get_ref()),
+        }
+    }
+
+    /// The plugin's config as the JSON text plugins receive.
+    pub fn config_json(&self) -> String {
+        if self.config.is_empty() {
+            String::new()
+        } else {
+            serde_json::to_string(&self.config).unwrap_or_default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_default_parses() {
+        let policy = Policy::default_policy();
+        assert_eq!(policy.chain[0].plugin.get_ref(), "shake-elide");
+        assert!(policy.chain[0].grants().has(Capability::ArchiveWrite));
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let err = Policy::parse("[[chain]]\nplugin = \"x\"\ncolour = 1\n", "p.toml").unwrap_err().to_string();
+        assert!(err.starts_with("p.toml: TOML parse error at line 3, column 1"), "{err}");
+        assert!(err.contains("colour"), "{err}");
+
+        let err = Policy::parse("[[chain]]\nplugin = \"x\"\nmemory_mib = 0\n", "p.toml").unwrap_err().to_string();
+        assert!(err.starts_with("p.toml:3:14: memory_mib"), "{err}");
+
+        let err = Policy::parse("[[chain]]\nplugin = \"x\"\ngrants = [\"disk\"]\n", "p.toml").unwrap_err().to_string();
+        assert!(err.contains("line 3") && err.contains("disk"), "{err}");
+    }
+}

@@ -1,0 +1,188 @@
+//! Durable storage under one home directory, opened once as a capability (`cap_std::fs::Dir`).
+//! Everything below it is reached through that handle with paths built only from validated
+//! ids, so nothing from input can name a file outside the home.
+//!
+//! Layout: `conversations/<key>/events.jsonl` (append-only event log) and
+//! `conversations/<key>/archives/<archive-id>/<n>` (artifacts, written once).
+
+mod events;
+mod ids;
+
+pub use events::{now_millis, CompactionEvent, Event};
+pub use ids::{ArchiveId, ArtifactUri, ConversationKey};
+
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, OpenOptions};
+
+use crate::transcript::Entry;
+
+const CONVERSATIONS: &str = "conversations";
+const EVENTS: &str = "events.jsonl";
+const ARCHIVES: &str = "archives";
+
+/// The storage home.
+pub struct Home {
+    dir: Dir,
+    path: PathBuf,
+}
+
+impl Home {
+    /// Opens (creating if needed) the home directory. The only ambient path use in storage.
+    pub fn open(path: &Path) -> Result<Self> {
+        std::fs::create_dir_all(path).with_context(|| format!("creating home {}", path.display()))?;
+        let dir = Dir::open_ambient_dir(path, ambient_authority()).with_context(|| format!("opening home {}", path.display()))?;
+        dir.create_dir_all(CONVERSATIONS).with_context(|| format!("creating {}/{CONVERSATIONS}", path.display()))?;
+        Ok(Home { dir, path: path.to_path_buf() })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Opens one conversation's store, creating it on first use, and loads its log.
+    pub fn conversation(&self, key: &ConversationKey) -> Result<ConversationStore> {
+        let conversations = self.dir.open_dir(CONVERSATIONS)?;
+        conversations.create_dir_all(key.as_str()).with_context(|| format!("creating conversation {key}"))?;
+        let dir = open_real_dir(&conversations, key.as_str()).with_context(|| format!("opening conversation {key}"))?;
+        ConversationStore::load(dir, key.clone(), self.path.join(CONVERSATIONS).join(key.as_str()))
+    }
+
+    /// The conversations in this home, in name order (invalid folder names are skipped).
+    pub fn conversations(&self) -> Result<Vec<ConversationKey>> {
+        let mut keys = Vec::new();
+        for entry in self.dir.open_dir(CONVERSATIONS)?.entries()? {
+            let entry = entry?;
+            if let Some(key) = entry.file_name().to_str().and_then(|n| ConversationKey::parse(n).ok()) {
+                keys.push(key);
+            }
+        }
+        keys.sort();
+        Ok(keys)
+    }
+
+    /// Finds an artifact by URI in whichever conversation holds its archive.
+    pub fn find_artifact(&self, uri: &ArtifactUri) -> Result<Vec<u8>> {
+        for key in self.conversations()? {
+            let store = self.conversation(&key)?;
+            if store.has_archive(&uri.archive_id) {
+                return store.read_artifact(uri);
+            }
+        }
+        bail!("artifact not found: no conversation in {} holds archive {}", self.path.display(), uri.archive_id)
+    }
+}
+
+/// One conversation's durable record and archives.
+pub struct ConversationStore {
+    dir: Dir,
+    key: ConversationKey,
+    path: PathBuf,
+    events: Vec<Event>,
+    known_entries: HashSet<String>,
+}
+
+impl ConversationStore {
+    fn load(dir: Dir, key: ConversationKey, path: PathBuf) -> Result<Self> {
+        let events = events::load(&dir, EVENTS, &path.join(EVENTS))?;
+        let known_entries = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Snapshot { entries, .. } => Some(entries.iter().map(|e| e.id.clone())),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        Ok(ConversationStore { dir, key, path, events, known_entries })
+    }
+
+    pub fn key(&self) -> &ConversationKey {
+        &self.key
+    }
+
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// Appends the entries the record has not seen yet. Returns how many were new.
+    pub fn record_snapshot(&mut self, source: &str, entries: &[Entry]) -> Result<usize> {
+        let new: Vec<Entry> = entries.iter().filter(|e| !self.known_entries.contains(&e.id)).cloned().collect();
+        if new.is_empty() {
+            return Ok(0);
+        }
+        let count = new.len();
+        self.append(Event::Snapshot { at: events::now_millis(), source: source.to_string(), entries: new })?;
+        Ok(count)
+    }
+
+    pub fn record_compaction(&mut self, event: CompactionEvent) -> Result<()> {
+        self.append(Event::Compaction(Box::new(event)))
+    }
+
+    /// One JSON line, then fsync: an event is either wholly in the log or (torn by a crash)
+    /// dropped on the next load.
+    fn append(&mut self, event: Event) -> Result<()> {
+        let mut line = serde_json::to_vec(&event)?;
+        line.push(b'\n');
+        let mut file = self
+            .dir
+            .open_with(EVENTS, OpenOptions::new().create(true).append(true))
+            .with_context(|| format!("opening {}", self.path.join(EVENTS).display()))?;
+        file.write_all(&line).and_then(|_| file.sync_data()).with_context(|| format!("appending to {}", self.path.join(EVENTS).display()))?;
+        if let Event::Snapshot { entries, .. } = &event {
+            self.known_entries.extend(entries.iter().map(|e| e.id.clone()));
+        }
+        self.events.push(event);
+        Ok(())
+    }
+
+    /// Writes an archive's artifacts (each to a temporary name, synced, then renamed) and
+    /// returns their URIs. Called before the compaction event that references them.
+    pub fn write_artifacts(&self, archive_id: &ArchiveId, contents: &[String]) -> Result<Vec<String>> {
+        if contents.is_empty() {
+            return Ok(Vec::new());
+        }
+        let folder = format!("{ARCHIVES}/{archive_id}");
+        self.dir.create_dir_all(&folder)?;
+        let archive = open_real_dir(&self.dir, &folder)?;
+        let mut uris = Vec::with_capacity(contents.len());
+        for (i, content) in contents.iter().enumerate() {
+            let uri = ArtifactUri { archive_id: archive_id.to_string(), index: i as u32 + 1 };
+            let name = uri.index.to_string();
+            let temp = format!("{name}.tmp");
+            let mut file = archive.open_with(&temp, OpenOptions::new().write(true).create(true).truncate(true))?;
+            file.write_all(content.as_bytes()).and_then(|_| file.sync_all()).with_context(|| format!("writing artifact {uri}"))?;
+            archive.rename(&temp, &archive, &name)?;
+            uris.push(uri.to_string());
+        }
+        Ok(uris)
+    }
+
+    pub fn has_archive(&self, archive_id: &str) -> bool {
+        archive_id.parse::<ArchiveId>().is_ok() && self.dir.is_dir(format!("{ARCHIVES}/{archive_id}"))
+    }
+
+    /// The stored original, byte for byte.
+    pub fn read_artifact(&self, uri: &ArtifactUri) -> Result<Vec<u8>> {
+        let archive_id: ArchiveId = uri.archive_id.parse().map_err(anyhow::Error::msg)?;
+        let not_found = || format!("artifact not found: {uri} in conversation {}", self.key);
+        let archive = open_real_dir(&self.dir, &format!("{ARCHIVES}/{archive_id}")).with_context(not_found)?;
+        let mut file = archive.open(uri.index.to_string()).with_context(not_found)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+}
+
+/// Opens a directory below `dir` that is not a symlink. cap-std already refuses any path that
+/// would leave the home; this also keeps a planted link from aliasing another conversation.
+fn open_real_dir(dir: &Dir, path: &str) -> std::io::Result<Dir> {
+    if dir.symlink_metadata(path)?.file_type().is_symlink() {
+        return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, format!("{path} is a symlink")));
+    }
+    dir.open_dir(path)
+}

@@ -1,0 +1,354 @@
+//! Reading and writing transcripts in the formats Cairn meets: its own JSONL,
+//! Pi coding-agent sessions and OpenAI chat messages.
+
+mod cairn_jsonl;
+mod openai;
+mod pi;
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
+
+use crate::transcript::Transcript;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Cairn,
+    Pi,
+    OpenAi,
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::Cairn => "cairn",
+            Format::Pi => "pi",
+            Format::OpenAi => "openai",
+        })
+    }
+}
+
+/// A transcript that cannot be read, located by source name and, where
+/// known, 1-based line.
+#[derive(Debug, thiserror::Error)]
+#[error("{source_name}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct TranscriptError {
+    pub source_name: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl TranscriptError {
+    fn new(source_name: &str, line: Option<usize>, message: impl Into<String>) -> Self {
+        TranscriptError {
+            source_name: source_name.to_string(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    /// A serde error inside one JSONL line: the line is ours, the column serde's.
+    fn in_line(source_name: &str, line: usize, e: &serde_json::Error) -> Self {
+        Self::new(
+            source_name,
+            Some(line),
+            format!("{} (column {})", bare_message(e), e.column()),
+        )
+    }
+
+    /// A serde error in a whole-file JSON document, at serde's line.
+    fn in_document(source_name: &str, e: &serde_json::Error) -> Self {
+        Self::new(
+            source_name,
+            Some(e.line()),
+            format!("{} (column {})", bare_message(e), e.column()),
+        )
+    }
+}
+
+/// serde_json's message without its " at line L column C" tail, which we
+/// report ourselves.
+fn bare_message(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    let tail = format!(" at line {} column {}", e.line(), e.column());
+    full.strip_suffix(&tail).unwrap_or(&full).to_string()
+}
+
+/// Detects the format of `text`, parses it and numbers its turns.
+pub fn parse(text: &str, source_name: &str) -> Result<(Transcript, Format), TranscriptError> {
+    let format = detect(strip_bom(text), source_name)?;
+    Ok((parse_as(format, text, source_name)?, format))
+}
+
+/// Parses `text` as `format`. Turns are numbered for Pi and OpenAI; Cairn
+/// JSONL keeps the turns it records, so that it round-trips exactly.
+pub fn parse_as(
+    format: Format,
+    text: &str,
+    source_name: &str,
+) -> Result<Transcript, TranscriptError> {
+    let text = strip_bom(text);
+    if text.trim().is_empty() {
+        return Err(TranscriptError::new(source_name, None, "empty transcript"));
+    }
+    let mut transcript = match format {
+        Format::Cairn => return cairn_jsonl::parse(text, source_name),
+        Format::Pi => pi::parse(text, source_name)?,
+        Format::OpenAi => openai::parse(text, source_name)?,
+    };
+    transcript.number_turns();
+    Ok(transcript)
+}
+
+/// Cairn JSONL: a header line, then one entry per line.
+pub fn write_cairn(t: &Transcript) -> String {
+    cairn_jsonl::write(t)
+}
+
+/// OpenAI Chat Completions messages as a pretty JSON array, every tool call
+/// immediately answered.
+pub fn write_openai(t: &Transcript) -> String {
+    openai::write(t)
+}
+
+fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+fn detect(text: &str, source_name: &str) -> Result<Format, TranscriptError> {
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return Err(TranscriptError::new(source_name, None, "empty transcript"));
+    }
+    if trimmed.starts_with('[') {
+        return Ok(Format::OpenAi);
+    }
+    let (index, first) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| !l.trim().is_empty())
+        .expect("text has a non-blank line");
+    match serde_json::from_str::<serde_json::Value>(first) {
+        Ok(serde_json::Value::Object(header)) => {
+            if header.contains_key("cairn") {
+                Ok(Format::Cairn)
+            } else if header.get("type").and_then(|t| t.as_str()) == Some("session") {
+                Ok(Format::Pi)
+            } else if header
+                .get("messages")
+                .is_some_and(serde_json::Value::is_array)
+            {
+                Ok(Format::OpenAi)
+            } else {
+                Err(TranscriptError::new(
+                    source_name,
+                    Some(index + 1),
+                    "unrecognized transcript: first line has neither a `cairn` key nor \"type\":\"session\"",
+                ))
+            }
+        }
+        // A pretty-printed object spans lines; only OpenAI files are that.
+        Err(_) if trimmed.starts_with('{') => Ok(Format::OpenAi),
+        _ => Err(TranscriptError::new(
+            source_name,
+            Some(index + 1),
+            "unrecognized transcript: expected a JSON object or array",
+        )),
+    }
+}
+
+/// Message content that is either plain text or a list of blocks, as both
+/// Pi and OpenAI allow; a hand-written visitor gives clearer errors than
+/// `#[serde(untagged)]`.
+enum TextOr<T> {
+    Text(String),
+    Items(Vec<T>),
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for TextOr<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = TextOr<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or an array of content blocks")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(TextOr::Text(v.to_string()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(TextOr::Items(items))
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// How an inline base64 image is described instead of kept.
+fn image_reference(mime_type: &str, base64_len: usize) -> String {
+    format!("{mime_type} image, {base64_len} bytes base64")
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::path::Path;
+
+    use crate::transcript::{Part, Role, Transcript};
+
+    /// The real transcripts under `<repo>/../shared/transcripts/<sub>` with
+    /// extension `ext`, as (file name, text); `None` (with a note) when they
+    /// are absent, a failure when CI=true.
+    pub fn real_files(sub: &str, ext: &str) -> Option<Vec<(String, String)>> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/transcripts")
+            .join(sub);
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        let Ok(read) = std::fs::read_dir(&dir) else {
+            assert!(!ci, "real transcripts missing at {}", dir.display());
+            eprintln!(
+                "note: skipping test, no real transcripts at {}",
+                dir.display()
+            );
+            return None;
+        };
+        let mut files: Vec<_> = read
+            .map(|e| e.expect("readable directory entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .map(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                let text = std::fs::read_to_string(&p).expect("readable transcript");
+                (name, text)
+            })
+            .collect();
+        files.sort();
+        assert!(!files.is_empty(), "no .{ext} files in {}", dir.display());
+        Some(files)
+    }
+
+    /// Panics unless every assistant tool call is immediately followed by
+    /// one tool entry per call, in call order.
+    pub fn assert_calls_answered_in_place(t: &Transcript, name: &str) {
+        for (i, entry) in t.entries.iter().enumerate() {
+            if entry.role != Role::Assistant {
+                continue;
+            }
+            for (k, id) in entry.tool_call_ids().enumerate() {
+                let next = t.entries.get(i + 1 + k);
+                let answered = next.is_some_and(|n| {
+                    n.role == Role::Tool
+                        && matches!(n.parts.first(), Some(Part::ToolResult { call_id, .. }) if call_id == id)
+                });
+                assert!(
+                    answered,
+                    "{name}: call {id} of entry {} not answered in place",
+                    entry.id
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::*;
+    use super::*;
+    use crate::transcript::{Entry, Origin, Part, Role};
+
+    #[test]
+    fn detects_each_format() {
+        let cases = [
+            ("{\"cairn\":\"transcript\",\"version\":1}\n", Format::Cairn),
+            ("{\"type\":\"session\",\"id\":\"s\"}\n", Format::Pi),
+            ("  [{\"role\":\"user\",\"content\":\"hi\"}]", Format::OpenAi),
+            ("{\n  \"messages\": []\n}", Format::OpenAi),
+            ("{\"messages\":[]}", Format::OpenAi),
+        ];
+        for (text, want) in cases {
+            assert_eq!(detect(text, "t").unwrap(), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn display_names() {
+        assert_eq!(Format::Cairn.to_string(), "cairn");
+        assert_eq!(Format::Pi.to_string(), "pi");
+        assert_eq!(Format::OpenAi.to_string(), "openai");
+    }
+
+    #[test]
+    fn empty_and_unknown_inputs_are_errors() {
+        let e = parse(" \n\n", "empty.jsonl").unwrap_err();
+        assert_eq!(e.to_string(), "empty.jsonl: empty transcript");
+        let e = parse_as(Format::Pi, "", "empty.jsonl").unwrap_err();
+        assert_eq!(e.message, "empty transcript");
+        let e = parse("\n{\"type\":\"user\"}\n", "cc.jsonl").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        assert!(parse("hello", "x.txt").is_err());
+    }
+
+    #[test]
+    fn error_display_names_source_and_line() {
+        let e = TranscriptError::new("session.jsonl", Some(17), "expected `message` object");
+        assert_eq!(e.to_string(), "session.jsonl:17: expected `message` object");
+        let e = TranscriptError::new("chat.json", None, "boom");
+        assert_eq!(e.to_string(), "chat.json: boom");
+    }
+
+    #[test]
+    fn cairn_round_trip_through_parse() {
+        let mut t = Transcript::new(vec![
+            Entry::text("a", Role::User, Origin::Operator, "hi"),
+            Entry {
+                parts: vec![
+                    Part::Thinking { text: "hmm".into() },
+                    Part::ToolCall {
+                        id: "c1".into(),
+                        name: "ls".into(),
+                        args: "{}".into(),
+                    },
+                ],
+                tokens: 7,
+                pinned: true,
+                ..Entry::text("b", Role::Assistant, Origin::Agent, "")
+            },
+        ]);
+        t.number_turns();
+        let (back, format) = parse(&write_cairn(&t), "t.jsonl").unwrap();
+        assert_eq!(format, Format::Cairn);
+        assert_eq!(back, t);
+    }
+
+    /// Every real transcript: Cairn JSONL round-trips, and OpenAI output
+    /// re-parses with every call answered in place.
+    #[test]
+    fn real_transcripts_write_and_reparse() {
+        let mut seen = 0;
+        for (sub, ext) in [("pi", "jsonl"), ("openai-chat", "json")] {
+            let Some(files) = real_files(sub, ext) else {
+                return;
+            };
+            for (name, text) in files {
+                let (t, _) = parse(&text, &name).unwrap_or_else(|e| panic!("{e}"));
+                let (back, format) =
+                    parse(&write_cairn(&t), &name).unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(format, Format::Cairn);
+                assert_eq!(back, t, "{name}: cairn round trip");
+
+                let (chat, format) =
+                    parse(&write_openai(&t), &name).unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(format, Format::OpenAi);
+                assert_calls_answered_in_place(&chat, &name);
+                let calls =
+                    |t: &Transcript| t.entries.iter().flat_map(|e| e.tool_call_ids()).count();
+                assert_eq!(calls(&chat), calls(&t), "{name}: tool calls kept");
+                seen += 1;
+            }
+        }
+        assert!(seen >= 5, "only {seen} real transcripts");
+    }
+}

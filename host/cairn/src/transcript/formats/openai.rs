@@ -1,0 +1,625 @@
+//! OpenAI Chat Completions messages: a JSON array of messages, or an object
+//! with a `messages` array (e.g. OpenHands runs).
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::{image_reference, TextOr, TranscriptError};
+use crate::transcript::{Entry, Origin, Part, Role, Transcript};
+
+/// Stands in for the result of a call that has none, so the output stays valid.
+const NO_RESULT: &str = "[no result recorded]";
+
+#[derive(Deserialize)]
+struct Document {
+    messages: Vec<Message>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ChatRole {
+    System,
+    Developer,
+    User,
+    Assistant,
+    Tool,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    role: ChatRole,
+    content: Option<TextOr<ContentPart>>,
+    tool_calls: Option<Vec<ToolCall>>,
+    tool_call_id: Option<String>,
+    refusal: Option<String>,
+    /// Reasoning as some OpenAI-compatible servers return it.
+    reasoning_content: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ContentPart {
+    Text {
+        text: String,
+    },
+    ImageUrl {
+        image_url: ImageUrl,
+    },
+    Refusal {
+        refusal: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct ImageUrl {
+    url: String,
+}
+
+#[derive(Deserialize)]
+struct ToolCall {
+    id: String,
+    function: Function,
+}
+
+#[derive(Deserialize)]
+struct Function {
+    name: String,
+    #[serde(default)]
+    arguments: String,
+}
+
+pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
+    let messages = if text.trim_start().starts_with('[') {
+        serde_json::from_str::<Vec<Message>>(text)
+    } else {
+        serde_json::from_str::<Document>(text).map(|d| d.messages)
+    }
+    .map_err(|e| TranscriptError::in_document(source_name, &e))?;
+
+    let mut entries = Vec::with_capacity(messages.len());
+    for (index, m) in messages.into_iter().enumerate() {
+        let id = format!("m{index}");
+        let mut parts = Vec::new();
+        if let Some(reasoning) = m.reasoning_content.filter(|r| !r.is_empty()) {
+            parts.push(Part::Thinking { text: reasoning });
+        }
+        parts.extend(content_parts(m.content));
+        parts.extend(m.refusal.map(|text| Part::Text { text }));
+        let (role, origin) = match m.role {
+            ChatRole::System | ChatRole::Developer => (Role::System, Origin::Harness),
+            ChatRole::User => (Role::User, Origin::Operator),
+            ChatRole::Assistant => (Role::Assistant, Origin::Agent),
+            ChatRole::Tool => (Role::Tool, Origin::Tool),
+        };
+        if role == Role::Tool {
+            let call_id = m.tool_call_id.ok_or_else(|| {
+                TranscriptError::new(
+                    source_name,
+                    None,
+                    format!("message {index}: tool message without `tool_call_id`"),
+                )
+            })?;
+            // The text becomes the result; images stay beside it.
+            let (texts, images): (Vec<Part>, Vec<Part>) = parts
+                .into_iter()
+                .partition(|p| matches!(p, Part::Text { .. }));
+            let content: Vec<String> = texts
+                .into_iter()
+                .filter_map(|p| match p {
+                    Part::Text { text } => Some(text),
+                    _ => None,
+                })
+                .collect();
+            parts = vec![Part::ToolResult {
+                call_id,
+                content: content.join("\n"),
+                is_error: false,
+            }];
+            parts.extend(images);
+        }
+        for call in m.tool_calls.into_iter().flatten() {
+            parts.push(Part::ToolCall {
+                id: call.id,
+                name: call.function.name,
+                args: call.function.arguments,
+            });
+        }
+        entries.push(Entry {
+            parts,
+            ..Entry::text(id, role, origin, "")
+        });
+    }
+    Ok(Transcript::new(entries))
+}
+
+fn content_parts(content: Option<TextOr<ContentPart>>) -> Vec<Part> {
+    let text = |text: String| (!text.is_empty()).then_some(Part::Text { text });
+    match content {
+        None => Vec::new(),
+        Some(TextOr::Text(s)) => text(s).into_iter().collect(),
+        Some(TextOr::Items(items)) => items
+            .into_iter()
+            .filter_map(|part| match part {
+                ContentPart::Text { text: t } | ContentPart::Refusal { refusal: t } => text(t),
+                ContentPart::ImageUrl { image_url } => Some(Part::Image {
+                    reference: describe_url(&image_url.url),
+                }),
+                ContentPart::Other => Some(Part::Text {
+                    text: "[unsupported content part]".into(),
+                }),
+            })
+            .collect(),
+    }
+}
+
+/// Inline data is described, not kept; links are kept up to 100 characters.
+fn describe_url(url: &str) -> String {
+    match url.strip_prefix("data:") {
+        Some(rest) => {
+            let mime = rest
+                .split([';', ','])
+                .next()
+                .filter(|m| !m.is_empty())
+                .unwrap_or("unknown");
+            let data = rest.split_once(',').map_or("", |(_, d)| d);
+            image_reference(mime, data.len())
+        }
+        None => url.chars().take(100).collect(),
+    }
+}
+
+#[derive(Serialize)]
+struct OutMessage<'a> {
+    role: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+    content: Option<OutContent>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<OutCall<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum OutContent {
+    Text(String),
+    Parts(Vec<OutText>),
+}
+
+#[derive(Serialize)]
+struct OutText {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct OutCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: OutFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct OutFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+impl OutMessage<'_> {
+    fn text(role: &'static str, text: String) -> Self {
+        OutMessage {
+            role,
+            tool_call_id: None,
+            content: Some(OutContent::Text(text)),
+            tool_calls: Vec::new(),
+        }
+    }
+}
+
+/// (entry index, part index) in a transcript.
+type Position = (usize, usize);
+
+pub(super) fn write(t: &Transcript) -> String {
+    // Each call's results with their position, in transcript order.
+    let mut results: HashMap<&str, Vec<(Position, &str)>> = HashMap::new();
+    for (i, entry) in t.entries.iter().enumerate() {
+        for (j, part) in entry.parts.iter().enumerate() {
+            if let Part::ToolResult {
+                call_id, content, ..
+            } = part
+            {
+                results.entry(call_id).or_default().push(((i, j), content));
+            }
+        }
+    }
+    let mut claimed: HashSet<Position> = HashSet::new();
+    let mut out = Vec::new();
+
+    for (i, entry) in t.entries.iter().enumerate() {
+        let speaks_as_agent = entry.role == Role::Assistant && entry.origin != Origin::Summary;
+        let mut texts = Vec::new();
+        let mut calls = Vec::new();
+        for (j, part) in entry.parts.iter().enumerate() {
+            match part {
+                Part::Text { text } | Part::Placeholder { text, .. } => texts.push(text.clone()),
+                Part::Image { reference } => texts.push(format!("[image: {reference}]")),
+                Part::ToolCall { id, name, args } if speaks_as_agent => {
+                    calls.push((j, id, name, args))
+                }
+                Part::ToolCall { id, name, args } => {
+                    texts.push(format!("[tool call {id}: {name} {args}]"))
+                }
+                Part::Thinking { .. } | Part::ToolResult { .. } => {}
+            }
+        }
+
+        if !texts.is_empty() || !calls.is_empty() {
+            let role = match (entry.origin, entry.role) {
+                (Origin::Summary, _) => "user",
+                (_, Role::System) => "system",
+                (_, Role::Assistant) => "assistant",
+                (_, Role::User | Role::Tool) => "user",
+            };
+            let content = match texts.len() {
+                0 => None,
+                1 => texts.pop().map(OutContent::Text),
+                _ => Some(OutContent::Parts(
+                    texts
+                        .into_iter()
+                        .map(|text| OutText { kind: "text", text })
+                        .collect(),
+                )),
+            };
+            let tool_calls = calls
+                .iter()
+                .map(|&(_, id, name, args)| OutCall {
+                    id,
+                    kind: "function",
+                    function: OutFunction {
+                        name,
+                        arguments: args,
+                    },
+                })
+                .collect();
+            out.push(OutMessage {
+                role,
+                tool_call_id: None,
+                content,
+                tool_calls,
+            });
+
+            // Each call's answer right after it: its first unclaimed later result.
+            for &(j, id, ..) in &calls {
+                let found = results.get(id.as_str()).and_then(|rs| {
+                    rs.iter()
+                        .find(|(pos, _)| *pos > (i, j) && !claimed.contains(pos))
+                });
+                let content = match found {
+                    Some(&(pos, content)) => {
+                        claimed.insert(pos);
+                        content.to_string()
+                    }
+                    None => NO_RESULT.to_string(),
+                };
+                out.push(OutMessage {
+                    role: "tool",
+                    tool_call_id: Some(id),
+                    content: Some(OutContent::Text(content)),
+                    tool_calls: Vec::new(),
+                });
+            }
+        }
+
+        // Results no earlier call took cannot be tool messages.
+        for (j, part) in entry.parts.iter().enumerate() {
+            if let Part::ToolResult {
+                call_id, content, ..
+            } = part
+            {
+                if !claimed.contains(&(i, j)) {
+                    out.push(OutMessage::text(
+                        "user",
+                        format!("[tool result for unknown call {call_id}]\n{content}"),
+                    ));
+                }
+            }
+        }
+    }
+    serde_json::to_string_pretty(&out).expect("plain structs always serialize")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{assert_calls_answered_in_place, real_files};
+    use super::super::{parse as parse_any, Format};
+    use super::*;
+
+    fn entry(id: &str, role: Role, origin: Origin, parts: Vec<Part>) -> Entry {
+        Entry {
+            parts,
+            ..Entry::text(id, role, origin, "")
+        }
+    }
+    fn call(id: &str) -> Part {
+        Part::ToolCall {
+            id: id.into(),
+            name: "run".into(),
+            args: format!("{{\"n\":\"{id}\"}}"),
+        }
+    }
+    fn result(id: &str) -> Part {
+        Part::ToolResult {
+            call_id: id.into(),
+            content: format!("out {id}"),
+            is_error: false,
+        }
+    }
+    fn written(entries: Vec<Entry>) -> serde_json::Value {
+        serde_json::from_str(&write(&Transcript::new(entries))).unwrap()
+    }
+
+    const CHAT: &str = r#"[
+  {"role": "system", "content": "be useful"},
+  {"role": "developer", "content": [{"type": "text", "text": "dev note"}]},
+  {"role": "user", "content": [
+    {"type": "text", "text": "look"},
+    {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,QUJDRA=="}},
+    {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+  ]},
+  {"role": "assistant", "content": "", "tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{\"b\":1, \"a\":2}"}},
+    {"id": "c2", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+  ]},
+  {"role": "tool", "tool_call_id": "c1", "content": "x y"},
+  {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "l1"}, {"type": "text", "text": "l2"}]},
+  {"role": "assistant", "content": null, "reasoning_content": "thought", "refusal": "no"}
+]"#;
+
+    #[test]
+    fn parses_messages() {
+        let (t, format) = parse_any(CHAT, "chat.json").unwrap();
+        assert_eq!(format, Format::OpenAi);
+        let roles: Vec<_> = t
+            .entries
+            .iter()
+            .map(|e| (e.id.as_str(), e.role, e.origin))
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                ("m0", Role::System, Origin::Harness),
+                ("m1", Role::System, Origin::Harness),
+                ("m2", Role::User, Origin::Operator),
+                ("m3", Role::Assistant, Origin::Agent),
+                ("m4", Role::Tool, Origin::Tool),
+                ("m5", Role::Tool, Origin::Tool),
+                ("m6", Role::Assistant, Origin::Agent),
+            ]
+        );
+        assert_eq!(
+            t.entries[2].parts,
+            vec![
+                Part::Text {
+                    text: "look".into()
+                },
+                Part::Image {
+                    reference: "image/jpeg image, 8 bytes base64".into()
+                },
+                Part::Image {
+                    reference: "https://example.com/a.png".into()
+                },
+            ]
+        );
+        assert_eq!(
+            t.entries[3].parts[0],
+            Part::ToolCall {
+                id: "c1".into(),
+                name: "ls".into(),
+                args: "{\"b\":1, \"a\":2}".into()
+            }
+        );
+        assert_eq!(
+            t.entries[5].parts,
+            vec![Part::ToolResult {
+                call_id: "c2".into(),
+                content: "l1\nl2".into(),
+                is_error: false
+            }]
+        );
+        assert_eq!(
+            t.entries[6].parts,
+            vec![
+                Part::Thinking {
+                    text: "thought".into()
+                },
+                Part::Text { text: "no".into() }
+            ]
+        );
+        assert_eq!(t.entries[2].turn, 1);
+    }
+
+    #[test]
+    fn long_links_are_cut_and_object_form_is_read() {
+        let url = format!("https://example.com/{}", "a".repeat(200));
+        let text = format!(
+            r#"{{"instance_id": "x", "messages": [{{"role": "user", "content": [{{"type": "image_url", "image_url": {{"url": "{url}"}}}}]}}]}}"#
+        );
+        let (t, format) = parse_any(&text, "run.json").unwrap();
+        assert_eq!(format, Format::OpenAi);
+        assert_eq!(
+            t.entries[0].parts,
+            vec![Part::Image {
+                reference: url[..100].to_string()
+            }]
+        );
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = parse("[\n  {\"role\": \"user\", \"content\": \"a\"},\n  {\"role\": \"user\" \"content\": 1}\n]", "c.json").unwrap_err();
+        assert_eq!(e.line, Some(3), "{e}");
+        assert!(e.to_string().starts_with("c.json:3: "), "{e}");
+        let e = parse("[\n {\"role\": \"robot\"}\n]", "c.json").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        assert!(e.message.contains("unknown variant `robot`"), "{e}");
+        let e = parse("{\n \"runs\": []\n}", "c.json").unwrap_err();
+        assert!(e.message.contains("missing field `messages`"), "{e}");
+        let e = parse("[{\"role\": \"tool\", \"content\": \"x\"}]", "c.json").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.json: message 0: tool message without `tool_call_id`"
+        );
+    }
+
+    #[test]
+    fn write_round_trips_a_well_formed_chat() {
+        let t = parse(CHAT, "chat.json").unwrap();
+        let back = parse(&write(&t), "out.json").unwrap();
+        // Reasoning is not sent, and images travel as their description.
+        let mut want = t.clone();
+        want.entries[6].parts.remove(0);
+        for part in &mut want.entries[2].parts {
+            if let Part::Image { reference } = part {
+                *part = Part::Text {
+                    text: format!("[image: {reference}]"),
+                };
+            }
+        }
+        assert_eq!(back, want);
+    }
+
+    #[test]
+    fn orphan_call_gets_a_synthetic_result() {
+        let out = written(vec![
+            entry(
+                "a",
+                Role::Assistant,
+                Origin::Agent,
+                vec![Part::Text { text: "try".into() }, call("c1"), call("c2")],
+            ),
+            entry("r2", Role::Tool, Origin::Tool, vec![result("c2")]),
+            Entry::text("u", Role::User, Origin::Operator, "next"),
+        ]);
+        assert_eq!(
+            out,
+            serde_json::json!([
+                {"role": "assistant", "content": "try", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{\"n\":\"c1\"}"}},
+                    {"id": "c2", "type": "function", "function": {"name": "run", "arguments": "{\"n\":\"c2\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": NO_RESULT},
+                {"role": "tool", "tool_call_id": "c2", "content": "out c2"},
+                {"role": "user", "content": "next"}
+            ])
+        );
+    }
+
+    #[test]
+    fn late_result_moves_up_to_its_call() {
+        let out = written(vec![
+            entry("a", Role::Assistant, Origin::Agent, vec![call("c1")]),
+            Entry::text("u", Role::User, Origin::Operator, "meanwhile"),
+            entry("r", Role::Tool, Origin::Tool, vec![result("c1")]),
+            entry(
+                "a2",
+                Role::Assistant,
+                Origin::Agent,
+                vec![Part::Text {
+                    text: "done".into(),
+                }],
+            ),
+        ]);
+        let roles: Vec<_> = out
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["assistant", "tool", "user", "assistant"]);
+        assert_eq!(out[1]["content"], "out c1");
+    }
+
+    #[test]
+    fn unknown_results_placeholders_summaries_and_empty_replies() {
+        let out = written(vec![
+            entry(
+                "s",
+                Role::User,
+                Origin::Summary,
+                vec![Part::Text {
+                    text: "so far".into(),
+                }],
+            ),
+            entry("r0", Role::Tool, Origin::Tool, vec![result("early")]),
+            entry(
+                "a",
+                Role::Assistant,
+                Origin::Agent,
+                vec![
+                    Part::Thinking {
+                        text: "hidden".into(),
+                    },
+                    call("early"),
+                ],
+            ),
+            entry(
+                "x",
+                Role::Tool,
+                Origin::Tool,
+                vec![result("early"), result("early")],
+            ),
+            entry("empty", Role::Assistant, Origin::Agent, vec![]),
+            entry(
+                "thought",
+                Role::Assistant,
+                Origin::Agent,
+                vec![Part::Thinking {
+                    text: "only".into(),
+                }],
+            ),
+            entry(
+                "p",
+                Role::Tool,
+                Origin::Tool,
+                vec![Part::Placeholder {
+                    text: "[42 lines set aside]".into(),
+                    uri: Some("artifact://1".into()),
+                }],
+            ),
+        ]);
+        assert_eq!(
+            out,
+            serde_json::json!([
+                {"role": "user", "content": "so far"},
+                {"role": "user", "content": "[tool result for unknown call early]\nout early"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "early", "type": "function", "function": {"name": "run", "arguments": "{\"n\":\"early\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "early", "content": "out early"},
+                {"role": "user", "content": "[tool result for unknown call early]\nout early"},
+                {"role": "user", "content": "[42 lines set aside]"}
+            ])
+        );
+    }
+
+    #[test]
+    fn real_openai_chats() {
+        let Some(files) = real_files("openai-chat", "json") else {
+            return;
+        };
+        for (name, text) in files {
+            let (t, format) = parse_any(&text, &name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(format, Format::OpenAi, "{name}");
+            assert!(
+                t.entries.iter().any(|e| e.tool_call_ids().next().is_some()),
+                "{name}: has tool calls"
+            );
+            let (back, _) = parse_any(&write(&t), &name).unwrap_or_else(|e| panic!("{e}"));
+            assert_calls_answered_in_place(&back, &name);
+        }
+    }
+}

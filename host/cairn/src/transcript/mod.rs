@@ -1,0 +1,140 @@
+//! The conversation as Cairn sees it: plain domain types, independent of any
+//! file format (see `formats/`) and of the WIT bindings (see `wit_edge`).
+
+pub mod formats;
+pub mod sample;
+
+use serde::{Deserialize, Serialize};
+
+/// Who speaks in an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// Where an entry came from; decides what compaction may treat as
+/// operator intent (verbatim) versus agent chatter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    Operator,
+    Agent,
+    Tool,
+    Harness,
+    Summary,
+}
+
+/// One piece of an entry's content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Part {
+    Text { text: String },
+    Thinking { text: String },
+    /// `args` is the JSON text of the arguments, kept as written.
+    ToolCall { id: String, name: String, args: String },
+    ToolResult { call_id: String, content: String, is_error: bool },
+    Image { reference: String },
+    /// Content set aside by compaction; `uri` recovers it (`artifact://…`).
+    Placeholder { text: String, uri: Option<String> },
+}
+
+/// One message or event of the conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Stable id: from the source format where it has one, else derived
+    /// from the position in the source file (`e<index>`).
+    pub id: String,
+    pub role: Role,
+    pub origin: Origin,
+    pub parts: Vec<Part>,
+    /// Tokens by the host tokenizer; filled in by `Transcript::count_tokens`.
+    #[serde(default)]
+    pub tokens: u32,
+    /// Index of the user turn this entry belongs to (0 before the first user message).
+    #[serde(default)]
+    pub turn: u32,
+    #[serde(default)]
+    pub pinned: bool,
+}
+
+/// A whole conversation in the order the model sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Transcript {
+    pub entries: Vec<Entry>,
+}
+
+impl Entry {
+    pub fn text(id: impl Into<String>, role: Role, origin: Origin, text: impl Into<String>) -> Self {
+        Entry {
+            id: id.into(),
+            role,
+            origin,
+            parts: vec![Part::Text { text: text.into() }],
+            tokens: 0,
+            turn: 0,
+            pinned: false,
+        }
+    }
+
+    /// Ids of the tool calls this entry makes.
+    pub fn tool_call_ids(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolCall { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Ids of the tool calls this entry answers.
+    pub fn tool_result_ids(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+    }
+
+    /// All the text the model would read in this entry, for token counting.
+    pub fn model_text(&self) -> String {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text { text } | Part::Thinking { text } => out.push_str(text),
+                Part::ToolCall { name, args, .. } => {
+                    out.push_str(name);
+                    out.push(' ');
+                    out.push_str(args);
+                }
+                Part::ToolResult { content, .. } => out.push_str(content),
+                Part::Image { reference } => out.push_str(reference),
+                Part::Placeholder { text, .. } => out.push_str(text),
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl Transcript {
+    pub fn new(entries: Vec<Entry>) -> Self {
+        Transcript { entries }
+    }
+
+    /// Recomputes `turn` from the entries: a new turn starts at each
+    /// operator message.
+    pub fn number_turns(&mut self) {
+        let mut turn = 0;
+        for entry in &mut self.entries {
+            if entry.role == Role::User && entry.origin == Origin::Operator {
+                turn += 1;
+            }
+            entry.turn = turn;
+        }
+    }
+
+    pub fn total_tokens(&self) -> u64 {
+        self.entries.iter().map(|e| e.tokens as u64).sum()
+    }
+}

@@ -1,0 +1,169 @@
+//! The chain with real components: the bundled shake-elide and the `misbehave` fixture, which
+//! traps, loops, eats memory or lies as its config says. Each failure gets its class, the
+//! chain still commits, and the durable record holds every step.
+
+use cairn::chain::OutcomeClass;
+use cairn::storage::{ArtifactUri, ConversationKey, Event, Home};
+use cairn::transcript::{sample, Part};
+use cairn::{Cairn, CompactionReport, Policy};
+
+fn host() -> Cairn {
+    let mut cairn = Cairn::new().unwrap();
+    for plugin in cairn_bundle::BUNDLED.iter().chain(cairn_bundle::FIXTURES) {
+        cairn.add_plugin(plugin.manifest, plugin.component, "bundled").unwrap();
+    }
+    cairn
+}
+
+const SHAKE: &str = r#"
+[[chain]]
+plugin = "shake-elide"
+grants = ["log", "tokens", "archive:write"]
+"#;
+
+fn misbehaving(mode: &str, extra: &str) -> String {
+    format!("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"log\", \"archive:read\"]\nconfig = {{ mode = \"{mode}\" }}\n{extra}\n{SHAKE}")
+}
+
+fn compact(policy: &str) -> (CompactionReport, tempfile::TempDir) {
+    let policy = Policy::parse(policy, "test-policy.toml").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::open(dir.path()).unwrap();
+    let mut store = home.conversation(&ConversationKey::parse("test").unwrap()).unwrap();
+    let report = host().compact(&policy, &mut store, &sample::coding_session(12), "sample").unwrap();
+    (report, dir)
+}
+
+fn outcomes(report: &CompactionReport) -> Vec<(String, OutcomeClass)> {
+    report.steps.iter().map(|s| (s.plugin.split('@').next().unwrap().to_string(), s.outcome)).collect()
+}
+
+fn assert_first_step_then_shake(mode: &str, extra: &str, expected: OutcomeClass) -> CompactionReport {
+    let (report, _dir) = compact(&misbehaving(mode, extra));
+    assert_eq!(
+        outcomes(&report),
+        vec![("misbehave".into(), expected), ("shake-elide".into(), OutcomeClass::Ok)],
+        "mode {mode}: {:#?}",
+        report.steps
+    );
+    assert!(report.tokens_after < report.tokens_before);
+    assert_eq!(report.committed_by.as_deref().map(|p| p.starts_with("shake-elide")), Some(true));
+    report
+}
+
+#[test]
+fn a_trapping_plugin_is_a_trap() {
+    let report = assert_first_step_then_shake("trap", "", OutcomeClass::Trap);
+    assert!(report.steps[0].message.as_deref().unwrap().contains("misbehave@0.1.0"), "errors name the plugin");
+}
+
+#[test]
+fn an_endless_loop_is_a_timeout() {
+    let report = assert_first_step_then_shake("loop", "timeout_ms = 300", OutcomeClass::Timeout);
+    assert!(report.steps[0].millis < 5_000, "the deadline fired: {:?}", report.steps[0]);
+}
+
+#[test]
+fn unbounded_allocation_is_oom() {
+    assert_first_step_then_shake("oom", "memory_mib = 32", OutcomeClass::Oom);
+}
+
+#[test]
+fn an_invented_entry_id_is_an_invariant_breach() {
+    let report = assert_first_step_then_shake("invent-id", "", OutcomeClass::Invariant);
+    assert!(report.steps[0].message.as_deref().unwrap().contains("invents entry id"));
+}
+
+#[test]
+fn separating_a_tool_call_from_its_result_is_an_invariant_breach() {
+    let report = assert_first_step_then_shake("split-pair", "", OutcomeClass::Invariant);
+    assert!(report.steps[0].message.as_deref().unwrap().contains("pairing"));
+}
+
+#[test]
+fn an_unknown_range_is_invalid() {
+    assert_first_step_then_shake("unknown-range", "", OutcomeClass::Invalid);
+}
+
+#[test]
+fn growing_the_context_is_no_progress() {
+    assert_first_step_then_shake("grow", "", OutcomeClass::NoProgress);
+}
+
+#[test]
+fn writing_without_a_write_grant_is_denied() {
+    let report = assert_first_step_then_shake("read-archive", "", OutcomeClass::Denied);
+    assert!(report.steps[0].message.as_deref().unwrap().contains("archive:write"));
+}
+
+#[test]
+fn importing_an_ungranted_capability_is_refused_at_load() {
+    let policy = format!("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"log\"]\nconfig = {{ mode = \"trap\" }}\n{SHAKE}");
+    let (report, _dir) = compact(&policy);
+    assert_eq!(report.steps[0].outcome, OutcomeClass::Denied);
+    let message = report.steps[0].message.as_deref().unwrap();
+    assert!(message.contains("misbehave@0.1.0") && message.contains("`archive`"), "{message}");
+}
+
+#[test]
+fn when_every_plugin_fails_the_last_resort_commits() {
+    let policy = "[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:read\"]\nconfig = { mode = \"trap\" }\n";
+    let (report, _dir) = compact(policy);
+    assert_eq!(outcomes(&report), vec![("misbehave".into(), OutcomeClass::Trap), ("last-resort".into(), OutcomeClass::Ok)]);
+    assert!(report.tokens_after <= report.tokens_before / 2 + 100, "{} -> {}", report.tokens_before, report.tokens_after);
+}
+
+#[test]
+fn shake_elide_keeps_every_original_recoverable_and_records_the_event() {
+    let policy = Policy::parse(SHAKE, "p.toml").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::open(dir.path()).unwrap();
+    let key = ConversationKey::parse("demo").unwrap();
+    let mut store = home.conversation(&key).unwrap();
+    let before = sample::coding_session(12);
+    let report = host().compact(&policy, &mut store, &before, "sample").unwrap();
+    assert!(report.tokens_after * 2 < report.tokens_before, "{} -> {}", report.tokens_before, report.tokens_after);
+    assert!(!report.artifacts.is_empty());
+
+    // Every placeholder resolves to exactly the content it replaced.
+    let originals: std::collections::HashMap<_, _> = before
+        .entries
+        .iter()
+        .flat_map(|e| e.parts.iter())
+        .filter_map(|p| match p {
+            Part::ToolResult { call_id, content, .. } => Some((call_id.clone(), content.clone())),
+            _ => None,
+        })
+        .collect();
+    let mut resolved = 0;
+    for part in report.transcript.entries.iter().flat_map(|e| e.parts.iter()) {
+        if let Part::ToolResult { call_id, content, .. } = part {
+            if let Some(uri) = content.split("recover: ").nth(1) {
+                let uri: ArtifactUri = uri.trim_end_matches(']').parse().unwrap();
+                assert_eq!(home.find_artifact(&uri).unwrap(), originals[call_id].as_bytes());
+                resolved += 1;
+            }
+        }
+    }
+    assert!(resolved >= 10, "only {resolved} placeholders");
+
+    // The record survives reopening: a snapshot, then the compaction with its steps.
+    let store = home.conversation(&key).unwrap();
+    let events = store.events();
+    assert!(matches!(&events[0], Event::Snapshot { entries, .. } if entries.len() == before.entries.len()));
+    let Event::Compaction(event) = &events[1] else { panic!("second event is not a compaction") };
+    assert_eq!(event.artifacts, report.artifacts);
+    assert_eq!(event.steps, report.steps);
+    assert!(event.committed_by.is_some());
+
+    // The protected tail is untouched.
+    let n = before.entries.len();
+    assert_eq!(report.transcript.entries[report.transcript.entries.len() - 3..], before.entries[n - 3..]);
+}
+
+#[test]
+fn the_policy_names_unknown_plugins_with_their_line() {
+    let policy = Policy::parse("[compaction]\nkeep_recent_tokens = 10\n\n[[chain]]\nplugin = \"nope\"\n", "mine.toml").unwrap();
+    let err = host().chain(&policy).err().unwrap().to_string();
+    assert!(err.starts_with("mine.toml:5:10: unknown plugin `nope`"), "{err}");
+}

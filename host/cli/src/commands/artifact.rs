@@ -1,0 +1,31 @@
+//! `cairn artifact URI`: the stored original, byte for byte.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use cairn::storage::{ArtifactUri, ConversationKey, Home};
+
+use crate::setup;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// `artifact://<archive-id>/<n>`
+    uri: String,
+    #[arg(long)]
+    home: Option<PathBuf>,
+    /// Look only in this conversation.
+    #[arg(long)]
+    conversation: Option<String>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let uri: ArtifactUri = args.uri.parse().map_err(anyhow::Error::msg)?;
+    let home = Home::open(&setup::home_path(args.home))?;
+    let bytes = match &args.conversation {
+        Some(key) => home.conversation(&ConversationKey::parse(key).map_err(anyhow::Error::msg)?)?.read_artifact(&uri)?,
+        None => home.find_artifact(&uri)?,
+    };
+    std::io::stdout().lock().write_all(&bytes)?;
+    Ok(())
+}

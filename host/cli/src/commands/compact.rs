@@ -1,0 +1,103 @@
+//! `cairn compact FILE`: one compaction of a transcript file, recorded in the home.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use cairn::storage::{ConversationKey, Home};
+use cairn::transcript::formats;
+use cairn::CompactionReport;
+use serde_json::json;
+
+use crate::setup;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The transcript: Cairn JSONL, Pi session JSONL or OpenAI chat JSON (auto-detected).
+    file: PathBuf,
+    /// Policy file (TOML); the embedded model-free default when absent.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Storage home [default: $CAIRN_HOME, else ~/.local/share/cairn].
+    #[arg(long)]
+    home: Option<PathBuf>,
+    /// Conversation key [default: derived from the file name].
+    #[arg(long)]
+    conversation: Option<String>,
+    /// Write the compacted transcript here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = OutFormat::Cairn)]
+    out_format: OutFormat,
+    /// Extra plugin directory (`<name>.wasm` + `<name>.toml`); may repeat.
+    #[arg(long)]
+    plugin_dir: Vec<PathBuf>,
+    /// Print one JSON object for scripts.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum OutFormat {
+    Cairn,
+    Openai,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let name = args.file.display().to_string();
+    let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {name}"))?;
+    let (transcript, format) = formats::parse(&text, &name)?;
+    let policy = setup::policy(args.policy.as_deref())?;
+    let cairn = setup::host(&args.plugin_dir)?;
+    let key = match &args.conversation {
+        Some(key) => ConversationKey::parse(key).map_err(anyhow::Error::msg)?,
+        None => ConversationKey::derive(&args.file.file_stem().unwrap_or_default().to_string_lossy()),
+    };
+    let home = Home::open(&setup::home_path(args.home))?;
+    let mut store = home.conversation(&key)?;
+    let report = cairn.compact(&policy, &mut store, &transcript, &name)?;
+
+    if let Some(out) = &args.out {
+        let written = match args.out_format {
+            OutFormat::Cairn => formats::write_cairn(&report.transcript),
+            OutFormat::Openai => formats::write_openai(&report.transcript),
+        };
+        std::fs::write(out, written).with_context(|| format!("writing {}", out.display()))?;
+    }
+    if args.json {
+        let mut value = serde_json::to_value(&report)?;
+        value["input_format"] = json!(format.to_string());
+        value["home"] = json!(home.path().display().to_string());
+        value["out"] = json!(args.out.as_ref().map(|p| p.display().to_string()));
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print_report(&report, &name, &home);
+    }
+    Ok(())
+}
+
+pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
+    println!("{name}: {} → {} tokens ({})", report.tokens_before, report.tokens_after, percent(report));
+    for step in &report.steps {
+        let message = step.message.as_deref().map(|m| format!(" — {m}")).unwrap_or_default();
+        println!("  {:<24} {:<12} {:>6} ms{message}", step.plugin, step.outcome.to_string(), step.millis);
+    }
+    match &report.committed_by {
+        Some(plugin) => println!(
+            "committed {plugin}: {} entries replaced, {} artifacts in archive {} (conversation {}, home {})",
+            report.replaced,
+            report.artifacts.len(),
+            report.archive_id,
+            report.conversation,
+            home.path().display()
+        ),
+        None => println!("nothing committed: every step failed; the transcript is unchanged"),
+    }
+}
+
+fn percent(report: &CompactionReport) -> String {
+    if report.tokens_before == 0 {
+        return "empty".into();
+    }
+    let saved = 100.0 * (report.tokens_before - report.tokens_after) as f64 / report.tokens_before as f64;
+    format!("-{saved:.1}%")
+}

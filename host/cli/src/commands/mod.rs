@@ -1,0 +1,6 @@
+//! One module per CLI verb.
+
+pub mod artifact;
+pub mod compact;
+pub mod demo;
+pub mod plugins;

@@ -1,0 +1,50 @@
+//! `cairn plugins list`: what the host can run.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::setup;
+
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Bundled plugins and those in --plugin-dir, with kind, version and imports.
+    List {
+        #[arg(long)]
+        plugin_dir: Vec<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(command: Command) -> Result<()> {
+    let Command::List { plugin_dir, json } = command;
+    let cairn = setup::host(&plugin_dir)?;
+    let rows: Vec<_> = cairn
+        .plugins()
+        .map(|p| {
+            json!({
+                "name": p.manifest.name,
+                "kind": p.manifest.kind.to_string(),
+                "version": p.manifest.version,
+                "imports": p.imports.iter().map(|i| i.name()).collect::<Vec<_>>(),
+                "wasi": p.uses_wasi,
+                "source": p.source,
+                "sha256": p.sha256,
+                "description": p.manifest.description,
+            })
+        })
+        .collect();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    println!("{:<16} {:<14} {:<9} {:<22} source", "name", "kind", "version", "imports");
+    for p in cairn.plugins() {
+        let imports: Vec<_> = p.imports.iter().map(|i| i.name()).collect();
+        println!("{:<16} {:<14} {:<9} {:<22} {}", p.manifest.name, p.manifest.kind.to_string(), p.manifest.version, imports.join(","), p.source);
+    }
+    println!("{:<16} {:<14} {:<9} {:<22} host (always the chain's last step)", "last-resort", "strategy", env!("CARGO_PKG_VERSION"), "-");
+    Ok(())
+}

@@ -1,0 +1,51 @@
+//! `cairn`: compact agent transcripts with sandboxed Wasm strategies.
+
+mod commands;
+mod setup;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cairn", version, about = "Sandboxed, swappable, auditable context compaction for LLM agent harnesses")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compact a transcript file (Cairn JSONL, Pi session JSONL or OpenAI chat JSON).
+    Compact(commands::compact::Args),
+    /// Print a stored original (`artifact://…`) byte for byte.
+    Artifact(commands::artifact::Args),
+    /// Inspect plugins.
+    Plugins {
+        #[command(subcommand)]
+        command: commands::plugins::Command,
+    },
+    /// Compact a long generated session into a temporary home and show before and after.
+    Demo(commands::demo::Args),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("CAIRN_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Compact(args) => commands::compact::run(args),
+        Command::Artifact(args) => commands::artifact::run(args),
+        Command::Plugins { command } => commands::plugins::run(command),
+        Command::Demo(args) => commands::demo::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("cairn: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

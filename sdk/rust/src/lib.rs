@@ -1,0 +1,152 @@
+//! Write Cairn compaction plugins in Rust.
+//!
+//! Implement one of [`Strategy`], [`Trigger`] or [`CommitPolicy`] for a unit struct and export it
+//! with the matching macro ([`export_strategy!`], [`export_trigger!`], [`export_commit_policy!`]).
+//! Build with `cargo build --target wasm32-unknown-unknown --release` and turn the module into a
+//! component (`wasm-tools component new`); the bundled plugins in `plugins/` show the whole loop.
+//!
+//! Every trait method has a default, so a plugin keeps compiling when the contract grows.
+
+mod helpers;
+
+pub use helpers::*;
+
+/// Generated bindings of the `strategy` world (also the home of the shared types and capabilities).
+#[doc(hidden)]
+pub mod strategy_bindings {
+    wit_bindgen::generate!({
+        path: "../../wit/0.1.0",
+        world: "strategy",
+        pub_export_macro: true,
+        export_macro_name: "__export_strategy_world",
+        default_bindings_module: "cairn_sdk::strategy_bindings",
+        generate_all,
+    });
+}
+
+/// Generated bindings of the `trigger` world.
+#[doc(hidden)]
+pub mod trigger_bindings {
+    wit_bindgen::generate!({
+        path: "../../wit/0.1.0",
+        world: "trigger",
+        pub_export_macro: true,
+        export_macro_name: "__export_trigger_world",
+        default_bindings_module: "cairn_sdk::trigger_bindings",
+        with: {
+            "cairn:compaction/types@0.1.0": crate::strategy_bindings::cairn::compaction::types,
+            "cairn:compaction/log@0.1.0": crate::strategy_bindings::cairn::compaction::log,
+        },
+    });
+}
+
+/// Generated bindings of the `commit-policy` world.
+#[doc(hidden)]
+pub mod commit_policy_bindings {
+    wit_bindgen::generate!({
+        path: "../../wit/0.1.0",
+        world: "commit-policy",
+        pub_export_macro: true,
+        export_macro_name: "__export_commit_policy_world",
+        default_bindings_module: "cairn_sdk::commit_policy_bindings",
+        with: {
+            "cairn:compaction/types@0.1.0": crate::strategy_bindings::cairn::compaction::types,
+            "cairn:compaction/log@0.1.0": crate::strategy_bindings::cairn::compaction::log,
+        },
+    });
+}
+
+/// The contract's types: entries, parts, requests, outcomes, decisions.
+pub mod types {
+    pub use crate::strategy_bindings::cairn::compaction::types::*;
+}
+
+/// Host capabilities. Each call works only if the policy grants the capability to this plugin.
+pub mod host {
+    pub use crate::strategy_bindings::cairn::compaction::{archive, log, model, tokens};
+}
+
+use types::*;
+
+/// What replaces older history. Called with the entries, the protected head and the verbatim tail.
+pub trait Strategy {
+    fn describe() -> PluginInfo;
+
+    fn compact(request: CompactRequest) -> Result<Outcome, StrategyError> {
+        let _ = request;
+        Err(StrategyError::Failed("compact is not implemented by this plugin".into()))
+    }
+}
+
+/// When to act: called at every turn boundary.
+pub trait Trigger {
+    fn describe() -> PluginInfo;
+
+    fn decide(input: TriggerInput) -> TriggerDecision {
+        let _ = input;
+        TriggerDecision::None
+    }
+}
+
+/// Whether swapping the working context now is safe.
+pub trait CommitPolicy {
+    fn describe() -> PluginInfo;
+
+    fn decide(boundary: Boundary, proposal: Proposal) -> CommitDecision {
+        let _ = (boundary, proposal);
+        CommitDecision::Commit
+    }
+}
+
+/// Exports a type implementing [`Strategy`] as this component's `strategy` world.
+#[macro_export]
+macro_rules! export_strategy {
+    ($plugin:ident) => {
+        impl $crate::strategy_bindings::Guest for $plugin {
+            fn describe() -> $crate::types::PluginInfo {
+                <$plugin as $crate::Strategy>::describe()
+            }
+            fn compact(
+                request: $crate::types::CompactRequest,
+            ) -> Result<$crate::types::Outcome, $crate::types::StrategyError> {
+                <$plugin as $crate::Strategy>::compact(request)
+            }
+        }
+        $crate::strategy_bindings::__export_strategy_world!($plugin with_types_in $crate::strategy_bindings);
+    };
+}
+
+/// Exports a type implementing [`Trigger`] as this component's `trigger` world.
+#[macro_export]
+macro_rules! export_trigger {
+    ($plugin:ident) => {
+        impl $crate::trigger_bindings::Guest for $plugin {
+            fn describe() -> $crate::types::PluginInfo {
+                <$plugin as $crate::Trigger>::describe()
+            }
+            fn decide(input: $crate::types::TriggerInput) -> $crate::types::TriggerDecision {
+                <$plugin as $crate::Trigger>::decide(input)
+            }
+        }
+        $crate::trigger_bindings::__export_trigger_world!($plugin with_types_in $crate::trigger_bindings);
+    };
+}
+
+/// Exports a type implementing [`CommitPolicy`] as this component's `commit-policy` world.
+#[macro_export]
+macro_rules! export_commit_policy {
+    ($plugin:ident) => {
+        impl $crate::commit_policy_bindings::Guest for $plugin {
+            fn describe() -> $crate::types::PluginInfo {
+                <$plugin as $crate::CommitPolicy>::describe()
+            }
+            fn decide(
+                boundary: $crate::types::Boundary,
+                proposal: $crate::types::Proposal,
+            ) -> $crate::types::CommitDecision {
+                <$plugin as $crate::CommitPolicy>::decide(boundary, proposal)
+            }
+        }
+        $crate::commit_policy_bindings::__export_commit_policy_world!($plugin with_types_in $crate::commit_policy_bindings);
+    };
+}
