@@ -96,8 +96,8 @@ impl Cairn {
         store.record_snapshot(source, &transcript.entries)?;
 
         let tokens_before = transcript.total_tokens();
-        let target = (tokens_before as f64 * policy.compaction.target_ratio) as u64;
-        let window = Window::compute(&transcript.entries, policy.compaction.keep_recent_tokens, target);
+        let settings = &policy.compaction;
+        let window = Window::compute(&transcript.entries, settings.keep_recent(tokens_before), settings.target(tokens_before));
         let archive_id = ArchiveId::generate(store.key());
         tracing::info!(conversation = %store.key(), %archive_id, tokens_before, ?window, "compacting");
 

@@ -96,7 +96,8 @@ fn compact_and_verify(file: &Path, max_ratio: f64) {
 #[test]
 fn compacts_the_large_pi_session() {
     let Some(pi) = shared("pi") else { return };
-    compact_and_verify(&pi.join("pi-mono__large-session.jsonl"), 0.6);
+    // Edit and write tool calls hold ~45k tokens of file contents here; tool calls are never elided.
+    compact_and_verify(&pi.join("pi-mono__large-session.jsonl"), 0.7);
 }
 
 #[test]
@@ -106,7 +107,7 @@ fn compacts_the_openhands_sessions() {
     files.sort();
     assert_eq!(files.len(), 3);
     for file in files {
-        compact_and_verify(&file, 0.95);
+        compact_and_verify(&file, 0.8);
     }
 }
 

@@ -169,7 +169,7 @@ pub fn run(steps: &[Box<dyn Step>], input: &StepInput<'_>, tokenizer: &crate::to
                 return ChainRun { tokens_before, steps: reports, committed: Some(committed) };
             }
             Err(error) => {
-                tracing::warn!(plugin = %name, millis, outcome = %error.class(), "step failed: {}", error.message());
+                tracing::info!(plugin = %name, millis, outcome = %error.class(), "step failed: {}", error.message());
                 reports.push(StepReport { plugin: name, outcome: error.class(), millis, message: Some(error.message().to_string()), tokens_after: None });
             }
         }

@@ -34,13 +34,16 @@ pub struct Policy {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CompactionSettings {
+    /// Entries at the end holding this many tokens stay verbatim…
     pub keep_recent_tokens: u64,
+    /// …but never more than this fraction of the context, so small sessions still compact.
+    pub keep_recent_at_most: f64,
     pub target_ratio: f64,
 }
 
 impl Default for CompactionSettings {
     fn default() -> Self {
-        CompactionSettings { keep_recent_tokens: 20_000, target_ratio: 0.5 }
+        CompactionSettings { keep_recent_tokens: 20_000, keep_recent_at_most: 0.25, target_ratio: 0.5 }
     }
 }
 
@@ -76,9 +79,10 @@ impl Policy {
         let mut policy: Policy = toml::from_str(text).map_err(|e| anyhow::anyhow!("{source}: {}", e.to_string().trim_end()))?;
         policy.source = source.to_string();
         policy.text = text.to_string();
-        let ratio = policy.compaction.target_ratio;
-        if !(ratio > 0.0 && ratio < 1.0) {
-            bail!("{source}: compaction.target_ratio must be between 0 and 1 (exclusive), got {ratio}");
+        for (field, ratio) in [("target_ratio", policy.compaction.target_ratio), ("keep_recent_at_most", policy.compaction.keep_recent_at_most)] {
+            if !(ratio > 0.0 && ratio < 1.0) {
+                bail!("{source}: compaction.{field} must be between 0 and 1 (exclusive), got {ratio}");
+            }
         }
         for step in &policy.chain {
             let memory = *step.memory_mib.get_ref();
@@ -99,6 +103,17 @@ impl Policy {
         let line = before.matches('\n').count() + 1;
         let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
         format!("{}:{line}:{column}", self.source)
+    }
+}
+
+impl CompactionSettings {
+    /// The verbatim tail's size for a context of `total` tokens.
+    pub fn keep_recent(&self, total: u64) -> u64 {
+        self.keep_recent_tokens.min((total as f64 * self.keep_recent_at_most) as u64)
+    }
+
+    pub fn target(&self, total: u64) -> u64 {
+        (total as f64 * self.target_ratio) as u64
     }
 }
 
