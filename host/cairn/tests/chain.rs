@@ -169,3 +169,36 @@ fn the_policy_names_unknown_plugins_with_their_line() {
     let err = host().chain(&policy).err().unwrap().to_string();
     assert!(err.starts_with("mine.toml:5:10: unknown plugin `nope`"), "{err}");
 }
+
+#[test]
+fn a_failed_step_stores_nothing() {
+    // With a write grant, `read-archive` stores "sneaky" and then fails: nothing of it may land.
+    let policy = format!("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:write\"]\nconfig = {{ mode = \"read-archive\" }}\n{SHAKE}");
+    let (report, dir) = compact(&policy);
+    assert_eq!(report.steps[0].outcome, OutcomeClass::Invalid);
+    let home = Home::open(dir.path()).unwrap();
+    for uri in &report.artifacts {
+        assert_ne!(home.find_artifact(&uri.parse().unwrap()).unwrap(), b"sneaky");
+    }
+}
+
+#[test]
+fn when_nothing_can_be_committed_the_attempt_is_still_recorded() {
+    let policy = Policy::parse("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:read\"]\nconfig = { mode = \"trap\" }\n", "p.toml").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::open(dir.path()).unwrap();
+    let key = ConversationKey::parse("tiny").unwrap();
+    let mut store = home.conversation(&key).unwrap();
+    // One turn: everything is head or verbatim tail, so even the last resort has nothing to do.
+    let tiny = sample::coding_session(1);
+    let tiny = cairn::transcript::Transcript::new(tiny.entries[..2].to_vec());
+    let report = host().compact(&policy, &mut store, &tiny, "tiny").unwrap();
+    assert_eq!(outcomes(&report), vec![("misbehave".into(), OutcomeClass::Trap), ("last-resort".into(), OutcomeClass::NoProgress)]);
+    assert_eq!(report.committed_by, None);
+    assert_eq!(report.tokens_after, report.tokens_before);
+    let store = home.conversation(&key).unwrap();
+    let Event::Compaction(event) = &store.events()[1] else { panic!("no compaction event") };
+    assert_eq!(event.committed_by, None);
+    assert!(event.artifacts.is_empty() && event.forgotten.is_empty());
+    assert_eq!(event.steps.len(), 2);
+}

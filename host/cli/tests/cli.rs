@@ -156,6 +156,20 @@ fn the_demo_runs_offline_and_shows_before_and_after() {
 }
 
 #[test]
+fn the_example_offline_policy_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("session.jsonl");
+    std::fs::write(&transcript, formats::write_cairn(&cairn::transcript::sample::coding_session(8))).unwrap();
+    let policy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/policies/offline.toml");
+    let report: Value = serde_json::from_str(&ok(&[
+        "compact", s(&transcript), "--json", "--home", s(&dir.path().join("home")), "--policy", s(&policy),
+    ]))
+    .unwrap();
+    assert_eq!(report["steps"][0]["outcome"], "ok", "{report:#}");
+    assert!(report["committed_by"].as_str().unwrap().starts_with("shake-elide@"));
+}
+
+#[test]
 fn bad_input_gets_a_clear_error_naming_the_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");

@@ -7,13 +7,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
+/// An id or URI that does not have its fixed format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct IdError(String);
+
 /// A harness's stable id for one conversation: 1–64 chars of `[A-Za-z0-9._-]`, starting
 /// with a letter or digit.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConversationKey(String);
 
 impl ConversationKey {
-    pub fn parse(key: &str) -> Result<Self, String> {
+    pub fn parse(key: &str) -> Result<Self, IdError> {
         let valid = (1..=64).contains(&key.len())
             && key.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
             && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
@@ -21,10 +26,10 @@ impl ConversationKey {
         if valid {
             Ok(ConversationKey(key.to_string()))
         } else {
-            Err(format!(
+            Err(IdError(format!(
                 "invalid conversation key {:?}: use 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit",
                 truncate(key)
-            ))
+            )))
         }
     }
 
@@ -77,20 +82,20 @@ impl ArchiveId {
 }
 
 impl FromStr for ArchiveId {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = IdError;
+    fn from_str(s: &str) -> Result<Self, IdError> {
         let hex_part = s.strip_prefix("a-").unwrap_or("");
         if hex_part.len() == 16 && hex_part.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
             Ok(ArchiveId(s.to_string()))
         } else {
-            Err(format!("invalid archive id {:?}: expected `a-` and 16 lowercase hex digits", truncate(s)))
+            Err(IdError(format!("invalid archive id {:?}: expected `a-` and 16 lowercase hex digits", truncate(s))))
         }
     }
 }
 
 impl TryFrom<String> for ArchiveId {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
+    type Error = IdError;
+    fn try_from(s: String) -> Result<Self, IdError> {
         s.parse()
     }
 }
@@ -117,9 +122,9 @@ pub struct ArtifactUri {
 pub const MAX_ARTIFACTS_PER_ARCHIVE: u32 = 1_000_000;
 
 impl FromStr for ArtifactUri {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("invalid artifact URI {:?}: expected artifact://<archive-id>/<n>", truncate(s));
+    type Err = IdError;
+    fn from_str(s: &str) -> Result<Self, IdError> {
+        let bad = || IdError(format!("invalid artifact URI {:?}: expected artifact://<archive-id>/<n>", truncate(s)));
         let rest = s.strip_prefix("artifact://").ok_or_else(bad)?;
         let (archive, n) = rest.split_once('/').ok_or_else(bad)?;
         let archive_id: ArchiveId = archive.parse()?;

@@ -9,7 +9,7 @@ mod events;
 mod ids;
 
 pub use events::{now_millis, CompactionEvent, Event};
-pub use ids::{ArchiveId, ArtifactUri, ConversationKey};
+pub use ids::{ArchiveId, ArtifactUri, ConversationKey, IdError};
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
@@ -168,7 +168,7 @@ impl ConversationStore {
 
     /// The stored original, byte for byte.
     pub fn read_artifact(&self, uri: &ArtifactUri) -> Result<Vec<u8>> {
-        let archive_id: ArchiveId = uri.archive_id.parse().map_err(anyhow::Error::msg)?;
+        let archive_id: ArchiveId = uri.archive_id.parse()?;
         let not_found = || format!("artifact not found: {uri} in conversation {}", self.key);
         let archive = open_real_dir(&self.dir, &format!("{ARCHIVES}/{archive_id}")).with_context(not_found)?;
         let mut file = archive.open(uri.index.to_string()).with_context(not_found)?;
@@ -185,4 +185,82 @@ fn open_real_dir(dir: &Dir, path: &str) -> std::io::Result<Dir> {
         return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, format!("{path} is a symlink")));
     }
     dir.open_dir(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::{Origin, Role};
+
+    fn store(dir: &Path) -> ConversationStore {
+        Home::open(dir).unwrap().conversation(&ConversationKey::parse("c1").unwrap()).unwrap()
+    }
+
+    fn entry(id: &str) -> Entry {
+        Entry::text(id, Role::User, Origin::Operator, "hello")
+    }
+
+    #[test]
+    fn snapshots_record_only_new_entries_and_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = store(dir.path());
+        assert_eq!(s.record_snapshot("a", &[entry("e1"), entry("e2")]).unwrap(), 2);
+        assert_eq!(s.record_snapshot("a", &[entry("e1"), entry("e2"), entry("e3")]).unwrap(), 1);
+        let s = store(dir.path());
+        assert_eq!(s.events().len(), 2);
+    }
+
+    #[test]
+    fn a_torn_last_line_is_dropped_and_the_log_repaired() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = store(dir.path());
+        s.record_snapshot("a", &[entry("e1")]).unwrap();
+        let log = dir.path().join("conversations/c1/events.jsonl");
+        let good = std::fs::read(&log).unwrap();
+        let mut torn = good.clone();
+        torn.extend_from_slice(b"{\"kind\":\"snapshot\",\"at\":1,\"sou");
+        std::fs::write(&log, &torn).unwrap();
+
+        let mut s = store(dir.path());
+        assert_eq!(s.events().len(), 1);
+        assert_eq!(std::fs::read(&log).unwrap(), good, "the torn tail is cut off on disk");
+        s.record_snapshot("a", &[entry("e2")]).unwrap();
+        assert_eq!(store(dir.path()).events().len(), 2);
+    }
+
+    #[test]
+    fn a_corrupt_line_inside_the_log_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = store(dir.path());
+        s.record_snapshot("a", &[entry("e1")]).unwrap();
+        let log = dir.path().join("conversations/c1/events.jsonl");
+        let mut text = String::from("not json\n");
+        text.push_str(&std::fs::read_to_string(&log).unwrap());
+        std::fs::write(&log, text).unwrap();
+        let err = Home::open(dir.path()).unwrap().conversation(&ConversationKey::parse("c1").unwrap()).err().unwrap();
+        assert!(format!("{err:#}").contains("events.jsonl:1: corrupt event log line"), "{err:#}");
+    }
+
+    #[test]
+    fn artifacts_are_read_back_byte_for_byte_and_only_by_valid_uris() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path());
+        let id = ArchiveId::generate(s.key());
+        let uris = s.write_artifacts(&id, &["first".into(), "zweite — ünïcode\n".into()]).unwrap();
+        let home = Home::open(dir.path()).unwrap();
+        assert_eq!(home.find_artifact(&uris[1].parse().unwrap()).unwrap(), "zweite — ünïcode\n".as_bytes());
+        let missing = ArtifactUri { archive_id: id.to_string(), index: 3 };
+        assert!(home.find_artifact(&missing).is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_planted_in_the_home_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let home = Home::open(dir.path()).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("conversations/planted")).unwrap();
+        assert!(home.conversation(&ConversationKey::parse("planted").unwrap()).is_err());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "nothing written outside the home");
+    }
 }

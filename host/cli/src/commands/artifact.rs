@@ -20,10 +20,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let uri: ArtifactUri = args.uri.parse().map_err(anyhow::Error::msg)?;
+    let uri: ArtifactUri = args.uri.parse()?;
     let home = Home::open(&setup::home_path(args.home))?;
     let bytes = match &args.conversation {
-        Some(key) => home.conversation(&ConversationKey::parse(key).map_err(anyhow::Error::msg)?)?.read_artifact(&uri)?,
+        Some(key) => home.conversation(&ConversationKey::parse(key)?)?.read_artifact(&uri)?,
         None => home.find_artifact(&uri)?,
     };
     std::io::stdout().lock().write_all(&bytes)?;

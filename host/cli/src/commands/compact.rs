@@ -49,7 +49,7 @@ pub fn run(args: Args) -> Result<()> {
     let policy = setup::policy(args.policy.as_deref())?;
     let cairn = setup::host(&args.plugin_dir)?;
     let key = match &args.conversation {
-        Some(key) => ConversationKey::parse(key).map_err(anyhow::Error::msg)?,
+        Some(key) => ConversationKey::parse(key)?,
         None => ConversationKey::derive(&args.file.file_stem().unwrap_or_default().to_string_lossy()),
     };
     let home = Home::open(&setup::home_path(args.home))?;

@@ -26,7 +26,7 @@ pub fn run(args: Args) -> Result<()> {
 
     let cairn = setup::host(&[])?;
     let home = Home::open(&temp.path().join("home"))?;
-    let mut store = home.conversation(&ConversationKey::parse("demo").map_err(anyhow::Error::msg)?)?;
+    let mut store = home.conversation(&ConversationKey::parse("demo")?)?;
     println!("Generated a coding session: {} entries over {} operator turns ({}).\n", transcript.entries.len(), args.turns, input_path.display());
     let report = cairn.compact(&Policy::default_policy(), &mut store, &transcript, "demo session")?;
     super::compact::print_report(&report, "demo session", &home);
@@ -34,7 +34,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some((before, after, uri)) = first_elision(&transcript, &report.transcript) {
         println!("\nBefore — a tool output early in the session ({} chars):\n{}", before.len(), indent(&excerpt(&before)));
         println!("After — what the model sees now:\n{}", indent(&after));
-        let stored = home.find_artifact(&uri.parse::<ArtifactUri>().map_err(anyhow::Error::msg)?)?;
+        let stored = home.find_artifact(&uri.parse::<ArtifactUri>()?)?;
         ensure!(stored == before.as_bytes(), "the stored artifact differs from the original");
         println!("`cairn artifact {uri}` returns the original, byte for byte ({} bytes).", stored.len());
     }
