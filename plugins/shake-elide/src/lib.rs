@@ -58,7 +58,8 @@ impl Strategy for ShakeElide {
         let window = request.protected_head as usize..(request.tail_start as usize).min(entries.len());
 
         let mut changed: Vec<(usize, Entry)> = Vec::new();
-        for i in window {
+        // Pinned entries must come through unchanged; the host checks it.
+        for i in window.filter(|&i| !entries[i].pinned) {
             let mut entry = entries[i].clone();
             if shake_entry(&mut entry, i, &config, &calls, &last_touch)? {
                 recount(&mut entry);

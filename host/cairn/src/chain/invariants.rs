@@ -43,9 +43,6 @@ pub fn apply(entries: &[Entry], window: &Window, output: StrategyOutput, archive
     if last >= window.tail_start {
         return Err(StepError::Invariant(format!("the replaced range reaches into the verbatim tail (entry {})", entries[last].id)));
     }
-    if let Some(pinned) = entries[first..=last].iter().find(|e| e.pinned) {
-        return Err(StepError::Invariant(format!("the replaced range contains pinned entry {}", pinned.id)));
-    }
     let bytes: usize = output.replacement.iter().map(|e| e.model_text().len()).sum();
     if bytes > MAX_REPLACEMENT_BYTES || output.replacement.len() > last - first + 1 + MAX_EXTRA_ENTRIES {
         return Err(StepError::Invalid(format!("the replacement is too large ({} entries, {bytes} bytes)", output.replacement.len())));
@@ -70,6 +67,12 @@ pub fn apply(entries: &[Entry], window: &Window, output: StrategyOutput, archive
     }
     if replacement.iter().any(|e| e.pinned && !reused.contains(&e.id)) {
         return Err(StepError::Invariant("a new replacement entry claims to be pinned".into()));
+    }
+    // A pinned entry may sit inside the range only if it comes out exactly as it went in.
+    for pinned in entries[first..=last].iter().filter(|e| e.pinned) {
+        if !replacement.iter().any(|r| r.id == pinned.id && r.parts == pinned.parts && r.pinned) {
+            return Err(StepError::Invariant(format!("the outcome drops or changes pinned entry {}", pinned.id)));
+        }
     }
 
     let mut context = Vec::with_capacity(entries.len() - (last - first + 1) + replacement.len());
@@ -117,4 +120,100 @@ pub fn pairing_problems(entries: &[Entry]) -> BTreeSet<String> {
 
 fn clip(s: &str) -> String {
     s.chars().take(80).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::{Origin, Part, Role};
+
+    fn text(id: &str, role: Role) -> Entry {
+        let mut e = Entry::text(id, role, Origin::Agent, format!("entry {id} with some words in it"));
+        e.tokens = 10;
+        e
+    }
+
+    fn call(id: &str, call: &str) -> Entry {
+        Entry { parts: vec![Part::ToolCall { id: call.into(), name: "read".into(), args: "{}".into() }], ..text(id, Role::Assistant) }
+    }
+
+    fn result(id: &str, call: &str) -> Entry {
+        Entry { parts: vec![Part::ToolResult { call_id: call.into(), content: "x".repeat(400), is_error: false }], ..text(id, Role::Tool) }
+    }
+
+    fn entries() -> Vec<Entry> {
+        vec![text("sys", Role::System), text("u1", Role::User), call("a1", "c1"), result("t1", "c1"), text("a2", Role::Assistant), text("u2", Role::User)]
+    }
+
+    fn window() -> Window {
+        Window { protected_head: 1, tail_start: 5, token_target: 0 }
+    }
+
+    fn output(first: &str, last: &str, replacement: Vec<Entry>) -> StrategyOutput {
+        StrategyOutput { first: first.into(), last: last.into(), replacement, checkpoint: None, seed: None }
+    }
+
+    fn check(entries: &[Entry], out: StrategyOutput) -> Result<Applied, StepError> {
+        apply(entries, &window(), out, "a-0000000000000000", &Tokenizer::default())
+    }
+
+    fn summary() -> Entry {
+        Entry::text("", Role::User, Origin::Summary, "summary")
+    }
+
+    #[test]
+    fn a_summary_of_whole_pairs_is_applied_with_a_host_id() {
+        let applied = check(&entries(), output("u1", "a2", vec![summary()])).unwrap();
+        assert_eq!(applied.context.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["sys", "a-0000000000000000-r1", "u2"]);
+        assert_eq!(applied.forgotten, ["u1", "a1", "t1", "a2"]);
+        assert!(applied.replacement[0].tokens > 0, "the host counts tokens itself");
+    }
+
+    #[test]
+    fn the_protected_head_and_verbatim_tail_are_out_of_reach() {
+        assert!(matches!(check(&entries(), output("sys", "u1", vec![])), Err(StepError::Invariant(m)) if m.contains("protected head")));
+        assert!(matches!(check(&entries(), output("a2", "u2", vec![])), Err(StepError::Invariant(m)) if m.contains("verbatim tail")));
+    }
+
+    #[test]
+    fn unknown_or_reversed_ranges_are_invalid() {
+        assert!(matches!(check(&entries(), output("zz", "a2", vec![])), Err(StepError::Invalid(_))));
+        assert!(matches!(check(&entries(), output("a2", "u1", vec![])), Err(StepError::Invalid(_))));
+    }
+
+    #[test]
+    fn splitting_a_call_from_its_result_is_refused_either_way() {
+        assert!(matches!(check(&entries(), output("u1", "a1", vec![summary()])), Err(StepError::Invariant(m)) if m.contains("pairing")));
+        assert!(matches!(check(&entries(), output("t1", "a2", vec![summary()])), Err(StepError::Invariant(m)) if m.contains("pairing")));
+        // A replacement may not smuggle in a call without its result either.
+        assert!(matches!(check(&entries(), output("a2", "a2", vec![call("", "c9")])), Err(StepError::Invariant(_))));
+    }
+
+    #[test]
+    fn pre_existing_orphans_are_not_blamed_on_the_plugin() {
+        let mut with_orphan = entries();
+        with_orphan.insert(1, call("a0", "lost"));
+        assert!(check(&with_orphan, output("u1", "u1", vec![summary()])).is_ok());
+    }
+
+    #[test]
+    fn ids_may_be_reused_once_and_never_invented() {
+        let mut kept = entries()[4].clone();
+        assert!(check(&entries(), output("u1", "a2", vec![summary(), kept.clone()])).is_ok());
+        assert!(matches!(check(&entries(), output("u1", "a2", vec![kept.clone(), kept.clone()])), Err(StepError::Invariant(m)) if m.contains("twice")));
+        kept.id = "u2".into();
+        assert!(matches!(check(&entries(), output("u1", "a2", vec![kept])), Err(StepError::Invariant(m)) if m.contains("invents")));
+    }
+
+    #[test]
+    fn pinned_entries_survive_unchanged_or_the_outcome_is_refused() {
+        let mut pinned = entries();
+        pinned[4].pinned = true;
+        let carried = pinned[4].clone();
+        assert!(check(&pinned, output("u1", "a2", vec![summary(), carried.clone()])).is_ok());
+        assert!(matches!(check(&pinned, output("u1", "a2", vec![summary()])), Err(StepError::Invariant(m)) if m.contains("pinned")));
+        let mut changed = carried;
+        changed.parts = vec![Part::Text { text: "rewritten".into() }];
+        assert!(matches!(check(&pinned, output("u1", "a2", vec![summary(), changed])), Err(StepError::Invariant(m)) if m.contains("pinned")));
+    }
 }

@@ -28,10 +28,14 @@ fn truncate(input: &StepInput<'_>) -> Result<StrategyOutput, StepError> {
     }
     let cuts = safe_cuts(entries);
     let total: u64 = entries.iter().map(|e| e.tokens as u64).sum();
-    // The earliest safe cut that reaches the target; else the latest one before the tail.
+    // The earliest safe cut that reaches the target; else the latest one before the tail
+    // or the first pinned entry, whichever comes first.
     let mut dropped = 0u64;
     let mut cut = None;
     for i in head + 1..=tail {
+        if entries[i - 1].pinned {
+            break;
+        }
         dropped += entries[i - 1].tokens as u64;
         if cuts[i] {
             cut = Some(i);
