@@ -101,7 +101,8 @@ impl Cairn {
         let archive_id = ArchiveId::generate(store.key());
         tracing::info!(conversation = %store.key(), %archive_id, tokens_before, ?window, "compacting");
 
-        let input = StepInput { entries: &transcript.entries, window: &window, archive_id: archive_id.as_str(), preserve: None, resume: None };
+        let archive = Some(std::sync::Arc::new(store.archive_view()?));
+        let input = StepInput { entries: &transcript.entries, window: &window, archive_id: archive_id.as_str(), archive, preserve: None, resume: None };
         let run = chain::run(&steps, &input, &self.tokenizer);
 
         let mut report = CompactionReport {
@@ -120,6 +121,7 @@ impl Cairn {
             at: crate::storage::now_millis(),
             archive_id: archive_id.to_string(),
             committed_by: None,
+            replaced: Vec::new(),
             forgotten: Vec::new(),
             replacement: Vec::new(),
             tokens_before,
@@ -130,8 +132,10 @@ impl Cairn {
         };
         match run.committed {
             Some(committed) => {
-                let artifacts = store.write_artifacts(&archive_id, &committed.artifacts)?;
                 let applied = committed.applied;
+                let originals = &transcript.entries[applied.first..=applied.last];
+                let artifacts = store.write_archive(&archive_id, originals, &committed.artifacts)?;
+                event.replaced = originals.iter().map(|e| e.id.clone()).collect();
                 report.tokens_after = applied.tokens_after;
                 report.committed_by = Some(committed.plugin.clone());
                 report.replaced = applied.last - applied.first + 1;

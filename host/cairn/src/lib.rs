@@ -12,6 +12,7 @@ pub mod engine;
 mod host;
 pub mod plugin;
 pub mod policy;
+pub mod recall;
 pub mod storage;
 pub mod tokenizer;
 pub mod transcript;

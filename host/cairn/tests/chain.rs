@@ -92,7 +92,7 @@ fn growing_the_context_is_no_progress() {
 
 #[test]
 fn writing_without_a_write_grant_is_denied() {
-    let report = assert_first_step_then_shake("read-archive", "", OutcomeClass::Denied);
+    let report = assert_first_step_then_shake("write-artifact", "", OutcomeClass::Denied);
     assert!(report.steps[0].message.as_deref().unwrap().contains("archive:write"));
 }
 
@@ -172,8 +172,8 @@ fn the_policy_names_unknown_plugins_with_their_line() {
 
 #[test]
 fn a_failed_step_stores_nothing() {
-    // With a write grant, `read-archive` stores "sneaky" and then fails: nothing of it may land.
-    let policy = format!("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:write\"]\nconfig = {{ mode = \"read-archive\" }}\n{SHAKE}");
+    // With a write grant, `write-artifact` stores "sneaky" and then fails: nothing of it may land.
+    let policy = format!("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:write\"]\nconfig = {{ mode = \"write-artifact\" }}\n{SHAKE}");
     let (report, dir) = compact(&policy);
     assert_eq!(report.steps[0].outcome, OutcomeClass::Invalid);
     let home = Home::open(dir.path()).unwrap();

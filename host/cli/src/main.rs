@@ -20,6 +20,8 @@ enum Command {
     Compact(commands::compact::Args),
     /// Print a stored original (`artifact://…`) byte for byte.
     Artifact(commands::artifact::Args),
+    /// Read what compaction set aside: summary, search, page (the agent's session_history tool).
+    History(commands::history::Args),
     /// Inspect plugins.
     Plugins {
         #[command(subcommand)]
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Compact(args) => commands::compact::run(args),
         Command::Artifact(args) => commands::artifact::run(args),
+        Command::History(args) => commands::history::run(args),
         Command::Plugins { command } => commands::plugins::run(command),
         Command::Demo(args) => commands::demo::run(args),
     };

@@ -106,6 +106,8 @@ pub struct StepInput<'a> {
     pub entries: &'a [Entry],
     pub window: &'a Window,
     pub archive_id: &'a str,
+    /// The conversation's archive, for plugins granted `archive:read`.
+    pub archive: Option<std::sync::Arc<crate::storage::ArchiveView>>,
     pub preserve: Option<&'a str>,
     pub resume: Option<&'a str>,
 }

@@ -59,7 +59,7 @@ impl WasmStrategy {
             self.limits.memory_bytes,
             self.grants.clone(),
             self.tokenizer,
-            ArchiveScope::new(input.archive_id.to_string()),
+            ArchiveScope::new(input.archive_id.to_string(), input.archive.clone()),
         );
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.memory);

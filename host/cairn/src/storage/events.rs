@@ -25,6 +25,9 @@ pub struct CompactionEvent {
     pub archive_id: String,
     /// The plugin whose outcome was committed; `None` when every step failed.
     pub committed_by: Option<String>,
+    /// Ids of the replaced range; their originals are in the archive.
+    #[serde(default)]
+    pub replaced: Vec<String>,
     /// Ids of entries the working context no longer holds.
     pub forgotten: Vec<String>,
     /// The entries that took the replaced range's place.

@@ -5,9 +5,11 @@
 //! Layout: `conversations/<key>/events.jsonl` (append-only event log) and
 //! `conversations/<key>/archives/<archive-id>/<n>` (artifacts, written once).
 
+pub mod archive;
 mod events;
 mod ids;
 
+pub use archive::ArchiveView;
 pub use events::{now_millis, CompactionEvent, Event};
 pub use ids::{ArchiveId, ArtifactUri, ConversationKey, IdError};
 
@@ -23,7 +25,9 @@ use crate::transcript::Entry;
 
 const CONVERSATIONS: &str = "conversations";
 const EVENTS: &str = "events.jsonl";
-const ARCHIVES: &str = "archives";
+pub(crate) const ARCHIVES: &str = "archives";
+/// The originals of an archive's replaced entries, one JSON entry per line.
+pub(crate) const ENTRIES: &str = "entries.jsonl";
 
 /// The storage home.
 pub struct Home {
@@ -52,6 +56,14 @@ impl Home {
         ConversationStore::load(dir, key.clone(), self.path.join(CONVERSATIONS).join(key.as_str()))
     }
 
+    /// Opens a conversation that must already exist (reads never create one).
+    pub fn existing_conversation(&self, key: &ConversationKey) -> Result<ConversationStore> {
+        let conversations = self.dir.open_dir(CONVERSATIONS)?;
+        let dir = open_real_dir(&conversations, key.as_str())
+            .with_context(|| format!("no conversation {key} in {}", self.path.display()))?;
+        ConversationStore::load(dir, key.clone(), self.path.join(CONVERSATIONS).join(key.as_str()))
+    }
+
     /// The conversations in this home, in name order (invalid folder names are skipped).
     pub fn conversations(&self) -> Result<Vec<ConversationKey>> {
         let mut keys = Vec::new();
@@ -68,7 +80,7 @@ impl Home {
     /// Finds an artifact by URI in whichever conversation holds its archive.
     pub fn find_artifact(&self, uri: &ArtifactUri) -> Result<Vec<u8>> {
         for key in self.conversations()? {
-            let store = self.conversation(&key)?;
+            let store = self.existing_conversation(&key)?;
             if store.has_archive(&uri.archive_id) {
                 return store.read_artifact(uri);
             }
@@ -140,42 +152,60 @@ impl ConversationStore {
         Ok(())
     }
 
-    /// Writes an archive's artifacts (each to a temporary name, synced, then renamed) and
-    /// returns their URIs. Called before the compaction event that references them.
-    pub fn write_artifacts(&self, archive_id: &ArchiveId, contents: &[String]) -> Result<Vec<String>> {
-        if contents.is_empty() {
-            return Ok(Vec::new());
-        }
+    /// Writes an archive: the originals of the replaced entries and the artifacts (each file
+    /// to a temporary name, synced, then renamed). Returns the artifact URIs. Called before
+    /// the compaction event that commits it; until then readers do not see it.
+    pub fn write_archive(&self, archive_id: &ArchiveId, originals: &[Entry], artifacts: &[String]) -> Result<Vec<String>> {
         let folder = format!("{ARCHIVES}/{archive_id}");
         self.dir.create_dir_all(&folder)?;
         let archive = open_real_dir(&self.dir, &folder)?;
-        let mut uris = Vec::with_capacity(contents.len());
-        for (i, content) in contents.iter().enumerate() {
+        let mut lines = Vec::new();
+        for entry in originals {
+            serde_json::to_writer(&mut lines, entry)?;
+            lines.push(b'\n');
+        }
+        write_atomically(&archive, ENTRIES, &lines).with_context(|| format!("writing archive {archive_id}"))?;
+        let mut uris = Vec::with_capacity(artifacts.len());
+        for (i, content) in artifacts.iter().enumerate() {
             let uri = ArtifactUri { archive_id: archive_id.to_string(), index: i as u32 + 1 };
-            let name = uri.index.to_string();
-            let temp = format!("{name}.tmp");
-            let mut file = archive.open_with(&temp, OpenOptions::new().write(true).create(true).truncate(true))?;
-            file.write_all(content.as_bytes()).and_then(|_| file.sync_all()).with_context(|| format!("writing artifact {uri}"))?;
-            archive.rename(&temp, &archive, &name)?;
+            write_atomically(&archive, &uri.index.to_string(), content.as_bytes()).with_context(|| format!("writing artifact {uri}"))?;
             uris.push(uri.to_string());
         }
         Ok(uris)
     }
 
+    /// A bounded, read-only view of this conversation's committed archives.
+    pub fn archive_view(&self) -> Result<ArchiveView> {
+        Ok(ArchiveView::new(self.dir.try_clone()?, &self.events))
+    }
+
+    /// Whether this conversation's log commits the archive (an archive written by an attempt
+    /// that crashed before its event is not part of the record).
     pub fn has_archive(&self, archive_id: &str) -> bool {
-        archive_id.parse::<ArchiveId>().is_ok() && self.dir.is_dir(format!("{ARCHIVES}/{archive_id}"))
+        self.events.iter().any(|e| matches!(e, Event::Compaction(c) if c.committed_by.is_some() && c.archive_id == archive_id))
     }
 
     /// The stored original, byte for byte.
     pub fn read_artifact(&self, uri: &ArtifactUri) -> Result<Vec<u8>> {
         let archive_id: ArchiveId = uri.archive_id.parse()?;
         let not_found = || format!("artifact not found: {uri} in conversation {}", self.key);
+        if !self.has_archive(archive_id.as_str()) {
+            bail!(not_found());
+        }
         let archive = open_real_dir(&self.dir, &format!("{ARCHIVES}/{archive_id}")).with_context(not_found)?;
         let mut file = archive.open(uri.index.to_string()).with_context(not_found)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
         Ok(bytes)
     }
+}
+
+fn write_atomically(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let temp = format!("{name}.tmp");
+    let mut file = dir.open_with(&temp, OpenOptions::new().write(true).create(true).truncate(true))?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    dir.rename(&temp, dir, name)
 }
 
 /// Opens a directory below `dir` that is not a symlink. cap-std already refuses any path that
@@ -246,8 +276,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = store(dir.path());
         let id = ArchiveId::generate(s.key());
-        let uris = s.write_artifacts(&id, &["first".into(), "zweite — ünïcode\n".into()]).unwrap();
+        let uris = s.write_archive(&id, &[entry("e1")], &["first".into(), "zweite — ünïcode\n".into()]).unwrap();
         let home = Home::open(dir.path()).unwrap();
+        assert!(home.find_artifact(&uris[1].parse().unwrap()).is_err(), "not readable before its event commits it");
+        let mut s = store(dir.path());
+        s.record_compaction(CompactionEvent {
+            at: 0,
+            archive_id: id.to_string(),
+            committed_by: Some("p@1".into()),
+            replaced: vec!["e1".into()],
+            forgotten: vec![],
+            replacement: vec![],
+            tokens_before: 2,
+            tokens_after: 1,
+            steps: vec![],
+            artifacts: uris.clone(),
+            checkpoint: None,
+        })
+        .unwrap();
         assert_eq!(home.find_artifact(&uris[1].parse().unwrap()).unwrap(), "zweite — ünïcode\n".as_bytes());
         let missing = ArtifactUri { archive_id: id.to_string(), index: 3 };
         assert!(home.find_artifact(&missing).is_err());

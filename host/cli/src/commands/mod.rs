@@ -3,4 +3,5 @@
 pub mod artifact;
 pub mod compact;
 pub mod demo;
+pub mod history;
 pub mod plugins;

@@ -1,0 +1,85 @@
+//! `cairn history`: what the agent's `session_history` tool sees, from the command line.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use cairn::recall::{self, HistoryCall};
+use cairn::storage::{ConversationKey, Home};
+use serde_json::Value;
+
+use crate::setup;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long)]
+    home: Option<PathBuf>,
+    #[arg(long)]
+    conversation: String,
+    /// Print the raw JSON answer.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    read: Read,
+}
+
+#[derive(clap::Subcommand)]
+enum Read {
+    /// An overview of the conversation's archives.
+    Summary,
+    /// Ranked keyword search over archived entries.
+    Search {
+        query: String,
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// Read an archive's entries in bounded slices.
+    Page {
+        archive_id: String,
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        /// Continue a long first entry from this character.
+        #[arg(long, default_value_t = 0)]
+        char_offset: usize,
+    },
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let home = Home::open(&setup::home_path(args.home))?;
+    let key = ConversationKey::parse(&args.conversation)?;
+    let call = match args.read {
+        Read::Summary => HistoryCall::Summary,
+        Read::Search { query, offset, limit } => HistoryCall::Search { query, offset, limit },
+        Read::Page { archive_id, offset, limit, char_offset } => HistoryCall::Page { archive_id, offset, limit, char_offset },
+    };
+    let answer = recall::execute(&home, &key, &call)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+    } else {
+        print_human(&answer);
+    }
+    Ok(())
+}
+
+fn print_human(answer: &Value) {
+    if let Some(text) = answer["text"].as_str() {
+        println!("{text}");
+    }
+    for hit in answer["hits"].as_array().into_iter().flatten() {
+        println!("{} #{} ({}) score {:.2} at char {}", hit["archive_id"].as_str().unwrap_or(""), hit["index"], hit["entry_id"].as_str().unwrap_or(""), hit["score"].as_f64().unwrap_or(0.0), hit["char_offset"]);
+        println!("    {}", hit["snippet"].as_str().unwrap_or("").replace('\n', "\n    "));
+    }
+    for entry in answer["entries"].as_array().into_iter().flatten() {
+        println!("--- #{} {} ({}) chars {}..{} of {}", entry["index"], entry["entry_id"].as_str().unwrap_or(""), entry["role"].as_str().unwrap_or(""),
+            entry["char_offset"], entry["next_char_offset"].as_u64().unwrap_or(entry["total_chars"].as_u64().unwrap_or(0)), entry["total_chars"]);
+        println!("{}", entry["text"].as_str().unwrap_or(""));
+    }
+    for key in ["next_offset", "clamped"] {
+        if !answer[key].is_null() {
+            println!("{key}: {}", answer[key]);
+        }
+    }
+}
