@@ -101,6 +101,61 @@ fn compacts_the_large_pi_session() {
 }
 
 #[test]
+fn history_finds_an_elided_line_of_a_real_session_and_reads_it_back_exactly() {
+    let Some(pi) = shared("pi") else { return };
+    let file = pi.join("pi-mono__large-session.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let report: Value = serde_json::from_str(&ok(&["compact", s(&file), "--json", "--home", s(&home), "--conversation", "pi-large"])).unwrap();
+
+    // A line of an elided output that occurs nowhere else in the session.
+    let (original, _) = formats::parse(&std::fs::read_to_string(&file).unwrap(), "pi").unwrap();
+    let everything: String = original.entries.iter().map(|e| e.model_text()).collect();
+    let (uri, content, needle) = report["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|uri| {
+            let uri = uri.as_str().unwrap();
+            let content = ok(&["artifact", uri, "--home", s(&home), "--conversation", "pi-large"]);
+            let needle = content
+                .lines()
+                .map(str::trim)
+                .find(|l| l.len() > 30 && l.len() < 90 && l.split_whitespace().count() > 3 && everything.matches(l).count() == 1)?
+                .to_string();
+            Some((uri.to_string(), content, needle))
+        })
+        .expect("an elided output with a unique line");
+
+    let found: Value = serde_json::from_str(&ok(&["history", "--home", s(&home), "--conversation", "pi-large", "search", &needle, "--json"])).unwrap();
+    let hit = &found["hits"][0];
+    assert_eq!(hit["archive_id"], report["archive_id"], "{found:#}");
+    let mut text = String::new();
+    let mut char_offset = 0u64;
+    loop {
+        let page: Value = serde_json::from_str(&ok(&[
+            "history", "--home", s(&home), "--conversation", "pi-large", "page", hit["archive_id"].as_str().unwrap(),
+            "--offset", &hit["index"].to_string(), "--limit", "1", "--char-offset", &char_offset.to_string(), "--json",
+        ]))
+        .unwrap();
+        text.push_str(page["entries"][0]["text"].as_str().unwrap());
+        match page["entries"][0]["next_char_offset"].as_u64() {
+            Some(next) => char_offset = next,
+            None => break,
+        }
+    }
+    assert!(text.contains(&needle), "paging reads the needle back");
+    assert!(text.contains(&content), "paging reads the whole elided output back exactly ({uri})");
+
+    // Another conversation cannot see it, and bad keys are refused.
+    ok(&["compact", s(&file), "--home", s(&home), "--conversation", "other"]);
+    let other: Value = serde_json::from_str(&ok(&["history", "--home", s(&home), "--conversation", "other", "search", &needle, "--json"])).unwrap();
+    assert!(other["hits"].as_array().unwrap().iter().all(|h| h["archive_id"] != report["archive_id"]));
+    assert!(fails(&["artifact", &uri, "--home", s(&home), "--conversation", "other"]).contains("not found"));
+    assert!(fails(&["history", "--home", s(&home), "--conversation", "../pi-large", "summary"]).contains("invalid conversation key"));
+}
+
+#[test]
 fn compacts_the_openhands_sessions() {
     let Some(dir) = shared("openai-chat") else { return };
     let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();

@@ -28,6 +28,8 @@ enum Read {
     Summary,
     /// Ranked keyword search over archived entries.
     Search {
+        /// Keywords; a query starting with `-` is taken as is.
+        #[arg(allow_hyphen_values = true)]
         query: String,
         #[arg(long, default_value_t = 0)]
         offset: usize,
