@@ -77,7 +77,7 @@ impl Strategy for ShakeElide {
                 None => entries[i].clone(),
             })
             .collect();
-        Ok(Outcome { replaced: range_of(entries, first, last), replacement, checkpoint: None, seed: None })
+        Ok(Outcome::new(range_of(entries, first, last), replacement))
     }
 }
 

@@ -104,3 +104,10 @@ pub fn thousands(n: u32) -> String {
 pub fn range_of(entries: &[Entry], first: usize, last: usize) -> EntryRange {
     EntryRange { first: entries[first].id.clone(), last: entries[last].id.clone() }
 }
+
+impl crate::types::Outcome {
+    /// An outcome replacing `replaced` by `replacement`, with no checkpoint, seed or retrospective.
+    pub fn new(replaced: EntryRange, replacement: Vec<Entry>) -> Self {
+        crate::types::Outcome { replaced, replacement, checkpoint: None, seed: None, retrospective: None }
+    }
+}
