@@ -1,14 +1,18 @@
-//! `Cairn`: what a harness embeds. It owns the engine, the plugin registry and the tokenizer,
-//! and runs one compaction: snapshot → window → chain → checked outcome → durable record.
+//! `Cairn`: what a harness embeds. It owns the engine, the plugin registry, the tokenizer and
+//! the circuit breaker, and runs compactions and handovers: snapshot → window → chain →
+//! checked outcome → archive → durable record.
+
+use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
 use serde::Serialize;
 
-use crate::chain::{self, LastResort, Step, StepInput, StepReport, Window, LAST_RESORT};
+use crate::chain::{self, CircuitBreaker, HostSeed, LastResort, Purpose, Step, StepInput, StepReport, Window, LAST_RESORT, SEED_STEP};
 use crate::engine::Engine;
+use crate::model::{ModelError, ModelProvider, ModelRequest};
 use crate::plugin::{Plugin, Registry, WasmStrategy};
-use crate::policy::Policy;
-use crate::storage::{ArchiveId, CompactionEvent, ConversationStore};
+use crate::policy::{Policy, StepSpec};
+use crate::storage::{ArchiveId, CompactionEvent, ConversationStore, Sessions};
 use crate::tokenizer::Tokenizer;
 use crate::transcript::Transcript;
 
@@ -16,12 +20,16 @@ pub struct Cairn {
     engine: Engine,
     registry: Registry,
     tokenizer: Tokenizer,
+    breaker: CircuitBreaker,
+    /// A model the embedding harness supplies; it takes precedence over the policy's endpoint.
+    model: Option<Arc<dyn ModelProvider>>,
 }
 
-/// What one compaction did.
+/// What one compaction or handover did.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompactionReport {
     pub conversation: String,
+    pub purpose: Purpose,
     pub archive_id: String,
     pub tokens_before: u64,
     pub tokens_after: u64,
@@ -34,6 +42,12 @@ pub struct CompactionReport {
     pub forgotten: Vec<String>,
     /// `artifact://` URIs written for this compaction.
     pub artifacts: Vec<String>,
+    pub checkpoint: Option<String>,
+    /// Handover: the text that starts the next session, and the sessions involved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<Sessions>,
     /// The new working context.
     #[serde(skip)]
     pub transcript: Transcript,
@@ -42,7 +56,13 @@ pub struct CompactionReport {
 impl Cairn {
     /// A host with no plugins; add bundled ones with [`Cairn::add_plugin`].
     pub fn new() -> Result<Self> {
-        Ok(Cairn { engine: Engine::new()?, registry: Registry::default(), tokenizer: Tokenizer::default() })
+        Ok(Cairn {
+            engine: Engine::new()?,
+            registry: Registry::default(),
+            tokenizer: Tokenizer::default(),
+            breaker: CircuitBreaker::default(),
+            model: None,
+        })
     }
 
     pub fn add_plugin(&mut self, manifest: &str, component: &[u8], source: &str) -> Result<&Plugin> {
@@ -54,6 +74,11 @@ impl Cairn {
         self.registry.load_dir(&self.engine, dir)
     }
 
+    /// Hands Cairn the harness's own model: steps granted `model` call it.
+    pub fn set_model_provider(&mut self, provider: Arc<dyn ModelProvider>) {
+        self.model = Some(provider);
+    }
+
     pub fn plugins(&self) -> impl Iterator<Item = &Plugin> {
         self.registry.iter().map(|p| p.as_ref())
     }
@@ -62,17 +87,44 @@ impl Cairn {
         self.tokenizer
     }
 
-    /// Resolves a policy's chain against the known plugins; the host's last resort ends it.
+    /// The model steps will call: the embedder's, else the policy's (a misconfigured one
+    /// answers `unavailable` so the chain falls through instead of failing).
+    fn model_for(&self, policy: &Policy) -> Option<Arc<dyn ModelProvider>> {
+        if let Some(model) = &self.model {
+            return Some(model.clone());
+        }
+        let settings = policy.model.as_ref()?;
+        Some(settings.provider().unwrap_or_else(|e| {
+            tracing::warn!(policy = %policy.source, "model unavailable: {e:#}");
+            Arc::new(Unconfigured(e.to_string()))
+        }))
+    }
+
+    /// Resolves a policy's compaction chain; the host's last resort ends it.
     pub fn chain(&self, policy: &Policy) -> Result<Vec<Box<dyn Step>>> {
+        let mut steps = self.steps(policy, &policy.chain, &[LAST_RESORT])?;
+        steps.push(Box::new(LastResort));
+        Ok(steps)
+    }
+
+    /// Resolves a policy's handover chain; the host's seed step ends it.
+    pub fn handover_chain(&self, policy: &Policy) -> Result<Vec<Box<dyn Step>>> {
+        let mut steps = self.steps(policy, &policy.handover, &[SEED_STEP])?;
+        steps.push(Box::new(HostSeed));
+        Ok(steps)
+    }
+
+    fn steps(&self, policy: &Policy, specs: &[StepSpec], host_steps: &[&str]) -> Result<Vec<Box<dyn Step>>> {
+        let model = self.model_for(policy);
         let mut steps: Vec<Box<dyn Step>> = Vec::new();
-        for spec in &policy.chain {
+        for spec in specs {
             let name = spec.plugin.get_ref();
-            if name == LAST_RESORT {
+            if host_steps.contains(&name.as_str()) {
                 continue;
             }
             let plugin = self.registry.get(name).ok_or_else(|| {
-                let known: Vec<&str> = self.registry.iter().map(|p| p.manifest.name.as_str()).collect();
-                anyhow!("{}: unknown plugin `{name}` (known: {}, {LAST_RESORT})", policy.at(spec.plugin.span()), known.join(", "))
+                let known: Vec<&str> = self.registry.iter().map(|p| p.manifest.name.as_str()).chain(host_steps.iter().copied()).collect();
+                anyhow!("{}: unknown plugin `{name}` (known: {})", policy.at(spec.plugin.span()), known.join(", "))
             })?;
             steps.push(Box::new(WasmStrategy::new(
                 self.engine.clone(),
@@ -81,32 +133,66 @@ impl Cairn {
                 spec.limits(),
                 spec.config_json(),
                 self.tokenizer,
+                model.clone(),
             )));
         }
-        steps.push(Box::new(LastResort));
         Ok(steps)
     }
 
     /// Compacts `transcript` under `policy`, recording everything in `store`.
-    /// The durable record gets the input's new entries first, then artifacts, then the event.
     pub fn compact(&self, policy: &Policy, store: &mut ConversationStore, transcript: &Transcript, source: &str) -> Result<CompactionReport> {
         let steps = self.chain(policy)?;
+        self.run(Purpose::Compact, &steps, policy, store, transcript, source)
+    }
+
+    /// Hands the conversation over to a fresh session: the whole history after the protected
+    /// head is archived and replaced by a seed. The prepared transition is in the durable
+    /// record before this returns.
+    pub fn handover(&self, policy: &Policy, store: &mut ConversationStore, transcript: &Transcript, source: &str) -> Result<CompactionReport> {
+        let steps = self.handover_chain(policy)?;
+        self.run(Purpose::Handover, &steps, policy, store, transcript, source)
+    }
+
+    /// The durable record gets the input's new entries first, then the archive, then the event.
+    fn run(
+        &self,
+        purpose: Purpose,
+        steps: &[Box<dyn Step>],
+        policy: &Policy,
+        store: &mut ConversationStore,
+        transcript: &Transcript,
+        source: &str,
+    ) -> Result<CompactionReport> {
         let mut transcript = transcript.clone();
         self.tokenizer.count_transcript(&mut transcript);
         store.record_snapshot(source, &transcript.entries)?;
 
         let tokens_before = transcript.total_tokens();
         let settings = &policy.compaction;
-        let window = Window::compute(&transcript.entries, settings.keep_recent(tokens_before), settings.target(tokens_before));
+        let window = match purpose {
+            Purpose::Compact => Window::compute(&transcript.entries, settings.keep_recent(tokens_before), settings.target(tokens_before)),
+            Purpose::Handover => Window::handover(&transcript.entries),
+        };
         let archive_id = ArchiveId::generate(store.key());
-        tracing::info!(conversation = %store.key(), %archive_id, tokens_before, ?window, "compacting");
+        tracing::info!(conversation = %store.key(), %archive_id, ?purpose, tokens_before, ?window, "running chain");
 
-        let archive = Some(std::sync::Arc::new(store.archive_view()?));
-        let input = StepInput { entries: &transcript.entries, window: &window, archive_id: archive_id.as_str(), archive, preserve: None, resume: None };
-        let run = chain::run(&steps, &input, &self.tokenizer);
+        let input = StepInput {
+            purpose,
+            entries: &transcript.entries,
+            window: &window,
+            archive_id: archive_id.as_str(),
+            archive: Some(Arc::new(store.archive_view()?)),
+            preserve: None,
+            resume: None,
+            previous_checkpoint: store.latest_checkpoint(),
+            deadline: settings.chain_deadline(),
+        };
+        let run = chain::run(steps, &input, &self.tokenizer, &self.breaker, settings.breaker());
 
+        let mut event = CompactionEvent::new(purpose, archive_id.as_str(), tokens_before, run.steps.clone());
         let mut report = CompactionReport {
             conversation: store.key().to_string(),
+            purpose,
             archive_id: archive_id.to_string(),
             tokens_before,
             tokens_after: tokens_before,
@@ -115,43 +201,58 @@ impl Cairn {
             replaced: 0,
             forgotten: Vec::new(),
             artifacts: Vec::new(),
+            checkpoint: None,
+            seed: None,
+            sessions: None,
             transcript: Transcript::default(),
         };
-        let mut event = CompactionEvent {
-            at: crate::storage::now_millis(),
-            archive_id: archive_id.to_string(),
-            committed_by: None,
-            replaced: Vec::new(),
-            forgotten: Vec::new(),
-            replacement: Vec::new(),
-            tokens_before,
-            tokens_after: tokens_before,
-            steps: report.steps.clone(),
-            artifacts: Vec::new(),
-            checkpoint: None,
+        let Some(committed) = run.committed else {
+            store.record_compaction(event)?;
+            report.transcript = transcript;
+            return Ok(report);
         };
-        match run.committed {
-            Some(committed) => {
-                let applied = committed.applied;
-                let originals = &transcript.entries[applied.first..=applied.last];
-                let artifacts = store.write_archive(&archive_id, originals, &committed.artifacts)?;
-                event.replaced = originals.iter().map(|e| e.id.clone()).collect();
-                report.tokens_after = applied.tokens_after;
-                report.committed_by = Some(committed.plugin.clone());
-                report.replaced = applied.last - applied.first + 1;
-                report.forgotten = applied.forgotten.clone();
-                report.artifacts = artifacts.clone();
-                event.committed_by = Some(committed.plugin);
-                event.forgotten = applied.forgotten;
-                event.replacement = applied.replacement;
-                event.tokens_after = applied.tokens_after;
-                event.artifacts = artifacts;
-                event.checkpoint = committed.checkpoint;
-                report.transcript = Transcript::new(applied.context);
-            }
-            None => report.transcript = transcript,
+        let applied = committed.applied;
+        let originals = &transcript.entries[applied.first..=applied.last];
+        let artifacts = store.write_archive(&archive_id, originals, &committed.artifacts)?;
+        if purpose == Purpose::Handover {
+            let source = store.current_session();
+            let target = crate::storage::session_id(store.key().as_str(), archive_id.as_str());
+            event.sessions = Some(Sessions { source, target });
         }
+        event.committed_by = Some(committed.plugin.clone());
+        event.replaced = originals.iter().map(|e| e.id.clone()).collect();
+        event.forgotten = applied.forgotten.clone();
+        event.replacement = applied.replacement;
+        event.tokens_after = applied.tokens_after;
+        event.artifacts = artifacts.clone();
+        event.checkpoint = committed.checkpoint.clone();
+        event.seed = committed.seed.clone();
+        event.retrospective = committed.retrospective;
+        let sessions = event.sessions.clone();
         store.record_compaction(event)?;
+
+        report.tokens_after = applied.tokens_after;
+        report.committed_by = Some(committed.plugin);
+        report.replaced = applied.last - applied.first + 1;
+        report.forgotten = applied.forgotten;
+        report.artifacts = artifacts;
+        report.checkpoint = committed.checkpoint;
+        report.seed = committed.seed;
+        report.sessions = sessions;
+        report.transcript = Transcript::new(applied.context);
         Ok(report)
+    }
+}
+
+/// Stands in for a policy's model that could not be set up (e.g. its key variable is unset).
+struct Unconfigured(String);
+
+impl ModelProvider for Unconfigured {
+    fn complete(&self, _: &ModelRequest, _: std::time::Instant) -> Result<String, ModelError> {
+        Err(ModelError::Unavailable(self.0.clone()))
+    }
+
+    fn describe(&self) -> String {
+        "unconfigured model".into()
     }
 }

@@ -8,7 +8,9 @@
 
 pub mod capabilities;
 pub mod chain;
+pub mod checkpoint;
 pub mod engine;
+pub mod model;
 mod host;
 pub mod plugin;
 pub mod policy;

@@ -18,6 +18,8 @@ struct Cli {
 enum Command {
     /// Compact a transcript file (Cairn JSONL, Pi session JSONL or OpenAI chat JSON).
     Compact(commands::compact::Args),
+    /// Archive a session and prepare the seed of a fresh one.
+    Handover(commands::handover::Args),
     /// Print a stored original (`artifact://…`) byte for byte.
     Artifact(commands::artifact::Args),
     /// Read what compaction set aside: summary, search, page (the agent's session_history tool).
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Compact(args) => commands::compact::run(args),
+        Command::Handover(args) => commands::handover::run(args),
         Command::Artifact(args) => commands::artifact::run(args),
         Command::History(args) => commands::history::run(args),
         Command::Plugins { command } => commands::plugins::run(command),

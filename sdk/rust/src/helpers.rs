@@ -1,7 +1,9 @@
 //! Helpers plugin authors keep needing: token counts, safe cut points, placeholders, logging.
 
-use crate::host::{log, tokens};
-use crate::types::{Entry, EntryRange, Part};
+use std::ops::RangeInclusive;
+
+use crate::host::{log, model, tokens};
+use crate::types::{CompactRequest, Entry, EntryRange, Origin, Part, Role, StrategyError};
 
 /// Exact token count by the host's tokenizer (the `tokens` capability).
 pub fn count_tokens(text: &str) -> u32 {
@@ -110,4 +112,88 @@ impl crate::types::Outcome {
     pub fn new(replaced: EntryRange, replacement: Vec<Entry>) -> Self {
         crate::types::Outcome { replaced, replacement, checkpoint: None, seed: None, retrospective: None }
     }
+}
+
+/// The text parts of an entry joined by newlines (no thinking, tool traffic or placeholders).
+pub fn message_text(entry: &Entry) -> String {
+    let texts: Vec<&str> = entry.parts.iter().filter_map(|p| if let Part::Text(t) = p { Some(t.as_str()) } else { None }).collect();
+    texts.join("\n")
+}
+
+/// True for what the operator typed: intent that summaries must keep verbatim.
+pub fn is_operator_message(entry: &Entry) -> bool {
+    entry.origin == Origin::Operator && entry.role == Role::User
+}
+
+/// The first `max` chars of `text` (chars, not bytes).
+pub fn clip_chars(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    }
+}
+
+/// The last `max` chars of `text`.
+pub fn tail_chars(text: &str, max: usize) -> &str {
+    let len = text.chars().count();
+    match text.char_indices().nth(len.saturating_sub(max)) {
+        Some((at, _)) if len > max => &text[at..],
+        _ => text,
+    }
+}
+
+/// `text` clipped to at most `max` chars, ending in `…` when something was cut.
+pub fn clip_ellipsis(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", clip_chars(text, max.saturating_sub(1)).trim_end())
+    }
+}
+
+/// The plugin's config: empty text means all defaults; unknown keys are an error.
+pub fn parse_config<T: serde::de::DeserializeOwned + Default>(text: &str) -> Result<T, StrategyError> {
+    if text.trim().is_empty() {
+        return Ok(T::default());
+    }
+    serde_json::from_str(text).map_err(|e| StrategyError::Failed(format!("config: {e}")))
+}
+
+/// The entries a strategy replaces: `[protected_head, tail_start - 1]` (for a handover the host
+/// sets `tail_start` to the end). Empty → `NothingToDo`.
+pub fn replaceable_range(request: &CompactRequest) -> Result<RangeInclusive<usize>, StrategyError> {
+    let first = request.protected_head as usize;
+    let end = (request.tail_start as usize).min(request.entries.len());
+    if end <= first {
+        return Err(StrategyError::NothingToDo("no entries between the protected head and the verbatim tail".into()));
+    }
+    Ok(first..=end - 1)
+}
+
+/// A summary entry for the host to number: user role, `summary` origin, one text part.
+pub fn summary_entry(text: String) -> Entry {
+    Entry { id: String::new(), role: Role::User, origin: Origin::Summary, parts: vec![Part::Text(text)], tokens: 0, turn: 0, pinned: false }
+}
+
+/// A replacement for `replaced`: one summary entry, then the range's pinned entries unchanged
+/// (the host refuses outcomes that drop or alter a pinned entry).
+pub fn summary_replacement(replaced: &[Entry], text: String) -> Vec<Entry> {
+    std::iter::once(summary_entry(text)).chain(replaced.iter().filter(|e| e.pinned).cloned()).collect()
+}
+
+/// One completion: a system prompt and a user message.
+pub fn ask_model(system: &str, user: &str, max_tokens: u32) -> Result<String, model::ModelError> {
+    let message = |role: &str, content: &str| model::Message { role: role.into(), content: content.into() };
+    model::complete(&model::CompletionRequest { messages: vec![message("system", system), message("user", user)], max_tokens })
+}
+
+/// A model error as a strategy error: every kind means "no usable model here" (`unavailable`).
+/// Plugins that hold `model` as optional handle `Denied` before, by falling back.
+pub fn model_unavailable(error: model::ModelError) -> StrategyError {
+    StrategyError::Unavailable(match error {
+        model::ModelError::Denied(why) => format!("model denied: {why}"),
+        model::ModelError::Unavailable(why) => format!("model unavailable: {why}"),
+        model::ModelError::Timeout => "model timed out".into(),
+        model::ModelError::Failed(why) => format!("model failed: {why}"),
+    })
 }

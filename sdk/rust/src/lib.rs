@@ -7,7 +7,9 @@
 //!
 //! Every trait method has a default, so a plugin keeps compiling when the contract grows.
 
+pub mod checkpoint;
 mod helpers;
+pub mod prompt;
 
 pub use helpers::*;
 

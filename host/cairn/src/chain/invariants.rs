@@ -150,7 +150,7 @@ mod tests {
     }
 
     fn output(first: &str, last: &str, replacement: Vec<Entry>) -> StrategyOutput {
-        StrategyOutput { first: first.into(), last: last.into(), replacement, checkpoint: None, seed: None }
+        StrategyOutput { first: first.into(), last: last.into(), replacement, checkpoint: None, seed: None, retrospective: None }
     }
 
     fn check(entries: &[Entry], out: StrategyOutput) -> Result<Applied, StepError> {

@@ -2,12 +2,16 @@
 //! host's checks. Every step's outcome class, time and token figures are recorded. The last
 //! step is host-native and cannot fail, so a chain always ends.
 
+mod breaker;
 mod invariants;
 mod last_resort;
+mod seed;
 mod window;
 
+pub use breaker::{BreakerSettings, CircuitBreaker};
 pub use invariants::{apply, Applied};
 pub use last_resort::{LastResort, LAST_RESORT};
+pub use seed::{HostSeed, SEED_MESSAGES, SEED_MESSAGE_CHARS, SEED_STEP};
 pub use window::{safe_cuts, Window};
 
 use std::time::Instant;
@@ -87,6 +91,7 @@ pub struct StrategyOutput {
     pub replacement: Vec<Entry>,
     pub checkpoint: Option<String>,
     pub seed: Option<String>,
+    pub retrospective: Option<String>,
 }
 
 /// The record of one step.
@@ -101,8 +106,19 @@ pub struct StepReport {
     pub tokens_after: Option<u64>,
 }
 
+/// What the chain is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Purpose {
+    /// Shrink the working context; the verbatim tail stays.
+    Compact,
+    /// Prepare a fresh session seeded from this one.
+    Handover,
+}
+
 /// Everything a step needs to run.
 pub struct StepInput<'a> {
+    pub purpose: Purpose,
     pub entries: &'a [Entry],
     pub window: &'a Window,
     pub archive_id: &'a str,
@@ -110,6 +126,9 @@ pub struct StepInput<'a> {
     pub archive: Option<std::sync::Arc<crate::storage::ArchiveView>>,
     pub preserve: Option<&'a str>,
     pub resume: Option<&'a str>,
+    pub previous_checkpoint: Option<&'a str>,
+    /// When the whole chain must be done; each step's own limit is cut to fit.
+    pub deadline: std::time::Instant,
 }
 
 /// A step's answer: its proposal (or failure) and the artifacts it asked to store.
@@ -123,6 +142,10 @@ pub trait Step: Send + Sync {
     /// `name@version`.
     fn name(&self) -> String;
     fn run(&self, input: &StepInput<'_>) -> StepAnswer;
+    /// Host-native steps that cannot fail run even when the budget is spent.
+    fn trusted(&self) -> bool {
+        false
+    }
 }
 
 /// The outcome the chain committed.
@@ -133,6 +156,7 @@ pub struct Committed {
     pub artifacts: Vec<String>,
     pub checkpoint: Option<String>,
     pub seed: Option<String>,
+    pub retrospective: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -142,17 +166,41 @@ pub struct ChainRun {
     pub committed: Option<Committed>,
 }
 
-/// Runs the steps in order; stops at the first outcome that passes every check.
-pub fn run(steps: &[Box<dyn Step>], input: &StepInput<'_>, tokenizer: &crate::tokenizer::Tokenizer) -> ChainRun {
+/// Runs the steps in order; stops at the first outcome that passes every check. Untrusted
+/// steps are skipped once the chain's budget is spent or while their circuit is open.
+pub fn run(
+    steps: &[Box<dyn Step>],
+    input: &StepInput<'_>,
+    tokenizer: &crate::tokenizer::Tokenizer,
+    breaker: &CircuitBreaker,
+    breaker_settings: BreakerSettings,
+) -> ChainRun {
     let tokens_before: u64 = input.entries.iter().map(|e| e.tokens as u64).sum();
     let mut reports = Vec::new();
     for step in steps {
         let name = step.name();
+        if !step.trusted() {
+            let skip = if Instant::now() >= input.deadline {
+                Some(StepError::Timeout("skipped: the chain's time budget is spent".into()))
+            } else {
+                breaker.refuses(&name).map(|why| StepError::Unavailable(format!("skipped: {why}")))
+            };
+            if let Some(skip) = skip {
+                tracing::info!(plugin = %name, "{}", skip.message());
+                reports.push(StepReport { plugin: name, outcome: skip.class(), millis: 0, message: Some(skip.message().into()), tokens_after: None });
+                continue;
+            }
+        }
         let started = Instant::now();
         let answer = step.run(input);
         let checked = answer.output.and_then(|output| {
-            let checkpoint = output.checkpoint.clone();
-            let seed = output.seed.clone();
+            if let Some(checkpoint) = &output.checkpoint {
+                crate::checkpoint::validate(checkpoint).map_err(StepError::Invalid)?;
+            }
+            if input.purpose == Purpose::Handover && output.seed.as_deref().is_none_or(|s| s.trim().is_empty()) {
+                return Err(StepError::Invalid("a handover outcome needs a seed".into()));
+            }
+            let (checkpoint, seed, retrospective) = (output.checkpoint.clone(), output.seed.clone(), output.retrospective.clone());
             let applied = apply(input.entries, input.window, output, input.archive_id, tokenizer)?;
             if applied.tokens_after >= tokens_before {
                 return Err(StepError::NoProgress(format!(
@@ -160,17 +208,19 @@ pub fn run(steps: &[Box<dyn Step>], input: &StepInput<'_>, tokenizer: &crate::to
                     tokens_before, applied.tokens_after
                 )));
             }
-            Ok((applied, checkpoint, seed))
+            Ok((applied, checkpoint, seed, retrospective))
         });
         let millis = started.elapsed().as_millis() as u64;
         match checked {
-            Ok((applied, checkpoint, seed)) => {
+            Ok((applied, checkpoint, seed, retrospective)) => {
+                breaker.record(&name, OutcomeClass::Ok, breaker_settings);
                 tracing::info!(plugin = %name, millis, tokens_after = applied.tokens_after, "step ok");
                 reports.push(StepReport { plugin: name.clone(), outcome: OutcomeClass::Ok, millis, message: None, tokens_after: Some(applied.tokens_after) });
-                let committed = Committed { plugin: name, applied, artifacts: answer.artifacts, checkpoint, seed };
+                let committed = Committed { plugin: name, applied, artifacts: answer.artifacts, checkpoint, seed, retrospective };
                 return ChainRun { tokens_before, steps: reports, committed: Some(committed) };
             }
             Err(error) => {
+                breaker.record(&name, error.class(), breaker_settings);
                 tracing::info!(plugin = %name, millis, outcome = %error.class(), "step failed: {}", error.message());
                 reports.push(StepReport { plugin: name, outcome: error.class(), millis, message: Some(error.message().to_string()), tokens_after: None });
             }

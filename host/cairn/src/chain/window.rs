@@ -32,6 +32,14 @@ impl Window {
     }
 }
 
+impl Window {
+    /// A handover replaces everything after the protected head: no verbatim tail.
+    pub fn handover(entries: &[Entry]) -> Self {
+        let protected_head = entries.iter().take_while(|e| e.role == Role::System || e.pinned).count();
+        Window { protected_head, tail_start: entries.len(), token_target: 0 }
+    }
+}
+
 /// `cuts[i]`: history may be cut just before entry `i` without separating any tool call
 /// from its result. `cuts[len]` is always true.
 pub fn safe_cuts(entries: &[Entry]) -> Vec<bool> {

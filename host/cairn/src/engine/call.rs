@@ -18,7 +18,7 @@ pub fn classify(error: &wasmtime::Error, state: &CallState) -> CallFailure {
     if state.memory.exceeded {
         return CallFailure::Oom(format!("exceeded its memory cap of {} MiB", state.memory.max_bytes >> 20));
     }
-    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) || state.model_timed_out {
         return CallFailure::Timeout;
     }
     if let Some(denied) = &state.denied {

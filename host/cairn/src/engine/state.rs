@@ -4,7 +4,11 @@ use wasmtime::ResourceLimiter;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxView, WasiView};
 
+use std::sync::Arc;
+use std::time::Instant;
+
 use crate::capabilities::{ArchiveScope, Grants, LogBudget};
+use crate::model::ModelProvider;
 use crate::tokenizer::Tokenizer;
 
 /// Guest output captured from WASI stdout/stderr is kept up to this many bytes.
@@ -17,15 +21,20 @@ pub struct CallState {
     pub grants: Grants,
     pub tokenizer: Tokenizer,
     pub archive: ArchiveScope,
+    pub model: Option<Arc<dyn ModelProvider>>,
+    /// When this call must be over; host calls (the model) stop by then too.
+    pub deadline: Instant,
     pub log: LogBudget,
     /// Set when the plugin tried a capability it was not granted.
     pub denied: Option<String>,
+    /// Set when a model call ran out of time: the step then ends as `timeout`.
+    pub model_timed_out: bool,
     wasi: WasiCtx,
     table: ResourceTable,
 }
 
 impl CallState {
-    pub fn new(plugin: String, memory_bytes: usize, grants: Grants, tokenizer: Tokenizer, archive: ArchiveScope) -> Self {
+    pub fn new(plugin: String, memory_bytes: usize, grants: Grants, tokenizer: Tokenizer, archive: ArchiveScope, model: Option<Arc<dyn ModelProvider>>, deadline: Instant) -> Self {
         // Deny-all WASI: no preopens, env, args or network; output captured, bounded.
         let wasi = WasiCtx::builder()
             .stdout(MemoryOutputPipe::new(CAPTURED_OUTPUT_BYTES))
@@ -40,8 +49,11 @@ impl CallState {
             grants,
             tokenizer,
             archive,
+            model,
+            deadline,
             log: LogBudget::default(),
             denied: None,
+            model_timed_out: false,
             wasi,
             table: ResourceTable::new(),
         }

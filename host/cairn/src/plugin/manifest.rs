@@ -12,9 +12,14 @@ pub struct Manifest {
     pub version: String,
     #[serde(default)]
     pub description: String,
-    /// Capability interfaces the component may import: `log`, `tokens`, `model`, `archive`.
+    /// Capability interfaces the component may import and the policy must grant:
+    /// `log`, `tokens`, `model`, `archive`.
     #[serde(default)]
     pub capabilities: Vec<String>,
+    /// Interfaces it may import that the policy may leave ungranted; calls then answer
+    /// `denied` and the plugin falls back (e.g. no model → deterministic extraction).
+    #[serde(default)]
+    pub optional_capabilities: Vec<String>,
     /// Hex sha256 of the component; checked when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
@@ -30,12 +35,21 @@ impl Manifest {
         if !name_ok {
             anyhow::bail!("{source}: plugin name {:?} must be 1-64 characters of a-z 0-9 -", manifest.name);
         }
-        for capability in &manifest.capabilities {
+        for capability in manifest.capabilities.iter().chain(&manifest.optional_capabilities) {
             if !["log", "tokens", "model", "archive"].contains(&capability.as_str()) {
                 anyhow::bail!("{source}: unknown capability {capability:?} (known: log, tokens, model, archive)");
             }
         }
         Ok(manifest)
+    }
+
+    /// Whether the component may import `interface` at all.
+    pub fn declares(&self, interface: &str) -> bool {
+        self.capabilities.iter().chain(&self.optional_capabilities).any(|c| c == interface)
+    }
+
+    pub fn is_optional(&self, interface: &str) -> bool {
+        self.optional_capabilities.iter().any(|c| c == interface)
     }
 
     pub fn label(&self) -> String {

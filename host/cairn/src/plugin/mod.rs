@@ -63,7 +63,7 @@ impl Plugin {
         let component = Component::new(engine.wasmtime(), bytes).map_err(anyhow::Error::from).with_context(|| format!("plugin {label} ({source}): not a valid Wasm component"))?;
         let (imports, uses_wasi) = capability_imports(engine, &component).with_context(|| format!("plugin {label} ({source})"))?;
         for interface in &imports {
-            if !manifest.capabilities.iter().any(|c| c == interface.name()) {
+            if !manifest.declares(interface.name()) {
                 bail!("plugin {label} ({source}) imports the `{interface}` capability but its manifest does not declare it");
             }
         }

@@ -2,14 +2,15 @@
 //! cap, deadline and grants; whatever happens inside becomes a typed step outcome.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::Store;
 
 use super::{Plugin, Pre};
 use crate::capabilities::{ArchiveScope, Grants};
-use crate::chain::{Step, StepAnswer, StepError, StepInput};
+use crate::chain::{Purpose, Step, StepAnswer, StepError, StepInput};
 use crate::engine::{classify, CallFailure, CallState, Engine, World};
+use crate::model::ModelProvider;
 use crate::tokenizer::Tokenizer;
 use crate::wit_edge::{convert, types as wit};
 
@@ -21,6 +22,7 @@ pub struct StepLimits {
 
 pub struct WasmStrategy {
     engine: Engine,
+    model: Option<Arc<dyn ModelProvider>>,
     plugin: Arc<Plugin>,
     grants: Grants,
     limits: StepLimits,
@@ -32,12 +34,21 @@ pub struct WasmStrategy {
 }
 
 impl WasmStrategy {
-    pub fn new(engine: Engine, plugin: Arc<Plugin>, grants: Grants, limits: StepLimits, config: String, tokenizer: Tokenizer) -> Self {
+    pub fn new(
+        engine: Engine,
+        plugin: Arc<Plugin>,
+        grants: Grants,
+        limits: StepLimits,
+        config: String,
+        tokenizer: Tokenizer,
+        model: Option<Arc<dyn ModelProvider>>,
+    ) -> Self {
         let label = plugin.label();
         let refusal = if plugin.manifest.kind != World::Strategy {
             Some(StepError::Invalid(format!("plugin {label} is a {} plugin, not a strategy", plugin.manifest.kind)))
         } else {
-            plugin.imports.iter().find(|i| !grants.allows_import(**i)).map(|interface| {
+            let required = |i: &&crate::capabilities::Interface| !plugin.manifest.is_optional(i.name());
+            plugin.imports.iter().filter(required).find(|i| !grants.allows_import(**i)).map(|interface| {
                 StepError::Denied(format!(
                     "plugin {label} imports the `{interface}` capability, which the policy does not grant it; refused at load"
                 ))
@@ -46,7 +57,7 @@ impl WasmStrategy {
         if let Some(refusal) = &refusal {
             tracing::warn!(plugin = %label, "{}", refusal.message());
         }
-        WasmStrategy { engine, plugin, grants, limits, config, tokenizer, refusal }
+        WasmStrategy { engine, model, plugin, grants, limits, config, tokenizer, refusal }
     }
 
     fn call(&self, input: &StepInput<'_>) -> StepAnswer {
@@ -54,35 +65,50 @@ impl WasmStrategy {
             unreachable!("refused at construction unless the plugin is a strategy")
         };
         let label = self.plugin.label();
+        // The step's own limit, cut short by what is left of the whole chain's budget.
+        let timeout = self.limits.timeout.min(input.deadline.saturating_duration_since(Instant::now()));
         let state = CallState::new(
             label.clone(),
             self.limits.memory_bytes,
             self.grants.clone(),
             self.tokenizer,
             ArchiveScope::new(input.archive_id.to_string(), input.archive.clone()),
+            self.model.clone(),
+            Instant::now() + timeout,
         );
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.memory);
-        store.set_epoch_deadline(Engine::ticks(self.limits.timeout));
+        store.set_epoch_deadline(Engine::ticks(timeout));
 
         let request = wit::CompactRequest {
+            purpose: match input.purpose {
+                Purpose::Compact => wit::RequestKind::Compact,
+                Purpose::Handover => wit::RequestKind::Handover,
+            },
+            archive_id: input.archive_id.to_string(),
             entries: input.entries.iter().map(wit::Entry::from).collect(),
             protected_head: input.window.protected_head as u32,
             tail_start: input.window.tail_start as u32,
             token_target: input.window.token_target,
             preserve: input.preserve.map(str::to_string),
             resume: input.resume.map(str::to_string),
-            previous_checkpoint: None,
+            previous_checkpoint: input.previous_checkpoint.map(str::to_string),
             config: self.config.clone(),
         };
         let result = pre.instantiate(&mut store).and_then(|instance| instance.call_compact(&mut store, &request));
         match result {
             Ok(answer) => {
                 let state = store.into_data();
-                let output = convert::strategy_result(answer).map_err(|error| match state.denied {
-                    // The plugin failed after being refused a capability: that is the cause.
-                    Some(denied) => StepError::Denied(denied),
-                    None => error,
+                // A plugin failing after its model ran out of time, or after being refused a
+                // capability: that is the cause.
+                let output = convert::strategy_result(answer).map_err(|error| {
+                    if state.model_timed_out {
+                        StepError::Timeout(format!("plugin {label}: its model call ran out of time ({})", error.message()))
+                    } else if let Some(denied) = state.denied {
+                        StepError::Denied(denied)
+                    } else {
+                        error
+                    }
                 });
                 StepAnswer { output, artifacts: state.archive.pending }
             }
@@ -90,7 +116,7 @@ impl WasmStrategy {
                 let failure = classify(&error, store.data());
                 let error = match failure {
                     CallFailure::Trap(why) => StepError::Trap(format!("plugin {label} trapped: {why}")),
-                    CallFailure::Timeout => StepError::Timeout(format!("plugin {label} timed out after {:?}", self.limits.timeout)),
+                    CallFailure::Timeout => StepError::Timeout(format!("plugin {label} timed out after {timeout:?}")),
                     CallFailure::Oom(why) => StepError::Oom(format!("plugin {label} {why}")),
                     CallFailure::Denied(why) => StepError::Denied(why),
                 };

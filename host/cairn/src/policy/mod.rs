@@ -9,6 +9,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::capabilities::{Capability, Grants};
+use crate::chain::BreakerSettings;
+use crate::model::ModelSettings;
 use crate::plugin::StepLimits;
 
 /// The embedded default policy (model-free).
@@ -22,8 +24,15 @@ const MAX_TIMEOUT_MS: u64 = 600_000;
 pub struct Policy {
     #[serde(default)]
     pub compaction: CompactionSettings,
+    /// The compaction chain.
     #[serde(default)]
     pub chain: Vec<StepSpec>,
+    /// The handover chain (a host-native seed step always ends it).
+    #[serde(default)]
+    pub handover: Vec<StepSpec>,
+    /// The model endpoint for steps granted `model`; the key comes from the environment.
+    #[serde(default)]
+    pub model: Option<ModelSettings>,
     /// Where this policy came from, for messages.
     #[serde(skip)]
     pub source: String,
@@ -39,11 +48,23 @@ pub struct CompactionSettings {
     /// …but never more than this fraction of the context, so small sessions still compact.
     pub keep_recent_at_most: f64,
     pub target_ratio: f64,
+    /// The whole chain's time budget; untrusted steps are skipped once it is spent.
+    pub chain_timeout_ms: u64,
+    /// A plugin malfunctioning this many times in a row is skipped for `breaker_cooldown_ms`.
+    pub breaker_failures: u32,
+    pub breaker_cooldown_ms: u64,
 }
 
 impl Default for CompactionSettings {
     fn default() -> Self {
-        CompactionSettings { keep_recent_tokens: 20_000, keep_recent_at_most: 0.25, target_ratio: 0.5 }
+        CompactionSettings {
+            keep_recent_tokens: 20_000,
+            keep_recent_at_most: 0.25,
+            target_ratio: 0.5,
+            chain_timeout_ms: 180_000,
+            breaker_failures: 3,
+            breaker_cooldown_ms: 300_000,
+        }
     }
 }
 
@@ -84,7 +105,11 @@ impl Policy {
                 bail!("{source}: compaction.{field} must be between 0 and 1 (exclusive), got {ratio}");
             }
         }
-        for step in &policy.chain {
+        let settings = &policy.compaction;
+        if settings.chain_timeout_ms == 0 || settings.breaker_failures == 0 {
+            bail!("{source}: compaction.chain_timeout_ms and compaction.breaker_failures must be at least 1");
+        }
+        for step in policy.chain.iter().chain(&policy.handover) {
             let memory = *step.memory_mib.get_ref();
             if memory == 0 || memory > MAX_MEMORY_MIB {
                 bail!("{}: memory_mib must be 1..={MAX_MEMORY_MIB}, got {memory}", policy.at(step.memory_mib.span()));
@@ -114,6 +139,14 @@ impl CompactionSettings {
 
     pub fn target(&self, total: u64) -> u64 {
         (total as f64 * self.target_ratio) as u64
+    }
+
+    pub fn chain_deadline(&self) -> std::time::Instant {
+        std::time::Instant::now() + Duration::from_millis(self.chain_timeout_ms)
+    }
+
+    pub fn breaker(&self) -> BreakerSettings {
+        BreakerSettings { failures: self.breaker_failures, cooldown: Duration::from_millis(self.breaker_cooldown_ms) }
     }
 }
 

@@ -114,6 +114,14 @@ impl ArchiveView {
                 text.push_str(&render(entry));
                 text.push('\n');
             }
+            if let Some(sessions) = &a.sessions {
+                text.push_str(&format!("Handover from session {} to {}.\n", sessions.source, sessions.target));
+            }
+            if let Some(retrospective) = &a.retrospective {
+                text.push_str("Retrospective:\n");
+                text.push_str(retrospective);
+                text.push('\n');
+            }
             if let Some(checkpoint) = &a.checkpoint {
                 text.push_str("Checkpoint: ");
                 text.push_str(checkpoint);

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use cap_std::fs::{Dir, OpenOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::chain::StepReport;
+use crate::chain::{Purpose, StepReport};
 use crate::transcript::Entry;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -19,9 +19,12 @@ pub enum Event {
     Compaction(Box<CompactionEvent>),
 }
 
+/// One compaction or handover attempt.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CompactionEvent {
     pub at: u64,
+    #[serde(default = "compact")]
+    pub purpose: Purpose,
     pub archive_id: String,
     /// The plugin whose outcome was committed; `None` when every step failed.
     pub committed_by: Option<String>,
@@ -37,6 +40,47 @@ pub struct CompactionEvent {
     pub steps: Vec<StepReport>,
     pub artifacts: Vec<String>,
     pub checkpoint: Option<String>,
+    /// Handover only: the seed of the next session, the retrospective, and which session
+    /// was handed over to which.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrospective: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<Sessions>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sessions {
+    pub source: String,
+    pub target: String,
+}
+
+impl CompactionEvent {
+    /// An attempt that committed nothing yet; the caller fills in what was committed.
+    pub fn new(purpose: Purpose, archive_id: &str, tokens_before: u64, steps: Vec<StepReport>) -> Self {
+        CompactionEvent {
+            at: now_millis(),
+            purpose,
+            archive_id: archive_id.to_string(),
+            committed_by: None,
+            replaced: Vec::new(),
+            forgotten: Vec::new(),
+            replacement: Vec::new(),
+            tokens_before,
+            tokens_after: tokens_before,
+            steps,
+            artifacts: Vec::new(),
+            checkpoint: None,
+            seed: None,
+            retrospective: None,
+            sessions: None,
+        }
+    }
+}
+
+fn compact() -> Purpose {
+    Purpose::Compact
 }
 
 pub fn now_millis() -> u64 {

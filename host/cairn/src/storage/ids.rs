@@ -143,6 +143,13 @@ impl fmt::Display for ArtifactUri {
     }
 }
 
+/// `s-` and 16 hex digits: the initial session of a conversation (salt `initial`, stable)
+/// or a fresh one for a handover's target (salt = the new archive id).
+pub fn session_id(conversation: &str, salt: &str) -> String {
+    let digest = Sha256::digest(format!("{conversation}\0{salt}"));
+    format!("s-{}", hex(&digest[..8]))
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

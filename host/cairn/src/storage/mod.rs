@@ -10,8 +10,8 @@ mod events;
 mod ids;
 
 pub use archive::ArchiveView;
-pub use events::{now_millis, CompactionEvent, Event};
-pub use ids::{ArchiveId, ArtifactUri, ConversationKey, IdError};
+pub use events::{now_millis, CompactionEvent, Event, Sessions};
+pub use ids::{session_id, ArchiveId, ArtifactUri, ConversationKey, IdError};
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
@@ -120,6 +120,27 @@ impl ConversationStore {
         &self.events
     }
 
+    fn committed(&self) -> impl DoubleEndedIterator<Item = &CompactionEvent> {
+        self.events.iter().filter_map(|e| match e {
+            Event::Compaction(c) if c.committed_by.is_some() => Some(c.as_ref()),
+            _ => None,
+        })
+    }
+
+    /// The checkpoint of the latest committed compaction or handover that has one.
+    pub fn latest_checkpoint(&self) -> Option<&str> {
+        self.committed().rev().find_map(|c| c.checkpoint.as_deref())
+    }
+
+    /// The session the conversation is in now: the target of its latest handover, or one
+    /// derived from the key before any handover.
+    pub fn current_session(&self) -> String {
+        self.committed()
+            .rev()
+            .find_map(|c| c.sessions.as_ref().map(|s| s.target.clone()))
+            .unwrap_or_else(|| ids::session_id(self.key.as_str(), "initial"))
+    }
+
     /// Appends the entries the record has not seen yet. Returns how many were new.
     pub fn record_snapshot(&mut self, source: &str, entries: &[Entry]) -> Result<usize> {
         let new: Vec<Entry> = entries.iter().filter(|e| !self.known_entries.contains(&e.id)).cloned().collect();
@@ -182,7 +203,7 @@ impl ConversationStore {
     /// Whether this conversation's log commits the archive (an archive written by an attempt
     /// that crashed before its event is not part of the record).
     pub fn has_archive(&self, archive_id: &str) -> bool {
-        self.events.iter().any(|e| matches!(e, Event::Compaction(c) if c.committed_by.is_some() && c.archive_id == archive_id))
+        self.committed().any(|c| c.archive_id == archive_id)
     }
 
     /// The stored original, byte for byte.
@@ -280,20 +301,10 @@ mod tests {
         let home = Home::open(dir.path()).unwrap();
         assert!(home.find_artifact(&uris[1].parse().unwrap()).is_err(), "not readable before its event commits it");
         let mut s = store(dir.path());
-        s.record_compaction(CompactionEvent {
-            at: 0,
-            archive_id: id.to_string(),
-            committed_by: Some("p@1".into()),
-            replaced: vec!["e1".into()],
-            forgotten: vec![],
-            replacement: vec![],
-            tokens_before: 2,
-            tokens_after: 1,
-            steps: vec![],
-            artifacts: uris.clone(),
-            checkpoint: None,
-        })
-        .unwrap();
+        let mut event = CompactionEvent::new(crate::chain::Purpose::Compact, id.as_str(), 2, vec![]);
+        event.committed_by = Some("p@1".into());
+        event.artifacts = uris.clone();
+        s.record_compaction(event).unwrap();
         assert_eq!(home.find_artifact(&uris[1].parse().unwrap()).unwrap(), "zweite — ünïcode\n".as_bytes());
         let missing = ArtifactUri { archive_id: id.to_string(), index: 3 };
         assert!(home.find_artifact(&missing).is_err());

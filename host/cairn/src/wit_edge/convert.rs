@@ -97,6 +97,7 @@ pub fn strategy_result(result: Result<wit::Outcome, wit::StrategyError>) -> Resu
             replacement: o.replacement.into_iter().map(Entry::from).collect(),
             checkpoint: o.checkpoint,
             seed: o.seed,
+            retrospective: o.retrospective,
         }),
         Err(wit::StrategyError::Unavailable(why)) => Err(StepError::Unavailable(why)),
         Err(wit::StrategyError::NothingToDo(why)) => Err(StepError::NoProgress(why)),

@@ -3,5 +3,6 @@
 pub mod artifact;
 pub mod compact;
 pub mod demo;
+pub mod handover;
 pub mod history;
 pub mod plugins;

@@ -1,0 +1,129 @@
+//! The HTTP transport shared by both wire formats: per-attempt timeouts clipped to the
+//! caller's deadline, bounded retries with exponential backoff on 429/5xx and transport
+//! failures, and no retry on other client errors.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use super::{anthropic, openai, ModelError, ModelProvider, ModelRequest, Wire};
+
+const BACKOFF_START: Duration = Duration::from_millis(200);
+const MAX_RESPONSE_BYTES: u64 = 8 << 20;
+
+pub struct HttpProvider {
+    wire: Wire,
+    base_url: String,
+    model: String,
+    api_key: Option<Secret>,
+    timeout: Duration,
+    max_retries: u32,
+    agent: ureq::Agent,
+}
+
+/// Holds the API key; prints as `***` so it cannot reach a log by accident.
+struct Secret(String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl HttpProvider {
+    pub fn new(wire: Wire, base_url: &str, model: &str, api_key: Option<String>, timeout: Duration, max_retries: u32) -> Self {
+        let agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        HttpProvider {
+            wire,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            model: model.to_string(),
+            api_key: api_key.map(Secret),
+            timeout,
+            max_retries,
+            agent,
+        }
+    }
+
+    fn attempt(&self, request: &ModelRequest, timeout: Duration) -> Attempt {
+        let key = self.api_key.as_ref().map(|s| s.0.as_str());
+        let (url, body) = match self.wire {
+            Wire::Openai => (format!("{}/chat/completions", self.base_url), openai::body(&self.model, request)),
+            Wire::Anthropic => (format!("{}/v1/messages", self.base_url), anthropic::body(&self.model, request)),
+        };
+        let mut call = self.agent.post(&url).header("content-type", "application/json");
+        call = match (self.wire, key) {
+            (Wire::Openai, Some(key)) => call.header("authorization", &format!("Bearer {key}")),
+            (Wire::Anthropic, Some(key)) => call.header("x-api-key", key).header("anthropic-version", anthropic::VERSION),
+            (Wire::Anthropic, None) => call.header("anthropic-version", anthropic::VERSION),
+            (Wire::Openai, None) => call,
+        };
+        let response = call.config().timeout_global(Some(timeout)).build().send_json(&body);
+        match response {
+            Ok(mut response) => {
+                let status = response.status().as_u16();
+                match response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_string() {
+                    Ok(text) => Attempt::Answer(status, text),
+                    Err(ureq::Error::Timeout(_)) => Attempt::TimedOut,
+                    Err(e) => Attempt::Transport(format!("reading the response: {e}")),
+                }
+            }
+            Err(ureq::Error::Timeout(_)) => Attempt::TimedOut,
+            Err(e) => Attempt::Transport(e.to_string()),
+        }
+    }
+}
+
+enum Attempt {
+    Answer(u16, String),
+    TimedOut,
+    Transport(String),
+}
+
+impl ModelProvider for HttpProvider {
+    fn complete(&self, request: &ModelRequest, deadline: Instant) -> Result<String, ModelError> {
+        let mut backoff = BACKOFF_START;
+        let mut last = ModelError::Unavailable("no attempt was made".into());
+        for attempt in 0..=self.max_retries {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Err(ModelError::Timeout);
+            }
+            let retryable = match self.attempt(request, self.timeout.min(remaining)) {
+                Attempt::Answer(status, body) if (200..300).contains(&status) => {
+                    return match self.wire {
+                        Wire::Openai => openai::parse(&body),
+                        Wire::Anthropic => anthropic::parse(&body),
+                    };
+                }
+                Attempt::Answer(status, body) => {
+                    let message = format!("HTTP {status}: {}", error_message(&body));
+                    if status == 429 || status >= 500 {
+                        ModelError::Unavailable(message)
+                    } else {
+                        return Err(ModelError::Failed(message));
+                    }
+                }
+                Attempt::TimedOut => return Err(ModelError::Timeout),
+                Attempt::Transport(why) => ModelError::Unavailable(why),
+            };
+            tracing::debug!(model = %self.describe(), attempt, "model call failed: {retryable}");
+            last = retryable;
+            if attempt < self.max_retries {
+                std::thread::sleep(backoff.min(deadline.saturating_duration_since(Instant::now())));
+                backoff *= 2;
+            }
+        }
+        Err(last)
+    }
+
+    fn describe(&self) -> String {
+        format!("{:?} {} at {}", self.wire, self.model, self.base_url)
+    }
+}
+
+/// The provider's error message if the body carries one (both APIs use `error.message`).
+fn error_message(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
+        .unwrap_or_else(|| body.chars().take(200).collect())
+}

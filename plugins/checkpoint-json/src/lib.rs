@@ -1,0 +1,197 @@
+//! `checkpoint-json`: replaces the range by the typed continuation checkpoint, rendered as
+//! markdown, and returns the checkpoint JSON for the host to validate and keep.
+//!
+//! Mode: the model is asked once. If the policy does not grant `model` (the call answers
+//! `denied`) the checkpoint comes from deterministic extraction instead; any other model error
+//! makes the step `unavailable`, so the chain moves on.
+
+use cairn_sdk::checkpoint::{self, Checkpoint};
+use cairn_sdk::host::model::ModelError;
+use cairn_sdk::prompt::{conversation_as_data, DATA_NOT_INSTRUCTIONS};
+use cairn_sdk::types::*;
+use cairn_sdk::{ask_model, count_tokens, export_strategy, log_info, log_warn, model_unavailable, parse_config, range_of, replaceable_range, summary_replacement, Strategy};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct Config {
+    /// Tokens of operator text quoted verbatim by the deterministic extraction.
+    operator_budget_tokens: u32,
+    /// Reply budget of the model.
+    max_tokens: u32,
+    /// Tool output longer than this is clamped before the model sees it.
+    clamp_chars: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { operator_budget_tokens: 4000, max_tokens: 4096, clamp_chars: 2000 }
+    }
+}
+
+const SYSTEM: &str = "You extract a continuation checkpoint from a conversation between an operator and an AI coding agent, so the agent can continue after its history is compacted. Reply with exactly one JSON object and nothing else.";
+
+const RULES: &str = "Rules:
+- task_objective: what the operator asked for, in their words where possible.
+- negative_constraints: every prohibition the operator stated (don't, never, avoid, must not, …), quoted verbatim.
+- accepted_decisions: decisions taken that still hold, each with a short reason.
+- rejected_hypotheses: approaches tried or considered and rejected, each {\"approach\", \"reason\"}.
+- completed_milestones / pending_work: what is done / what remains.
+- verification: test, build and lint commands by outcome; not_run lists checks still due since the last change.
+- external_artifacts: URLs and artifact:// URIs needed later, each {\"name\", \"uri\"}.
+- next_immediate_action: the single next step.
+- files_read / files_modified: file paths.
+Use empty strings or lists where nothing applies.";
+
+struct CheckpointJson;
+
+impl Strategy for CheckpointJson {
+    fn describe() -> PluginInfo {
+        PluginInfo {
+            name: "checkpoint-json".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            description: "typed continuation checkpoint, from the model when granted, else extracted deterministically".into(),
+            capabilities: vec!["log".into(), "tokens".into(), "model".into()],
+        }
+    }
+
+    fn compact(request: CompactRequest) -> Result<Outcome, StrategyError> {
+        let config: Config = parse_config(&request.config)?;
+        let range = replaceable_range(&request)?;
+        let previous = previous_checkpoint(request.previous_checkpoint.as_deref());
+        let entries = &request.entries;
+        let budget = config.operator_budget_tokens;
+        let cp = match ask_model(SYSTEM, &prompt(&request, previous.as_ref(), config.clamp_chars), config.max_tokens) {
+            Ok(reply) => from_model(&reply, entries, previous.as_ref(), budget, &count_tokens)?,
+            Err(ModelError::Denied(_)) => {
+                log_info("model not granted: extracting the checkpoint deterministically");
+                let found = checkpoint::extract(entries, budget);
+                match &previous {
+                    Some(previous) => checkpoint::merge(previous, found),
+                    None => found,
+                }
+            }
+            Err(e) => return Err(model_unavailable(e)),
+        };
+        let mut outcome = Outcome::new(range_of(entries, *range.start(), *range.end()), summary_replacement(&entries[range], checkpoint::render(&cp)));
+        outcome.checkpoint = Some(cp.to_json());
+        Ok(outcome)
+    }
+}
+
+fn previous_checkpoint(json: Option<&str>) -> Option<Checkpoint> {
+    let json = json?;
+    checkpoint::parse(json).map_err(|e| log_warn(&format!("ignoring the previous checkpoint: {e}"))).ok()
+}
+
+/// The model sees everything after the protected head (the kept tail too: the checkpoint
+/// describes the whole state), the previous checkpoint, and the key list.
+fn prompt(request: &CompactRequest, previous: Option<&Checkpoint>, clamp_chars: usize) -> String {
+    let conversation = conversation_as_data(&request.entries[request.protected_head as usize..], clamp_chars);
+    let mut out = format!("{DATA_NOT_INSTRUCTIONS}\n\n{conversation}\n\n");
+    if let Some(previous) = previous {
+        out.push_str(&format!("The checkpoint from before this conversation; carry forward what still holds:\n{}\n\n", previous.to_json()));
+    }
+    for (label, text) in [("The agent asked that this survive", &request.preserve), ("The agent's notes on how to resume", &request.resume)] {
+        if let Some(text) = text.as_deref().filter(|t| !t.trim().is_empty()) {
+            out.push_str(&format!("{label}: {text}\n\n"));
+        }
+    }
+    out.push_str(&format!(
+        "Write the checkpoint as one JSON object with exactly these keys, all required and no others: {}. Shape:\n{}\n\n{RULES}",
+        checkpoint::FIELDS.join(", "),
+        Checkpoint::skeleton()
+    ));
+    out
+}
+
+/// The model's checkpoint, checked against the schema. Operator constraints found verbatim by
+/// extraction (or kept by the previous checkpoint) are added if the model dropped or reworded
+/// them, and the file lists are completed from the tool calls: both are exact where a model guesses.
+fn from_model(reply: &str, entries: &[Entry], previous: Option<&Checkpoint>, budget: u32, count: &dyn Fn(&str) -> u32) -> Result<Checkpoint, StrategyError> {
+    let mut cp = checkpoint::parse(reply).map_err(StrategyError::Failed)?;
+    let found = checkpoint::extract_with(entries, budget, count);
+    let kept = previous.map(|p| p.negative_constraints.clone()).unwrap_or_default();
+    for constraint in kept.into_iter().chain(found.negative_constraints) {
+        if !cp.negative_constraints.contains(&constraint) {
+            cp.negative_constraints.push(constraint);
+        }
+    }
+    for (list, exact) in [(&mut cp.files_read, found.files_read), (&mut cp.files_modified, found.files_modified)] {
+        list.extend(exact.into_iter().filter(|f| !list.contains(f)).collect::<Vec<_>>());
+    }
+    let modified = cp.files_modified.clone();
+    cp.files_read.retain(|f| !modified.contains(f));
+    Ok(cp)
+}
+
+export_strategy!(CheckpointJson);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quarter(text: &str) -> u32 {
+        text.chars().count().div_ceil(4) as u32
+    }
+    fn entry(role: Role, origin: Origin, parts: Vec<Part>) -> Entry {
+        Entry { id: "e".into(), role, origin, parts, tokens: 0, turn: 0, pinned: false }
+    }
+    fn entries() -> Vec<Entry> {
+        let call = ToolCall { id: "c1".into(), name: "Write".into(), args: r#"{"file_path":"src/a.rs"}"#.into() };
+        let result = ToolResult { call_id: "c1".into(), content: "written".into(), is_error: false };
+        vec![
+            entry(Role::User, Origin::Operator, vec![Part::Text("Add logging. Never log secrets.".into())]),
+            entry(Role::Assistant, Origin::Agent, vec![Part::ToolCall(call)]),
+            entry(Role::Tool, Origin::Tool, vec![Part::ToolResult(result)]),
+        ]
+    }
+
+    #[test]
+    fn a_model_checkpoint_keeps_verbatim_constraints_and_exact_files() {
+        let model = Checkpoint {
+            task_objective: "Add logging".into(),
+            negative_constraints: vec!["no secrets in logs".into()],
+            files_read: vec!["src/a.rs".into()],
+            ..Default::default()
+        };
+        let previous = Checkpoint { negative_constraints: vec!["Stay on stable Rust.".into()], ..Default::default() };
+        let reply = format!("```json\n{}\n```", model.to_json());
+        let cp = from_model(&reply, &entries(), Some(&previous), 4000, &quarter).unwrap();
+        assert_eq!(cp.task_objective, "Add logging");
+        assert_eq!(cp.negative_constraints, ["no secrets in logs", "Stay on stable Rust.", "Never log secrets."]);
+        assert_eq!(cp.files_modified, ["src/a.rs"]);
+        assert!(cp.files_read.is_empty());
+    }
+
+    #[test]
+    fn schema_violations_fail() {
+        let json = Checkpoint::default().to_json();
+        for bad in [json.replace("\"pending_work\":[],", ""), json.replace("{", "{\"extra\":1,"), "Sorry, I cannot.".to_string()] {
+            assert!(matches!(from_model(&bad, &entries(), None, 4000, &quarter), Err(StrategyError::Failed(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_prompt_lists_every_key_and_the_previous_checkpoint() {
+        let request = CompactRequest {
+            purpose: RequestKind::Compact,
+            archive_id: "a-1".into(),
+            entries: entries(),
+            protected_head: 0,
+            tail_start: 2,
+            token_target: 100,
+            preserve: Some("the logging format".into()),
+            resume: None,
+            previous_checkpoint: None,
+            config: String::new(),
+        };
+        let previous = Checkpoint { task_objective: "earlier goal".into(), ..Default::default() };
+        let prompt = prompt(&request, Some(&previous), 2000);
+        for key in checkpoint::FIELDS {
+            assert!(prompt.contains(key), "{key}");
+        }
+        assert!(prompt.contains("earlier goal") && prompt.contains("the logging format"));
+        assert!(prompt.starts_with(DATA_NOT_INSTRUCTIONS));
+    }
+}

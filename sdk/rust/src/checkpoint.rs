@@ -1,0 +1,1060 @@
+//! The continuation checkpoint (`wit/0.1.0/checkpoint.schema.json`) as a Rust type, a
+//! deterministic extraction of it from entries (no model needed), and a markdown rendering.
+//!
+//! Extraction rules, in short: operator messages are the source of intent and are quoted
+//! verbatim; tool calls give the files read and modified and the test/build runs; assistant
+//! text gives milestones, decisions and rejected approaches. Tool errors that were not followed
+//! by a successful retry of the same call become pending work ("Unresolved error …"); failed
+//! test/build runs go to `verification.failed` instead, so nothing is listed twice.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::{Entry, Part, Role, ToolResult};
+use crate::{clip_ellipsis, is_operator_message, message_text};
+
+/// The JSON Schema every checkpoint must satisfy (the host validates against it).
+pub const SCHEMA: &str = include_str!("../../../wit/0.1.0/checkpoint.schema.json");
+
+/// The schema's keys, in order.
+pub const FIELDS: [&str; 11] = [
+    "task_objective",
+    "negative_constraints",
+    "accepted_decisions",
+    "rejected_hypotheses",
+    "completed_milestones",
+    "pending_work",
+    "verification",
+    "external_artifacts",
+    "next_immediate_action",
+    "files_read",
+    "files_modified",
+];
+
+/// Typed continuation state. All keys are required and no others are allowed, as in the schema.
+#[derive(Serialize, Deserialize, Default, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    pub task_objective: String,
+    pub negative_constraints: Vec<String>,
+    pub accepted_decisions: Vec<String>,
+    pub rejected_hypotheses: Vec<RejectedHypothesis>,
+    pub completed_milestones: Vec<String>,
+    pub pending_work: Vec<String>,
+    pub verification: Verification,
+    pub external_artifacts: Vec<ExternalArtifact>,
+    pub next_immediate_action: String,
+    pub files_read: Vec<String>,
+    pub files_modified: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize, Default, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RejectedHypothesis {
+    pub approach: String,
+    pub reason: String,
+}
+
+#[derive(Serialize, Deserialize, Default, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Verification {
+    pub passed: Vec<String>,
+    pub failed: Vec<String>,
+    pub not_run: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize, Default, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExternalArtifact {
+    pub name: String,
+    pub uri: String,
+}
+
+impl Checkpoint {
+    /// Compact JSON text, ready for `Outcome::checkpoint`.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a checkpoint always serializes")
+    }
+
+    /// Every key with an empty value, pretty-printed: the shape to show a model.
+    pub fn skeleton() -> String {
+        serde_json::to_string_pretty(&Checkpoint::default()).expect("a checkpoint always serializes")
+    }
+}
+
+/// Parses a checkpoint from a model reply: the JSON object alone, inside a ```json fence, or
+/// surrounded by prose. Missing, extra or mistyped keys are errors.
+pub fn parse(reply: &str) -> Result<Checkpoint, String> {
+    let json = fenced(reply).unwrap_or(reply);
+    let json = match (json.find('{'), json.rfind('}')) {
+        (Some(start), Some(end)) if start < end => &json[start..=end],
+        _ => return Err("the reply holds no JSON object".into()),
+    };
+    serde_json::from_str(json).map_err(|e| format!("the reply is not a valid checkpoint: {e}"))
+}
+
+/// The body of the first ``` fence, if the text has one.
+fn fenced(text: &str) -> Option<&str> {
+    let open = text.find("```")?;
+    let body = &text[open + 3..];
+    let body = &body[body.find('\n')? + 1..]; // skip the language tag
+    Some(&body[..body.find("```").unwrap_or(body.len())])
+}
+
+/// Deterministic extraction; operator text is budgeted with the host's tokenizer.
+pub fn extract(entries: &[Entry], token_budget: u32) -> Checkpoint {
+    extract_with(entries, token_budget, &crate::count_tokens)
+}
+
+/// [`extract`] with the token counter passed in (native tests use an approximation).
+///
+/// `token_budget` bounds the operator text quoted verbatim: the objective (the last operator
+/// request, after the latest longer one when it is short) comes first, then constraint
+/// sentences, newest message first; what does not fit is left out.
+pub fn extract_with(entries: &[Entry], token_budget: u32, count: &dyn Fn(&str) -> u32) -> Checkpoint {
+    let operator: Vec<String> =
+        entries.iter().filter(|e| is_operator_message(e)).map(|e| message_text(e).trim().to_string()).filter(|t| !t.is_empty()).collect();
+    let mut budget = token_budget;
+
+    let requests = current_requests(&operator);
+    let mut objective = match requests.as_slice() {
+        [context, last] => format!("{context}\n\nLatest request: {last}"),
+        [last] => last.to_string(),
+        _ => String::new(),
+    };
+    let tokens = count(&objective);
+    if tokens > budget {
+        // The objective alone overflows: keep its start, proportionally.
+        let keep = objective.chars().count() * budget as usize / tokens.max(1) as usize;
+        objective = clip_ellipsis(&objective, keep.max(1));
+    }
+    budget = budget.saturating_sub(count(&objective));
+
+    let calls = Calls::new(entries);
+    let (files_read, files_modified) = files_touched(entries);
+    let mut pending: Vec<String> = requests.iter().flat_map(|r| request_items(r)).collect();
+    let last_agent_text = entries.iter().rev().filter(|e| e.role == Role::Assistant).map(message_text).find(|t| !t.trim().is_empty());
+    pending.extend(last_agent_text.as_deref().map(todo_lines).unwrap_or_default());
+    let since = entries.iter().rposition(is_operator_message).unwrap_or(0);
+    pending.extend(calls.unresolved_errors(since));
+    let pending = dedup(pending);
+
+    // The latest request's first sentence that asks for something: not "Great.", not a prohibition.
+    let said: Vec<&str> = requests.iter().rev().flat_map(|r| sentences(r)).collect();
+    let next_immediate_action = match said.iter().find(|s| !is_acknowledgement(s) && !is_constraint(s)).or(said.first()) {
+        Some(first) => clip_ellipsis(first, 300),
+        None => pending.last().cloned().unwrap_or_default(),
+    };
+    let agent = agent_statements(entries);
+    Checkpoint {
+        task_objective: objective,
+        negative_constraints: constraints(&operator, budget, count),
+        accepted_decisions: agent.decisions,
+        rejected_hypotheses: agent.rejected,
+        completed_milestones: agent.milestones,
+        pending_work: pending,
+        verification: calls.verification(),
+        external_artifacts: artifacts(entries),
+        next_immediate_action,
+        files_read,
+        files_modified,
+    }
+}
+
+/// A previous checkpoint carried forward: history-like lists accumulate (previous first; all
+/// constraints, the latest statements and artifacts), state-like fields take the current value
+/// unless it is empty.
+pub fn merge(previous: &Checkpoint, current: Checkpoint) -> Checkpoint {
+    fn union<T: Clone + PartialEq>(old: &[T], new: Vec<T>, max: usize) -> Vec<T> {
+        let mut out = old.to_vec();
+        out.extend(new.into_iter().filter(|n| !old.contains(n)));
+        latest(out, max)
+    }
+    fn fresh<T: Clone>(new: T, old: &T, empty: fn(&T) -> bool) -> T {
+        if empty(&new) {
+            old.clone()
+        } else {
+            new
+        }
+    }
+    let files_modified = union(&previous.files_modified, current.files_modified, usize::MAX);
+    let files_read = union(&previous.files_read, current.files_read, usize::MAX).into_iter().filter(|f| !files_modified.contains(f)).collect();
+    Checkpoint {
+        task_objective: fresh(current.task_objective, &previous.task_objective, |s| s.is_empty()),
+        negative_constraints: union(&previous.negative_constraints, current.negative_constraints, usize::MAX),
+        accepted_decisions: union(&previous.accepted_decisions, current.accepted_decisions, MAX_STATEMENTS),
+        rejected_hypotheses: union(&previous.rejected_hypotheses, current.rejected_hypotheses, MAX_STATEMENTS),
+        completed_milestones: union(&previous.completed_milestones, current.completed_milestones, MAX_STATEMENTS),
+        pending_work: fresh(current.pending_work, &previous.pending_work, |v| v.is_empty()),
+        verification: fresh(current.verification, &previous.verification, |v| *v == Verification::default()),
+        external_artifacts: union(&previous.external_artifacts, current.external_artifacts, MAX_ARTIFACTS),
+        next_immediate_action: fresh(current.next_immediate_action, &previous.next_immediate_action, |s| s.is_empty()),
+        files_read,
+        files_modified,
+    }
+}
+
+/// Compact markdown, one `##` section per non-empty field.
+pub fn render(checkpoint: &Checkpoint) -> String {
+    let mut out = String::new();
+    let mut section = |title: &str, items: Vec<String>| {
+        if !items.is_empty() {
+            out.push_str(&format!("## {title}\n"));
+            for item in &items {
+                // Continuation lines are indented to stay inside their bullet.
+                let lines: Vec<String> = item.lines().enumerate().map(|(n, l)| if n == 0 || l.is_empty() { l.to_string() } else { format!("  {l}") }).collect();
+                out.push_str(&format!("- {}\n", lines.join("\n")));
+            }
+            out.push('\n');
+        }
+    };
+    let cp = checkpoint;
+    let v = &cp.verification;
+    section("Objective", non_empty(&cp.task_objective));
+    section("Constraints (verbatim)", cp.negative_constraints.clone());
+    section("Decisions", cp.accepted_decisions.clone());
+    section("Rejected approaches", cp.rejected_hypotheses.iter().map(|r| format!("{} — {}", r.approach, r.reason)).collect());
+    section("Done", cp.completed_milestones.clone());
+    section("Pending", cp.pending_work.clone());
+    let runs = [("passed", &v.passed), ("FAILED", &v.failed), ("not run", &v.not_run)];
+    section("Verification", runs.iter().flat_map(|(label, items)| items.iter().map(move |i| format!("{label}: {i}"))).collect());
+    section("Files read", cp.files_read.clone());
+    section("Files modified", cp.files_modified.clone());
+    section("Artifacts", cp.external_artifacts.iter().map(|a| format!("{} <{}>", a.name, a.uri)).collect());
+    section("Next action", non_empty(&cp.next_immediate_action));
+    out.trim_end().to_string()
+}
+
+fn non_empty(text: &str) -> Vec<String> {
+    Some(text.trim()).filter(|t| !t.is_empty()).map(String::from).into_iter().collect()
+}
+
+// ---- operator intent --------------------------------------------------------------------------
+
+const CONSTRAINT_MARKERS: &[&str] =
+    &["don't", "dont", "do not", "never", "must not", "mustn't", "avoid", "avoiding", "without", "no longer", "stop", "stopping"];
+
+/// Constraint sentences, verbatim and de-duplicated, in conversation order; within `budget`
+/// tokens with the newest messages first in line.
+fn constraints(operator: &[String], budget: u32, count: &dyn Fn(&str) -> u32) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut kept: Vec<(usize, usize, String)> = Vec::new();
+    let mut left = budget;
+    for (m, message) in operator.iter().enumerate().rev() {
+        let prose = prose(message);
+        for (s, sentence) in sentences(&prose).into_iter().enumerate() {
+            if !is_constraint(sentence) || !seen.insert(normalize(sentence)) {
+                continue;
+            }
+            let tokens = count(sentence);
+            if tokens <= left {
+                left -= tokens;
+                kept.push((m, s, sentence.to_string()));
+            }
+        }
+    }
+    kept.sort();
+    kept.into_iter().map(|(_, _, s)| s).collect()
+}
+
+/// What the operator wrote themselves: without fenced blocks, quotes, tables and diff lines
+/// they pasted.
+fn prose(message: &str) -> String {
+    let mut fenced = false;
+    let mut out = String::new();
+    for line in message.lines() {
+        let t = line.trim_start();
+        if t.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && !t.starts_with(['>', '|', '+']) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn is_constraint(sentence: &str) -> bool {
+    if sentence.ends_with('?') {
+        return false; // a question, not a rule
+    }
+    // "I don't understand …" is no rule.
+    const NOT_RULES: &[&str] = &["think", "tink", "understand", "know", "see", "get", "remember", "believe", "recall"];
+    let lower = sentence.to_lowercase().replace('’', "'");
+    CONSTRAINT_MARKERS.iter().any(|m| {
+        word_positions(&lower, m).any(|end| {
+            let next = lower[end..].split(|c: char| !c.is_alphanumeric()).find(|w| !w.is_empty()).unwrap_or("");
+            !(["don't", "dont", "do not"].contains(m) && NOT_RULES.contains(&next))
+        })
+    })
+}
+
+/// The requests the objective quotes: the last operator request, preceded by the latest one of
+/// some length when the last is short ("yes, do it all" says little alone).
+fn current_requests(operator: &[String]) -> Vec<&str> {
+    const SHORT_WORDS: usize = 6;
+    let Some((last, earlier)) = operator.split_last() else { return vec![] };
+    let long = |m: &&String| m.split_whitespace().count() >= SHORT_WORDS;
+    match earlier.iter().rev().find(long) {
+        Some(context) if !long(&last) => vec![context, last],
+        _ => vec![last],
+    }
+}
+
+/// "Great.", "Thanks!", "OK, cool." — a short sentence of acknowledgement words only.
+fn is_acknowledgement(sentence: &str) -> bool {
+    const WORDS: &[&str] = &["great", "thanks", "thank", "you", "ok", "okay", "perfect", "nice", "yes", "cool", "good", "awesome", "sure", "alright", "excellent", "lgtm"];
+    let words: Vec<String> = sentence.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    words.len() <= 3 && words.iter().all(|w| WORDS.contains(&w.as_str()))
+}
+
+/// The work items of a request: its list items if it has any, else the request itself.
+fn request_items(request: &str) -> Vec<String> {
+    let items: Vec<String> = request.lines().filter_map(strip_list_marker).map(|l| clip_ellipsis(l, 300)).collect();
+    if !items.is_empty() {
+        items
+    } else if request.trim().is_empty() {
+        vec![]
+    } else {
+        vec![clip_ellipsis(request.trim(), 300)]
+    }
+}
+
+fn strip_list_marker(line: &str) -> Option<&str> {
+    let t = line.trim_start();
+    if let Some(rest) = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) {
+        return Some(rest.trim()).filter(|r| !r.is_empty());
+    }
+    let digits = t.chars().take_while(char::is_ascii_digit).count();
+    let rest = &t[digits..];
+    (digits > 0).then(|| rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") "))).flatten().map(str::trim).filter(|r| !r.is_empty())
+}
+
+/// TODO and "next …" lines of an agent message; a "Next steps:" title takes the list below it.
+fn todo_lines(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_list = false;
+    for line in text.lines() {
+        if in_list {
+            if let Some(item) = strip_list_marker(line) {
+                out.push(clip_ellipsis(item, 300));
+                continue;
+            }
+            in_list = line.trim().is_empty();
+            if in_list {
+                continue;
+            }
+        }
+        let bare = strip_bullet(line);
+        let lower = bare.to_lowercase();
+        if lower.contains("todo") || starts_with_word(&lower, "next") {
+            if bare.ends_with(':') || line.trim_start().starts_with('#') {
+                in_list = true;
+            } else {
+                out.push(clip_ellipsis(bare, 300));
+            }
+        }
+    }
+    out
+}
+
+// ---- agent statements -------------------------------------------------------------------------
+
+#[derive(Default)]
+struct AgentStatements {
+    milestones: Vec<String>,
+    decisions: Vec<String>,
+    rejected: Vec<RejectedHypothesis>,
+}
+
+const MILESTONE_WORDS: &[&str] = &["Done", "Fixed", "Implemented", "Added"];
+const DECISION_MARKERS: &[&str] = &["decided to", "going with", "instead of"];
+/// "instead of" alone mostly describes; with one of these it decides.
+const CHOICE_WORDS: &[&str] = &["i'll", "i will", "we'll", "we will", "let's", "let me", "switch", "chose", "choose", "prefer", "decid", "going with"];
+/// The latest this many statements of each kind are kept.
+const MAX_STATEMENTS: usize = 20;
+const REJECTION_MARKERS: &[&str] =
+    &["doesn't work", "doesn’t work", "does not work", "didn't work", "didn’t work", "won't work", "won’t work", "will not work"];
+
+fn agent_statements(entries: &[Entry]) -> AgentStatements {
+    let mut out = AgentStatements::default();
+    for text in entries.iter().filter(|e| e.role == Role::Assistant).map(message_text) {
+        for line in text.lines() {
+            let bare = strip_bullet(line);
+            // "Done: …", "Fixed the parser" — a word of its own, with something after it.
+            let starts = MILESTONE_WORDS.iter().any(|w| {
+                bare.strip_prefix(w).is_some_and(|rest| !rest.starts_with(char::is_alphanumeric) && rest.contains(char::is_alphanumeric))
+            });
+            // "Done! Now:" only introduces a list.
+            let title = bare.ends_with(':') && bare.split_whitespace().count() <= 3;
+            if starts && !title {
+                out.milestones.push(clip_ellipsis(bare, 200));
+            }
+        }
+        for sentence in sentences(&text) {
+            let sentence = strip_bullet(sentence);
+            // ASCII folding keeps byte offsets, so a marker's position holds in the original.
+            let lower = sentence.to_ascii_lowercase();
+            let decides = |m: &&str| lower.contains(m) && (*m != "instead of" || CHOICE_WORDS.iter().any(|c| lower.contains(c)));
+            if DECISION_MARKERS.iter().any(decides) {
+                out.decisions.push(clip_ellipsis(sentence, 300));
+            }
+            if let Some((at, len)) = REJECTION_MARKERS.iter().find_map(|m| lower.find(m).map(|at| (at, m.len()))) {
+                out.rejected.push(rejection(sentence, at, len));
+            }
+        }
+    }
+    AgentStatements {
+        milestones: latest(dedup(out.milestones), MAX_STATEMENTS),
+        decisions: latest(dedup(out.decisions), MAX_STATEMENTS),
+        rejected: latest(out.rejected.into_iter().fold(vec![], push_new), MAX_STATEMENTS),
+    }
+}
+
+/// "X doesn't work because Y" → approach X, reason Y (the whole sentence where a part is missing).
+fn rejection(sentence: &str, at: usize, len: usize) -> RejectedHypothesis {
+    let (approach, reason) = (sentence[..at].trim(), sentence[at + len..].trim());
+    let reason = reason.trim_start_matches([',', ':', '-']).trim();
+    // Only "because …" names a reason; otherwise the whole sentence is the best one.
+    let reason = reason.strip_prefix("because").map_or("", str::trim);
+    let whole = clip_ellipsis(sentence, 300);
+    RejectedHypothesis {
+        approach: if approach.is_empty() { whole.clone() } else { clip_ellipsis(approach, 300) },
+        reason: if reason.is_empty() { whole } else { clip_ellipsis(reason, 300) },
+    }
+}
+
+fn latest<T>(mut items: Vec<T>, max: usize) -> Vec<T> {
+    items.split_off(items.len().saturating_sub(max))
+}
+
+fn push_new<T: PartialEq>(mut list: Vec<T>, item: T) -> Vec<T> {
+    if !list.contains(&item) {
+        list.push(item);
+    }
+    list
+}
+
+// ---- tool calls: files, runs, errors ----------------------------------------------------------
+
+/// The files that successful tool calls read and modified, in first-touch order. As in Pi, a
+/// file that was modified is listed only under modified.
+pub fn files_touched(entries: &[Entry]) -> (Vec<String>, Vec<String>) {
+    let calls = Calls::new(entries);
+    let (mut read, mut modified) = (Vec::new(), Vec::new());
+    for call in calls.list.into_iter().filter(|c| !c.result.is_some_and(|r| r.is_error)) {
+        match call.op {
+            Some((FileOp::Read, paths)) => read.extend(paths),
+            Some((FileOp::Modify, paths)) => modified.extend(paths),
+            None => {}
+        }
+    }
+    let modified = unique(modified);
+    let read = unique(read).into_iter().filter(|p| !modified.contains(p)).collect();
+    (read, modified)
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum FileOp {
+    Read,
+    Modify,
+}
+
+const READ_TOOLS: &[&str] = &["read", "read_file", "readfile", "view", "cat", "open", "open_file"];
+const WRITE_TOOLS: &[&str] = &["write", "write_file", "edit", "edit_file", "multiedit", "create", "create_file", "apply_patch", "patch"];
+
+/// What a tool call does to files, and which files.
+fn file_op(name: &str, args: &str) -> Option<(FileOp, Vec<String>)> {
+    let name = name.to_lowercase();
+    let value: Option<serde_json::Value> = serde_json::from_str(args).ok();
+    let arg = |key: &str| value.as_ref().and_then(|v| v.get(key)).and_then(|v| v.as_str());
+    let op = if name == "str_replace_editor" || name == "str_replace_based_edit_tool" {
+        // OpenHands / Anthropic text editor: the command says what happens.
+        if arg("command")? == "view" {
+            FileOp::Read
+        } else {
+            FileOp::Modify
+        }
+    } else if READ_TOOLS.contains(&name.as_str()) {
+        FileOp::Read
+    } else if WRITE_TOOLS.contains(&name.as_str()) {
+        FileOp::Modify
+    } else {
+        return None;
+    };
+    let mut paths: Vec<String> = ["path", "file_path", "filePath", "filename"].iter().find_map(|k| arg(k)).map(|p| vec![p.to_string()]).unwrap_or_default();
+    if paths.is_empty() && op == FileOp::Modify {
+        // Codex apply_patch: the paths are inside the patch text.
+        let patch = ["input", "patch"].iter().find_map(|k| arg(k)).unwrap_or(args);
+        paths = patch_paths(patch);
+    }
+    (!paths.is_empty()).then_some((op, paths))
+}
+
+fn patch_paths(patch: &str) -> Vec<String> {
+    const HEADERS: &[&str] = &["*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ", "+++ b/"];
+    patch.lines().filter_map(|l| HEADERS.iter().find_map(|h| l.strip_prefix(h))).map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect()
+}
+
+struct Call<'a> {
+    /// Index of the entry holding the call.
+    at: usize,
+    name: String,
+    /// What it does to files, for file tools.
+    op: Option<(FileOp, Vec<String>)>,
+    /// The shell command text, for command-running tools.
+    command: Option<String>,
+    result: Option<&'a ToolResult>,
+}
+
+struct Calls<'a> {
+    list: Vec<Call<'a>>,
+}
+
+/// The latest this many runs of each outcome are kept.
+const MAX_RUNS: usize = 10;
+
+impl<'a> Calls<'a> {
+    fn new(entries: &'a [Entry]) -> Self {
+        let results: HashMap<&str, &ToolResult> = entries
+            .iter()
+            .flat_map(|e| &e.parts)
+            .filter_map(|p| if let Part::ToolResult(r) = p { Some((r.call_id.as_str(), r)) } else { None })
+            .collect();
+        let list = entries
+            .iter()
+            .enumerate()
+            .flat_map(|(at, e)| e.parts.iter().map(move |p| (at, p)))
+            .filter_map(|(at, p)| if let Part::ToolCall(c) = p { Some((at, c)) } else { None })
+            .map(|(at, c)| {
+                let op = file_op(&c.name, &c.args);
+                let command = if op.is_none() { command_text(&c.args) } else { None };
+                Call { at, name: c.name.clone(), op, command, result: results.get(c.id.as_str()).copied() }
+            })
+            .collect();
+        Calls { list }
+    }
+
+    /// Each test/build command's latest run with a recognisable outcome (a later run whose
+    /// output says nothing, e.g. filtered through `grep`, does not undo it).
+    fn verification(&self) -> Verification {
+        let mut runs: Vec<(String, Verdict)> = Vec::new();
+        for call in &self.list {
+            let Some(command) = call.command.as_deref().map(run_key).filter(|c| is_check_command(c)) else { continue };
+            let verdict = call.result.map(|r| verdict(&r.content, r.is_error)).unwrap_or(Verdict::Unknown);
+            if let Some(at) = runs.iter().position(|(c, _)| *c == command) {
+                if verdict == Verdict::Unknown && runs[at].1 != Verdict::Unknown {
+                    continue;
+                }
+                runs.remove(at);
+            }
+            runs.push((command, verdict));
+        }
+        let mut v = Verification::default();
+        for (command, verdict) in runs {
+            let command = clip_ellipsis(&command, 200);
+            match verdict {
+                Verdict::Passed(why) => v.passed.push(format!("{command} — {why}")),
+                Verdict::Failed(why) => v.failed.push(format!("{command} — {why}")),
+                Verdict::Unknown => v.not_run.push(command),
+            }
+        }
+        for list in [&mut v.passed, &mut v.failed, &mut v.not_run] {
+            *list = latest(std::mem::take(list), MAX_RUNS);
+        }
+        v
+    }
+
+    /// Error results since the operator last spoke (earlier ones were answered by the operator
+    /// or the agent moved on) with no later success of the same call (same tool, command or
+    /// path). Failed test/build runs are left to `verification`.
+    fn unresolved_errors(&self, since: usize) -> Vec<String> {
+        let subject = |c: &Call| c.command.as_deref().map(run_key).or_else(|| c.op.as_ref().map(|(_, p)| p.join(" "))).unwrap_or_default();
+        let mut out = Vec::new();
+        for (i, call) in self.list.iter().enumerate().filter(|(_, c)| c.at >= since) {
+            let Some(result) = call.result.filter(|r| r.is_error) else { continue };
+            let key = subject(call);
+            if is_check_command(&key) {
+                continue;
+            }
+            let retried = self.list[i + 1..].iter().any(|l| l.name == call.name && subject(l) == key && l.result.is_some_and(|r| !r.is_error));
+            if !retried {
+                // The line that names the error, else the first line.
+                let lines = || result.content.lines().map(str::trim).filter(|l| !l.is_empty());
+                let line = lines().find(|l| l.to_lowercase().contains("error")).or_else(|| lines().next()).unwrap_or("(no output)");
+                let what = if key.is_empty() { call.name.clone() } else { format!("{} `{}`", call.name, clip_ellipsis(&key, 120)) };
+                out.push(format!("Unresolved error from {what}: {}", clip_ellipsis(line, 200)));
+            }
+        }
+        latest(out, 5)
+    }
+}
+
+/// A run's identity: its first line, before any pipe, without `2>&1`, so
+/// `npm test 2>&1 | tail -5` and `npm test` are the same check.
+fn run_key(command: &str) -> String {
+    let first = command.lines().next().unwrap_or("");
+    let before_pipe = first.split(" | ").next().unwrap_or(first);
+    before_pipe.replace("2>&1", "").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The command a shell-like tool runs: `command`/`cmd`/`script` as text or as an argv list
+/// (`["bash", "-lc", "cargo test"]` → `cargo test`).
+fn command_text(args: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(args).ok()?;
+    let raw = ["command", "cmd", "script"].iter().find_map(|k| value.get(k))?;
+    let text = match raw {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(parts) => {
+            let parts: Vec<&str> = parts.iter().filter_map(|p| p.as_str()).collect();
+            match parts.as_slice() {
+                [shell, flag, script] if ["bash", "sh", "zsh"].contains(shell) && flag.starts_with('-') => script.to_string(),
+                _ => parts.join(" "),
+            }
+        }
+        _ => return None,
+    };
+    let text = text.trim().to_string();
+    (!text.is_empty()).then_some(text)
+}
+
+const CHECK_WORDS: &[&str] = &[
+    "test", "tests", "pytest", "jest", "vitest", "mocha", "nextest", "unittest", "check", "clippy", "lint", "build", "tsc", "make", "ctest",
+    "tox", "rspec", "phpunit", "mypy", "ruff", "eslint", "compile", "verify",
+];
+const NOT_CHECKS: &[&str] = &["ls", "cat", "head", "tail", "grep", "rg", "find", "sed", "awk", "echo", "cd", "git", "less", "wc", "mkdir", "rm", "cp", "mv", "touch"];
+
+/// A test, build or lint run: some command segment (split at `&&`, `;`, `|`) whose program is
+/// not a file utility names a check word.
+fn is_check_command(command: &str) -> bool {
+    command.split(['\n', ';', '|', '&']).any(|segment| {
+        let program = segment.split_whitespace().next().unwrap_or("");
+        let program = program.rsplit('/').next().unwrap_or(program);
+        !program.is_empty()
+            && !NOT_CHECKS.contains(&program)
+            && segment.split(|c: char| !c.is_alphanumeric()).any(|w| CHECK_WORDS.contains(&w.to_lowercase().as_str()))
+    })
+}
+
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    Passed(String),
+    Failed(String),
+    Unknown,
+}
+
+/// Classifies a run by its output: any failure signal wins over success signals.
+fn verdict(content: &str, is_error: bool) -> Verdict {
+    let mut passed: Option<&str> = None;
+    for line in content.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let lower = line.to_lowercase();
+        let fails = lower.contains("test result: failed")
+            || line.starts_with("FAILED")
+            || line == "FAIL"
+            || line.starts_with("FAIL ")
+            || line.starts_with("FAIL\t")
+            || line.starts_with("--- FAIL")
+            || lower.contains("error[e")
+            || lower.contains("error: could not compile")
+            || lower.contains("build failed")
+            || lower.contains("traceback (most recent call last)")
+            || ["failed", "failures", "failing", "errors", "error"].iter().any(|w| count_before(&lower, w) > 0)
+            || exit_code(&lower).is_some_and(|c| c != 0);
+        if fails {
+            return Verdict::Failed(clip_ellipsis(line, 200));
+        }
+        let passes = lower.contains("test result: ok")
+            || count_before(&lower, "passed") > 0
+            || count_before(&lower, "passing") > 0
+            || exit_code(&lower) == Some(0)
+            || lower.contains("all tests passed")
+            || lower == "ok"
+            || (line.starts_with("ok ") || line.starts_with("ok\t"))
+            || (lower.starts_with("finished") && lower.contains("target(s)"))
+            || lower.contains("build succeeded");
+        if passes {
+            passed = Some(line);
+        }
+    }
+    match (is_error, passed) {
+        (true, _) => {
+            // The line that says what failed, else the last (often the exit status).
+            let lines = || content.lines().map(str::trim).filter(|l| !l.is_empty());
+            let line = lines().find(|l| ["error", "fail"].iter().any(|w| l.to_lowercase().contains(w))).or_else(|| lines().next_back());
+            Verdict::Failed(clip_ellipsis(line.unwrap_or("error"), 200))
+        }
+        (false, Some(line)) => Verdict::Passed(clip_ellipsis(line, 200)),
+        (false, None) => Verdict::Unknown,
+    }
+}
+
+/// The largest number written right before `word` ("3 failed" → 3).
+fn count_before(lower: &str, word: &str) -> u64 {
+    lower
+        .match_indices(word)
+        .filter(|(at, _)| lower[at + word.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric()))
+        .filter_map(|(at, _)| {
+            let before = lower[..at].trim_end();
+            let number = before.trim_end_matches(|c: char| c.is_ascii_digit());
+            let digits = &before[number.len()..];
+            // "3 failed", not "x3 failed" or "3failed".
+            let separate = before.len() < at && number.chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+            (separate && !digits.is_empty()).then(|| digits.parse().unwrap_or(u64::MAX))
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// An exit code the output reports ("exit code: 1", "exited with code 0", `"exit_code": 2`).
+fn exit_code(lower: &str) -> Option<i64> {
+    const MARKERS: &[&str] = &["exit code", "exited with code", "exit status", "exit_code", "exitcode", "returncode"];
+    MARKERS.iter().find_map(|m| {
+        let rest = &lower[lower.find(m)? + m.len()..];
+        let rest = rest.trim_start_matches([':', '=', '"', ' ']);
+        let digits: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '-').collect();
+        digits.parse().ok()
+    })
+}
+
+// ---- artifacts --------------------------------------------------------------------------------
+
+const MAX_ARTIFACTS: usize = 40;
+
+/// URLs and `artifact://` URIs, from what people and tools wrote first, then tool output.
+fn artifacts(entries: &[Entry]) -> Vec<ExternalArtifact> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for from_results in [false, true] {
+        for part in entries.iter().flat_map(|e| &e.parts) {
+            let texts: Vec<&str> = match (part, from_results) {
+                (Part::Text(t), false) => vec![t],
+                (Part::ToolCall(c), false) => vec![&c.args],
+                (Part::Placeholder(p), false) => std::iter::once(p.text.as_str()).chain(p.uri.as_deref()).collect(),
+                (Part::ToolResult(r), true) => vec![&r.content],
+                _ => vec![],
+            };
+            for uri in texts.into_iter().flat_map(find_uris) {
+                if out.len() < MAX_ARTIFACTS && seen.insert(uri.to_string()) {
+                    out.push(ExternalArtifact { name: uri_name(uri), uri: uri.to_string() });
+                }
+            }
+        }
+    }
+    out
+}
+
+fn find_uris(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = ["https://", "http://", "artifact://"].iter().filter_map(|s| text[from..].find(s).map(|i| (from + i, s.len()))).min() {
+        let (start, scheme) = at;
+        let len = text[start..].find(|c: char| c.is_whitespace() || "\"'<>`)]}|\\".contains(c)).unwrap_or(text.len() - start);
+        let uri = text[start..start + len].trim_end_matches(['.', ',', ';', ':', '!', '?']);
+        if uri.len() > scheme {
+            out.push(uri);
+        }
+        from = start + len.max(scheme);
+    }
+    out
+}
+
+/// The last path segment ("https://x.dev/a/b.md?q" → "b.md"), or the host when there is no path.
+fn uri_name(uri: &str) -> String {
+    let rest = uri.split_once("://").map_or(uri, |(_, r)| r);
+    let rest = rest.split(['?', '#']).next().unwrap_or(rest).trim_end_matches('/');
+    rest.rsplit('/').next().unwrap_or(rest).to_string()
+}
+
+// ---- text -------------------------------------------------------------------------------------
+
+/// Sentences and lines: split at newlines and at `.`/`!`/`?` followed by whitespace.
+pub(crate) fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let end = match c {
+            '\n' => Some((i, i + 1)),
+            '.' | '!' | '?' if chars.peek().is_none_or(|(_, n)| n.is_whitespace()) => Some((i + 1, i + 1)),
+            _ => None,
+        };
+        if let Some((end, next)) = end {
+            let s = text[start..end].trim();
+            if !s.is_empty() {
+                out.push(s);
+            }
+            start = next;
+        }
+    }
+    let s = text[start..].trim();
+    if !s.is_empty() {
+        out.push(s);
+    }
+    out
+}
+
+/// Where `word` ends in `lower`, wherever it has no letter or digit on either side.
+fn word_positions<'a>(lower: &'a str, word: &'a str) -> impl Iterator<Item = usize> + 'a {
+    lower.match_indices(word).map(move |(at, _)| (at, at + word.len())).filter(move |&(at, end)| {
+        lower[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric()) && lower[end..].chars().next().is_none_or(|c| !c.is_alphanumeric())
+    }).map(|(_, end)| end)
+}
+
+fn starts_with_word(lower: &str, word: &str) -> bool {
+    lower.strip_prefix(word).is_some_and(|rest| !rest.starts_with(char::is_alphanumeric))
+}
+
+/// A line without leading list, quote or emphasis markers.
+fn strip_bullet(line: &str) -> &str {
+    let t = line.trim().trim_start_matches(|c: char| "-*•#>+ ✅".contains(c));
+    t.strip_prefix("[x] ").or_else(|| t.strip_prefix("[X] ")).unwrap_or(t).trim()
+}
+
+fn normalize(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+/// Exact de-duplication (paths are case-sensitive), first occurrence kept.
+fn unique(items: Vec<String>) -> Vec<String> {
+    let mut seen = HashSet::new();
+    items.into_iter().filter(|i| seen.insert(i.clone())).collect()
+}
+
+/// De-duplication ignoring case and spacing, first occurrence kept.
+fn dedup(items: Vec<String>) -> Vec<String> {
+    let mut seen = HashSet::new();
+    items.into_iter().filter(|i| seen.insert(normalize(i))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Origin, ToolCall};
+
+    fn quarter(text: &str) -> u32 {
+        text.chars().count().div_ceil(4) as u32
+    }
+
+    fn entry(role: Role, origin: Origin, parts: Vec<Part>) -> Entry {
+        Entry { id: String::new(), role, origin, parts, tokens: 0, turn: 0, pinned: false }
+    }
+    fn operator(text: &str) -> Entry {
+        entry(Role::User, Origin::Operator, vec![Part::Text(text.into())])
+    }
+    fn agent(text: &str) -> Entry {
+        entry(Role::Assistant, Origin::Agent, vec![Part::Text(text.into())])
+    }
+    /// A call and its result, as two entries.
+    fn tool(id: &str, name: &str, args: &str, output: Option<(&str, bool)>) -> Vec<Entry> {
+        let call = ToolCall { id: id.into(), name: name.into(), args: args.into() };
+        let mut out = vec![entry(Role::Assistant, Origin::Agent, vec![Part::ToolCall(call)])];
+        if let Some((content, is_error)) = output {
+            let result = ToolResult { call_id: id.into(), content: content.into(), is_error };
+            out.push(entry(Role::Tool, Origin::Tool, vec![Part::ToolResult(result)]));
+        }
+        out
+    }
+
+    const FIRST_REQUEST: &str = "Please fix the failing parser tests in src/parser.rs. Don't touch the public API. Never push to main!\nAlso avoid adding new dependencies. I don't understand the lexer.\n```\n// never mind this pasted code\n```\n> you should never do that";
+    const LAST_REQUEST: &str = "Great. Now add a regression test for nested braces. Do not change the lexer.";
+
+    fn session() -> Vec<Entry> {
+        let mut e = vec![entry(Role::System, Origin::Harness, vec![Part::Text("You are a coding agent. Never do harm.".into())])];
+        e.push(operator(FIRST_REQUEST));
+        e.extend(tool("c1", "read", r#"{"path":"src/parser.rs"}"#, Some(("fn parse() {}", false))));
+        e.extend(tool("c2", "bash", r#"{"command":"cargo test"}"#, Some(("running 3 tests\ntest result: FAILED. 2 passed; 1 failed; 0 ignored", false))));
+        e.push(agent("Using a regex doesn't work because nested braces break it. I decided to write a small recursive descent parser."));
+        e.extend(tool("c3", "str_replace_editor", r#"{"command":"str_replace","path":"src/parser.rs","old_str":"a","new_str":"b"}"#, Some(("ok", false))));
+        e.extend(tool("c4", "str_replace_editor", r#"{"command":"view","path":"src/lexer.rs"}"#, Some(("fn lex() {}", false))));
+        e.extend(tool("c5", "bash", r#"{"command":"ls nowhere"}"#, Some(("ls: nowhere: No such file", true))));
+        e.extend(tool("c6", "bash", r#"{"command":"cargo test 2>&1 | tail -3"}"#, Some(("test result: ok. 3 passed; 0 failed; 0 ignored", false))));
+        e.extend(tool("c6b", "bash", r#"{"command":"cargo test | grep nested"}"#, Some(("", false))));
+        e.extend(tool("c7", "bash", r#"{"command":"npm run lint"}"#, Some(("", false))));
+        e.push(agent("Fixed the parser: nested braces now parse.\nSee https://doc.rust-lang.org/book/ch09-00.html for details."));
+        e.push(operator(LAST_REQUEST));
+        e.extend(tool("c8", "Edit", r#"{"file_path":"src/missing.rs"}"#, Some(("Traceback\nError: file not found\nmore", true))));
+        e.push(agent("Next: add the test in tests/parser.rs\nTODO: update CHANGELOG"));
+        e
+    }
+
+    #[test]
+    fn extracts_intent_files_runs_and_statements() {
+        let cp = extract_with(&session(), 4000, &quarter);
+        assert_eq!(cp.task_objective, LAST_REQUEST);
+        assert_eq!(
+            cp.negative_constraints,
+            ["Don't touch the public API.", "Never push to main!", "Also avoid adding new dependencies.", "Do not change the lexer."]
+        );
+        assert_eq!(cp.files_read, ["src/lexer.rs"]);
+        assert_eq!(cp.files_modified, ["src/parser.rs"]);
+        assert_eq!(cp.verification.passed, ["cargo test — test result: ok. 3 passed; 0 failed; 0 ignored"]);
+        assert!(cp.verification.failed.is_empty(), "the later passing run supersedes the failure");
+        assert_eq!(cp.verification.not_run, ["npm run lint"]);
+        assert_eq!(cp.completed_milestones, ["Fixed the parser: nested braces now parse."]);
+        assert_eq!(cp.accepted_decisions, ["I decided to write a small recursive descent parser."]);
+        assert_eq!(cp.rejected_hypotheses, [RejectedHypothesis { approach: "Using a regex".into(), reason: "nested braces break it.".into() }]);
+        assert_eq!(
+            cp.pending_work,
+            [LAST_REQUEST, "Next: add the test in tests/parser.rs", "TODO: update CHANGELOG", "Unresolved error from Edit `src/missing.rs`: Error: file not found"]
+        );
+        assert_eq!(cp.next_immediate_action, "Now add a regression test for nested braces.");
+        assert_eq!(cp.external_artifacts, [ExternalArtifact { name: "ch09-00.html".into(), uri: "https://doc.rust-lang.org/book/ch09-00.html".into() }]);
+        // What the host will validate: every schema key, nothing else.
+        let value: serde_json::Value = serde_json::from_str(&cp.to_json()).unwrap();
+        let schema: serde_json::Value = serde_json::from_str(SCHEMA).unwrap();
+        let mut keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+        let required: Vec<&str> = schema["required"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+        assert_eq!(required, FIELDS);
+        keys.sort();
+        let mut fields = FIELDS.to_vec();
+        fields.sort();
+        assert_eq!(keys, fields);
+    }
+
+    #[test]
+    fn a_short_last_request_keeps_the_one_before() {
+        let entries = [operator("Port the footer to the theme system, keep colors."), agent("Done: ported."), operator("yes, do it all")];
+        assert_eq!(extract_with(&entries, 4000, &quarter).task_objective, "Port the footer to the theme system, keep colors.\n\nLatest request: yes, do it all");
+        assert_eq!(extract_with(&entries[..1], 4000, &quarter).task_objective, "Port the footer to the theme system, keep colors.");
+    }
+
+    #[test]
+    fn instead_of_counts_only_when_chosen() {
+        let entries = [agent("It uses chalk instead of the theme. I'll use the theme instead of chalk.")];
+        assert_eq!(extract_with(&entries, 4000, &quarter).accepted_decisions, ["I'll use the theme instead of chalk."]);
+        assert_eq!(run_key("cd a && npm test 2>&1 | tail -5\nmore"), "cd a && npm test");
+    }
+
+    #[test]
+    fn the_budget_keeps_the_newest_operator_text_first() {
+        let entries = session();
+        let budget = quarter(LAST_REQUEST) + quarter("Do not change the lexer.") + quarter("Never push to main!");
+        let cp = extract_with(&entries, budget, &quarter);
+        assert_eq!(cp.task_objective, LAST_REQUEST);
+        // The newest constraint first, then an older one that still fits; the rest is left out.
+        assert_eq!(cp.negative_constraints, ["Never push to main!", "Do not change the lexer."]);
+        // An objective larger than the whole budget is clipped, not dropped.
+        let cp = extract_with(&entries, 5, &quarter);
+        assert!(cp.task_objective.starts_with("Great. Now a") && cp.task_objective.ends_with('…'));
+        assert!(cp.negative_constraints.is_empty());
+    }
+
+    #[test]
+    fn classifies_run_outputs() {
+        let failed = |out: &str| matches!(verdict(out, false), Verdict::Failed(_));
+        let passed = |out: &str| matches!(verdict(out, false), Verdict::Passed(_));
+        assert!(passed("test result: ok. 12 passed; 0 failed; 0 ignored"));
+        assert!(passed("===== 10 passed in 0.52s ====="));
+        assert!(passed("    Finished `release` profile [optimized] target(s) in 3.1s"));
+        assert!(passed("ok  \tgithub.com/x/y\t0.2s"));
+        assert!(passed("Process exited with code 0"));
+        assert!(failed("test result: FAILED. 2 passed; 1 failed"));
+        assert!(failed("===== 1 failed, 9 passed in 0.52s ====="));
+        assert!(failed("Tests:       1 failed, 5 passed, 6 total"));
+        assert!(failed("error[E0308]: mismatched types"));
+        assert!(failed("FAILED tests/test_x.py::test_y - AssertionError"));
+        assert!(failed("--- FAIL: TestParse (0.00s)"));
+        assert!(failed("exit code: 101"));
+        assert!(failed("===== 1 error in 0.1s ====="));
+        assert_eq!(verdict("Compiling foo v0.1.0\nwrote 3 files", false), Verdict::Unknown);
+        assert!(matches!(verdict("boom", true), Verdict::Failed(w) if w == "boom"));
+        assert_eq!(count_before("abc3 failed", "failed"), 0);
+    }
+
+    #[test]
+    fn recognises_check_commands_and_file_tools() {
+        assert!(is_check_command("cd /repo && cargo test 2>&1 | tail -20"));
+        assert!(is_check_command("pytest -q tests/"));
+        assert!(is_check_command("npm run test:unit"));
+        assert!(!is_check_command("ls tests/"));
+        assert!(!is_check_command("grep -rn test src"));
+        assert_eq!(command_text(r#"{"command":["bash","-lc","go test ./..."]}"#).as_deref(), Some("go test ./..."));
+        let patch = r#"{"input":"*** Begin Patch\n*** Update File: src/a.rs\n@@\n*** Add File: src/b.rs\n*** End Patch"}"#;
+        assert_eq!(file_op("apply_patch", patch), Some((FileOp::Modify, vec!["src/a.rs".into(), "src/b.rs".into()])));
+        assert_eq!(file_op("Write", r#"{"filePath":"x.md"}"#), Some((FileOp::Modify, vec!["x.md".into()])));
+        assert_eq!(file_op("cat", r#"{"filename":"y"}"#), Some((FileOp::Read, vec!["y".into()])));
+        assert_eq!(file_op("bash", r#"{"command":"cat y"}"#), None);
+    }
+
+    #[test]
+    fn splits_sentences_and_finds_uris() {
+        assert_eq!(sentences("Use v1.2 here. Don't push!\n- never rm -rf\nok?"), ["Use v1.2 here.", "Don't push!", "- never rm -rf", "ok?"]);
+        assert!(is_constraint("Please don’t reformat files"));
+        assert!(is_acknowledgement("Thanks!") && is_acknowledgement("OK, cool.") && !is_acknowledgement("Ship it."));
+        assert!(!is_constraint("Stopwatch shows the nevermore time"));
+        assert_eq!(
+            find_uris("see (https://x.dev/a/b.md?q=1), and artifact://a-1/3. http:// alone"),
+            ["https://x.dev/a/b.md?q=1", "artifact://a-1/3"]
+        );
+        assert_eq!(uri_name("https://x.dev/a/b.md?q=1"), "b.md");
+        assert_eq!(uri_name("https://x.dev/"), "x.dev");
+        assert_eq!(uri_name("artifact://a-1/3"), "3");
+    }
+
+    #[test]
+    fn next_steps_titles_take_their_list() {
+        let text = "All good.\n\nNext steps:\n1. write docs\n2. release\n\nThat is all. TODO tidy";
+        assert_eq!(todo_lines(text), ["write docs", "release", "That is all. TODO tidy"]);
+    }
+
+    #[test]
+    fn parses_fenced_replies_strictly() {
+        let json = Checkpoint { task_objective: "x".into(), ..Default::default() }.to_json();
+        assert_eq!(parse(&format!("Here it is:\n```json\n{json}\n```\nBye")).unwrap().task_objective, "x");
+        assert_eq!(parse(&json).unwrap().task_objective, "x");
+        assert!(parse(&json.replace("\"files_read\":[],", "")).unwrap_err().contains("files_read"));
+        assert!(parse(&json.replace("{", "{\"mood\":\"ok\",")).unwrap_err().contains("mood"));
+        assert!(parse("no json").is_err());
+    }
+
+    #[test]
+    fn merge_accumulates_history_and_refreshes_state() {
+        let previous = Checkpoint {
+            task_objective: "old goal".into(),
+            negative_constraints: vec!["Never push.".into()],
+            files_read: vec!["a.rs".into()],
+            pending_work: vec!["old".into()],
+            ..Default::default()
+        };
+        let current = Checkpoint {
+            negative_constraints: vec!["Never push.".into(), "Avoid unsafe.".into()],
+            files_modified: vec!["a.rs".into()],
+            pending_work: vec!["new".into()],
+            ..Default::default()
+        };
+        let merged = merge(&previous, current);
+        assert_eq!(merged.task_objective, "old goal");
+        assert_eq!(merged.negative_constraints, ["Never push.", "Avoid unsafe."]);
+        assert!(merged.files_read.is_empty());
+        assert_eq!(merged.files_modified, ["a.rs"]);
+        assert_eq!(merged.pending_work, ["new"]);
+    }
+
+    #[test]
+    fn renders_headed_sections() {
+        let text = render(&extract_with(&session(), 4000, &quarter));
+        let headings: Vec<&str> = text.lines().filter(|l| l.starts_with("## ")).collect();
+        assert_eq!(
+            headings,
+            [
+                "## Objective",
+                "## Constraints (verbatim)",
+                "## Decisions",
+                "## Rejected approaches",
+                "## Done",
+                "## Pending",
+                "## Verification",
+                "## Files read",
+                "## Files modified",
+                "## Artifacts",
+                "## Next action"
+            ]
+        );
+        assert!(text.contains("## Constraints (verbatim)\n- Don't touch the public API.\n"));
+        assert!(text.contains("- passed: cargo test — test result: ok."));
+        assert!(text.contains("- not run: npm run lint"));
+        assert!(text.contains("- Using a regex — nested braces break it."));
+        assert_eq!(render(&Checkpoint::default()), "");
+    }
+}
