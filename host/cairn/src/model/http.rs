@@ -72,6 +72,16 @@ impl HttpProvider {
     }
 }
 
+impl HttpProvider {
+    /// Endpoints sometimes echo the key in errors; it must not travel on to a plugin.
+    fn redact(&self, message: String) -> String {
+        match &self.api_key {
+            Some(key) if !key.0.is_empty() => message.replace(&key.0, "***"),
+            _ => message,
+        }
+    }
+}
+
 enum Attempt {
     Answer(u16, String),
     TimedOut,
@@ -95,7 +105,7 @@ impl ModelProvider for HttpProvider {
                     };
                 }
                 Attempt::Answer(status, body) => {
-                    let message = format!("HTTP {status}: {}", error_message(&body));
+                    let message = self.redact(format!("HTTP {status}: {}", error_message(&body)));
                     if status == 429 || status >= 500 {
                         ModelError::Unavailable(message)
                     } else {
@@ -103,7 +113,7 @@ impl ModelProvider for HttpProvider {
                     }
                 }
                 Attempt::TimedOut => return Err(ModelError::Timeout),
-                Attempt::Transport(why) => ModelError::Unavailable(why),
+                Attempt::Transport(why) => ModelError::Unavailable(self.redact(why)),
             };
             tracing::debug!(model = %self.describe(), attempt, "model call failed: {retryable}");
             last = retryable;

@@ -1,0 +1,244 @@
+//! The model capability against a loopback server speaking each real wire format, and the
+//! model chain with the real plugins: a bad reply is `invalid`, a refused connection is
+//! `unavailable`, a slow model is `timeout`, and the chain still commits.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cairn::chain::OutcomeClass;
+use cairn::model::{ChatMessage, HttpProvider, ModelError, ModelProvider, ModelRequest, Wire};
+use cairn::storage::{ConversationKey, Event, Home};
+use cairn::transcript::{sample, Origin, Part};
+use cairn::{Cairn, CompactionReport, Policy};
+use support::loopback::{anthropic_reply, openai_reply, refused_url, Loopback, Reply};
+
+const KEY: &str = "sk-test-secret-4242";
+
+fn request() -> ModelRequest {
+    ModelRequest {
+        messages: vec![
+            ChatMessage { role: "system".into(), content: "be brief".into() },
+            ChatMessage { role: "user".into(), content: "hello".into() },
+        ],
+        max_tokens: 64,
+    }
+}
+
+fn provider(wire: Wire, url: &str, retries: u32, timeout_ms: u64) -> HttpProvider {
+    let base = if wire == Wire::Openai { format!("{url}/v1") } else { url.to_string() };
+    HttpProvider::new(wire, &base, "test-model", Some(KEY.into()), Duration::from_millis(timeout_ms), retries)
+}
+
+fn soon() -> Instant {
+    Instant::now() + Duration::from_secs(20)
+}
+
+#[test]
+fn openai_wire_format() {
+    let server = Loopback::start(|_, _| Reply::ok(openai_reply("hi there")));
+    let answer = provider(Wire::Openai, &server.base_url, 0, 5_000).complete(&request(), soon()).unwrap();
+    assert_eq!(answer, "hi there");
+    let sent = server.requests.lock().unwrap()[0].clone();
+    assert_eq!(sent.path, "/v1/chat/completions");
+    assert_eq!(sent.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    let body: serde_json::Value = serde_json::from_str(&sent.body).unwrap();
+    assert_eq!(body["model"], "test-model");
+    assert_eq!(body["messages"][0]["role"], "system");
+    assert_eq!(body["max_tokens"], 64);
+}
+
+#[test]
+fn anthropic_wire_format() {
+    let server = Loopback::start(|_, _| Reply::ok(anthropic_reply("hello from claude")));
+    let answer = provider(Wire::Anthropic, &server.base_url, 0, 5_000).complete(&request(), soon()).unwrap();
+    assert_eq!(answer, "hello from claude");
+    let sent = server.requests.lock().unwrap()[0].clone();
+    assert_eq!(sent.path, "/v1/messages");
+    assert_eq!(sent.header("x-api-key"), Some(KEY));
+    assert!(sent.header("anthropic-version").is_some());
+    let body: serde_json::Value = serde_json::from_str(&sent.body).unwrap();
+    assert_eq!(body["system"], "be brief", "the system prompt travels apart");
+    assert_eq!(body["messages"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn rate_limits_and_server_errors_are_retried_with_a_bound() {
+    let server = Loopback::start(|n, _| if n == 0 { Reply::status(429, r#"{"error":{"message":"slow down"}}"#) } else { Reply::ok(openai_reply("ok")) });
+    assert_eq!(provider(Wire::Openai, &server.base_url, 2, 5_000).complete(&request(), soon()).unwrap(), "ok");
+    assert_eq!(server.count(), 2);
+
+    let server = Loopback::start(|_, _| Reply::status(529, r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#));
+    let err = provider(Wire::Anthropic, &server.base_url, 2, 5_000).complete(&request(), soon()).unwrap_err();
+    assert!(matches!(&err, ModelError::Unavailable(m) if m.contains("529") && m.contains("Overloaded")), "{err:?}");
+    assert_eq!(server.count(), 3, "one try and two retries");
+}
+
+#[test]
+fn client_errors_are_not_retried_and_never_echo_the_key() {
+    let server = Loopback::start(|_, r| Reply::status(401, format!(r#"{{"error":{{"message":"invalid key {}"}}}}"#, r.header("authorization").unwrap_or(""))));
+    let err = provider(Wire::Openai, &server.base_url, 3, 5_000).complete(&request(), soon()).unwrap_err();
+    assert!(matches!(&err, ModelError::Failed(m) if m.contains("401")), "{err:?}");
+    assert!(!err.to_string().contains(KEY), "{err}");
+    assert_eq!(server.count(), 1);
+    assert!(!provider(Wire::Openai, &server.base_url, 0, 1).describe().contains(KEY));
+}
+
+#[test]
+fn malformed_bodies_fail_clearly() {
+    for body in ["not json", r#"{"choices":[]}"#] {
+        let server = Loopback::start(move |_, _| Reply::ok(body));
+        let err = provider(Wire::Openai, &server.base_url, 0, 5_000).complete(&request(), soon()).unwrap_err();
+        assert!(matches!(&err, ModelError::Failed(m) if m.contains("malformed")), "{err:?}");
+    }
+    let server = Loopback::start(|_, _| Reply::ok(r#"{"content":[{"type":"tool_use","id":"x"}]}"#));
+    let err = provider(Wire::Anthropic, &server.base_url, 0, 5_000).complete(&request(), soon()).unwrap_err();
+    assert!(matches!(&err, ModelError::Failed(m) if m.contains("no text")), "{err:?}");
+}
+
+#[test]
+fn slow_responses_time_out_and_refused_connections_are_unavailable() {
+    let server = Loopback::start(|_, _| Reply { status: 200, body: openai_reply("late"), delay: Duration::from_secs(3) });
+    let started = Instant::now();
+    let err = provider(Wire::Openai, &server.base_url, 2, 300).complete(&request(), soon()).unwrap_err();
+    assert_eq!(err, ModelError::Timeout);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // The caller's deadline wins over a longer provider timeout.
+    let err = provider(Wire::Openai, &server.base_url, 0, 60_000).complete(&request(), Instant::now() + Duration::from_millis(300)).unwrap_err();
+    assert_eq!(err, ModelError::Timeout);
+
+    let err = provider(Wire::Openai, &refused_url(), 1, 2_000).complete(&request(), soon()).unwrap_err();
+    assert!(matches!(err, ModelError::Unavailable(_)), "{err:?}");
+}
+
+// ---- the model chain with the real plugins ------------------------------------------------
+
+const SUMMARY: &str = "## Goal\nShip the ledger fix.\n\n## Constraints & Preferences\n- never commit directly to main\n\n## Progress\n### Done\n- checks added\n### In Progress\n- none\n### Blocked\n- none\n\n## Key Decisions\n- reject negative amounts\n\n## Next Steps\n- run the tests\n\n## Critical Context\n- tests pass\n";
+
+fn checkpoint_json() -> String {
+    serde_json::json!({
+        "task_objective": "make apply reject negative amounts", "negative_constraints": ["never commit directly to main"],
+        "accepted_decisions": [], "rejected_hypotheses": [], "completed_milestones": ["checks added"], "pending_work": [],
+        "verification": { "passed": ["cargo test"], "failed": [], "not_run": [] }, "external_artifacts": [],
+        "next_immediate_action": "run the tests", "files_read": ["src/ledger.rs"], "files_modified": ["src/ledger.rs"]
+    })
+    .to_string()
+}
+
+fn model_policy(base_url: &str, timeout_ms: u64) -> Policy {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/policies/model.toml")).unwrap();
+    let text = text
+        .replace("http://127.0.0.1:8080/v1", &format!("{base_url}/v1"))
+        .replace("api_key_env = \"OPENAI_API_KEY\"", "")
+        .replace("timeout_ms = 120000", &format!("timeout_ms = {timeout_ms}"))
+        .replace("max_retries = 2", "max_retries = 0");
+    Policy::parse(&text, "model.toml").unwrap()
+}
+
+fn host() -> Cairn {
+    let mut cairn = Cairn::new().unwrap();
+    for plugin in cairn_bundle::BUNDLED {
+        cairn.add_plugin(plugin.manifest, plugin.component, "bundled").unwrap();
+    }
+    cairn
+}
+
+fn compact_with(cairn: &Cairn, policy: &Policy) -> (CompactionReport, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::open(dir.path()).unwrap();
+    let mut store = home.conversation(&ConversationKey::parse("model").unwrap()).unwrap();
+    let report = cairn.compact(policy, &mut store, &sample::coding_session(10), "sample").unwrap();
+    (report, dir)
+}
+
+fn outcomes(report: &CompactionReport) -> Vec<OutcomeClass> {
+    report.steps.iter().map(|s| s.outcome).collect()
+}
+
+#[test]
+fn a_reply_without_the_sections_is_invalid_and_the_checkpoint_commits() {
+    // Answers the summary prompt with prose and the checkpoint prompt with schema-valid JSON.
+    let server = Loopback::start(|_, r| {
+        if r.body.contains("negative_constraints") { Reply::ok(openai_reply(&checkpoint_json())) } else { Reply::ok(openai_reply("It went fine, mostly.")) }
+    });
+    let (report, dir) = compact_with(&host(), &model_policy(&server.base_url, 10_000));
+    assert_eq!(outcomes(&report), [OutcomeClass::Invalid, OutcomeClass::Ok], "{:#?}", report.steps);
+    assert!(report.committed_by.as_deref().unwrap().starts_with("checkpoint-json@"));
+    let checkpoint: serde_json::Value = serde_json::from_str(report.checkpoint.as_deref().unwrap()).unwrap();
+    assert_eq!(checkpoint["negative_constraints"][0], "never commit directly to main");
+    // The checkpoint is in the durable record.
+    let store = Home::open(dir.path()).unwrap().conversation(&ConversationKey::parse("model").unwrap()).unwrap();
+    let Event::Compaction(event) = &store.events()[1] else { panic!() };
+    assert_eq!(event.checkpoint, report.checkpoint);
+}
+
+#[test]
+fn a_refused_connection_makes_the_model_steps_unavailable_and_the_chain_commits() {
+    let (report, _dir) = compact_with(&host(), &model_policy(&refused_url(), 10_000));
+    assert_eq!(outcomes(&report), [OutcomeClass::Unavailable, OutcomeClass::Unavailable, OutcomeClass::Ok], "{:#?}", report.steps);
+    assert!(report.committed_by.as_deref().unwrap().starts_with("shake-elide@"));
+}
+
+#[test]
+fn a_slow_model_hits_the_step_deadline_as_timeout() {
+    let server = Loopback::start(|_, _| Reply { status: 200, body: openai_reply(SUMMARY), delay: Duration::from_secs(4) });
+    let (report, _dir) = compact_with(&host(), &model_policy(&server.base_url, 500));
+    assert_eq!(report.steps[0].outcome, OutcomeClass::Timeout, "{:#?}", report.steps);
+    assert!(report.steps[0].millis < 3_000);
+    assert!(report.committed_by.is_some(), "the chain still commits");
+}
+
+#[test]
+fn a_well_formed_summary_commits_and_an_embedder_model_replaces_the_endpoint() {
+    struct HarnessModel;
+    impl ModelProvider for HarnessModel {
+        fn complete(&self, request: &ModelRequest, _: Instant) -> Result<String, ModelError> {
+            assert!(!request.messages.iter().any(|m| m.content.contains(KEY)));
+            Ok(SUMMARY.to_string())
+        }
+        fn describe(&self) -> String {
+            "harness model".into()
+        }
+    }
+    let mut cairn = host();
+    cairn.set_model_provider(Arc::new(HarnessModel));
+    let (report, _dir) = compact_with(&cairn, &model_policy(&refused_url(), 10_000));
+    assert_eq!(outcomes(&report), [OutcomeClass::Ok]);
+    let summary = report.transcript.entries.iter().find(|e| e.origin == Origin::Summary).expect("a summary entry");
+    let Part::Text { text } = &summary.parts[0] else { panic!() };
+    assert!(text.contains("## Goal") && text.contains("never commit directly to main"));
+    assert!(report.tokens_after < report.tokens_before / 2);
+}
+
+#[test]
+fn repeated_malfunctions_open_the_circuit_and_the_report_says_so() {
+    let server = Loopback::start(|_, _| Reply::ok(openai_reply("no sections here")));
+    let cairn = host();
+    let mut policy = model_policy(&server.base_url, 10_000);
+    policy.compaction.breaker_failures = 2;
+    for _ in 0..2 {
+        let (report, _dir) = compact_with(&cairn, &policy);
+        assert_eq!(report.steps[0].outcome, OutcomeClass::Invalid);
+    }
+    // Both model plugins malfunctioned twice (prose is not a checkpoint either).
+    let before = server.count();
+    let (report, _dir) = compact_with(&cairn, &policy);
+    for step in &report.steps[..2] {
+        assert_eq!(step.outcome, OutcomeClass::Unavailable);
+        assert!(step.message.as_deref().unwrap().contains("circuit open"), "{:#?}", report.steps);
+    }
+    assert_eq!(server.count(), before, "no model call while the circuits are open");
+    assert_eq!(report.steps[2].outcome, OutcomeClass::Ok);
+}
+
+#[test]
+fn a_spent_chain_budget_skips_the_remaining_plugins() {
+    let server = Loopback::start(|_, _| Reply { status: 200, body: openai_reply("x"), delay: Duration::from_secs(4) });
+    let mut policy = model_policy(&server.base_url, 10_000);
+    policy.compaction.chain_timeout_ms = 400;
+    let (report, _dir) = compact_with(&host(), &policy);
+    assert_eq!(outcomes(&report), [OutcomeClass::Timeout, OutcomeClass::Timeout, OutcomeClass::Timeout, OutcomeClass::Ok], "{:#?}", report.steps);
+    assert!(report.steps[1].message.as_deref().unwrap().contains("budget"));
+    assert!(report.steps[3].plugin.starts_with("last-resort@"));
+}
