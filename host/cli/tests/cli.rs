@@ -127,9 +127,12 @@ fn history_finds_an_elided_line_of_a_real_session_and_reads_it_back_exactly() {
         })
         .expect("an elided output with a unique line");
 
+    // Then hand the session over as well: both archives hold the needle's output.
+    let handover: Value = serde_json::from_str(&ok(&["handover", s(&file), "--json", "--home", s(&home), "--conversation", "pi-large"])).unwrap();
     let found: Value = serde_json::from_str(&ok(&["history", "--home", s(&home), "--conversation", "pi-large", "search", &needle, "--json"])).unwrap();
+    let archives: Vec<&Value> = found["hits"].as_array().unwrap().iter().map(|h| &h["archive_id"]).collect();
+    assert!(archives.contains(&&report["archive_id"]) && archives.contains(&&handover["archive_id"]), "{found:#}");
     let hit = &found["hits"][0];
-    assert_eq!(hit["archive_id"], report["archive_id"], "{found:#}");
     let mut text = String::new();
     let mut char_offset = 0u64;
     loop {
@@ -153,6 +156,88 @@ fn history_finds_an_elided_line_of_a_real_session_and_reads_it_back_exactly() {
     assert!(other["hits"].as_array().unwrap().iter().all(|h| h["archive_id"] != report["archive_id"]));
     assert!(fails(&["artifact", &uri, "--home", s(&home), "--conversation", "other"]).contains("not found"));
     assert!(fails(&["history", "--home", s(&home), "--conversation", "../pi-large", "summary"]).contains("invalid conversation key"));
+}
+
+/// The operator's messages in a parsed transcript, in order.
+fn operator_messages(t: &cairn::transcript::Transcript) -> Vec<String> {
+    use cairn::transcript::{Origin, Role};
+    t.entries
+        .iter()
+        .filter(|e| e.role == Role::User && e.origin == Origin::Operator)
+        .map(|e| e.parts.iter().filter_map(|p| if let Part::Text { text } = p { Some(text.as_str()) } else { None }).collect::<Vec<_>>().join("\n"))
+        .collect()
+}
+
+#[test]
+fn the_deterministic_checkpoint_of_a_real_session_keeps_requests_and_files() {
+    let Some(pi) = shared("pi") else { return };
+    let file = pi.join("pi-mono__large-session.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("checkpoint.toml");
+    std::fs::write(&policy, "[[chain]]\nplugin = \"checkpoint-json\"\ngrants = [\"log\", \"tokens\"]\nmemory_mib = 256\n").unwrap();
+    let report: Value = serde_json::from_str(&ok(&["compact", s(&file), "--json", "--home", s(&dir.path().join("home")), "--policy", s(&policy)])).unwrap();
+    assert_eq!(report["steps"][0]["outcome"], "ok", "{report:#}");
+    let checkpoint: Value = serde_json::from_str(report["checkpoint"].as_str().unwrap()).unwrap();
+    cairn::checkpoint::validate(report["checkpoint"].as_str().unwrap()).unwrap();
+
+    let (original, _) = formats::parse(&std::fs::read_to_string(&file).unwrap(), "pi").unwrap();
+    let operator = operator_messages(&original);
+    let objective = checkpoint["task_objective"].as_str().unwrap();
+    assert!(objective.contains(operator.last().unwrap().as_str()), "the last request, verbatim: {objective}");
+    let constraints = checkpoint["negative_constraints"].as_array().unwrap();
+    assert!(!constraints.is_empty());
+    for constraint in constraints {
+        let constraint = constraint.as_str().unwrap();
+        assert!(operator.iter().any(|m| m.contains(constraint)), "not verbatim from an operator message: {constraint}");
+    }
+    let calls: String = original.entries.iter().flat_map(|e| e.parts.iter()).filter_map(|p| if let Part::ToolCall { args, .. } = p { Some(args.as_str()) } else { None }).collect();
+    for key in ["files_read", "files_modified"] {
+        let files = checkpoint[key].as_array().unwrap();
+        assert!(!files.is_empty(), "{key} is empty");
+        assert!(files.iter().all(|f| calls.contains(f.as_str().unwrap())), "{key} names a file no tool call touched");
+    }
+}
+
+#[test]
+fn a_handover_seeds_the_last_three_operator_messages_as_history_and_archives_every_text_entry() {
+    let Some(pi) = shared("pi") else { return };
+    let file = pi.join("pi-mono__large-session.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let report: Value = serde_json::from_str(&ok(&["handover", s(&file), "--json", "--home", s(&home), "--conversation", "pi-handover"])).unwrap();
+    assert_eq!(report["steps"][0]["outcome"], "ok", "{report:#}");
+    let archive_id = report["archive_id"].as_str().unwrap();
+    let seed = report["seed"].as_str().unwrap();
+    assert!(seed.contains(archive_id));
+    assert!(seed.contains("not fresh authorization") && seed.contains("git status"), "{seed}");
+
+    let (original, _) = formats::parse(&std::fs::read_to_string(&file).unwrap(), "pi").unwrap();
+    let operator = operator_messages(&original);
+    let quoted: Vec<&str> = seed.split("[history] ").skip(1).collect();
+    assert_eq!(quoted.len(), 3, "exactly three operator messages: {seed}");
+    for (quote, message) in quoted.iter().zip(&operator[operator.len() - 3..]) {
+        let clipped: String = message.chars().take(2_000).collect();
+        assert!(quote.starts_with(clipped.replace("\n#", "\n\\#").as_str()), "quote is not the message: {quote:?}");
+        assert!(quote.chars().count() >= clipped.chars().count());
+    }
+
+    // The archive holds every text entry of the session, readable by paging.
+    let mut archived = Vec::new();
+    let mut offset = 0u64;
+    loop {
+        let page: Value = serde_json::from_str(&ok(&[
+            "history", "--home", s(&home), "--conversation", "pi-handover", "page", archive_id, "--offset", &offset.to_string(), "--limit", "30", "--json",
+        ]))
+        .unwrap();
+        archived.extend(page["entries"].as_array().unwrap().iter().map(|e| e["entry_id"].as_str().unwrap().to_string()));
+        match page["next_offset"].as_u64() {
+            Some(next) => offset = next,
+            None => break,
+        }
+    }
+    for entry in original.entries.iter().filter(|e| e.parts.iter().any(|p| matches!(p, Part::Text { .. }))) {
+        assert!(archived.contains(&entry.id), "text entry {} is not in the archive", entry.id);
+    }
 }
 
 #[test]
