@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::chain::{self, CircuitBreaker, HostSeed, LastResort, Purpose, Step, StepInput, StepReport, Window, LAST_RESORT, SEED_STEP};
 use crate::engine::Engine;
+use crate::lifecycle::{kept_summary_ids, CommitDecision, Proposal};
 use crate::model::{ModelError, ModelProvider, ModelRequest};
 use crate::plugin::{Plugin, Registry, WasmStrategy};
 use crate::policy::{Policy, StepSpec};
@@ -51,6 +52,44 @@ pub struct CompactionReport {
     /// The new working context.
     #[serde(skip)]
     pub transcript: Transcript,
+    /// Why the commit policy refused the outcome, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<String>,
+}
+
+impl CompactionReport {
+    /// The report of an attempt already in the record (after a crash, for bookkeeping).
+    pub fn from_event(conversation: &crate::storage::ConversationKey, event: &CompactionEvent) -> Self {
+        CompactionReport {
+            conversation: conversation.to_string(),
+            purpose: event.purpose,
+            archive_id: event.archive_id.clone(),
+            tokens_before: event.tokens_before,
+            tokens_after: event.tokens_after,
+            steps: event.steps.clone(),
+            committed_by: event.committed_by.clone(),
+            replaced: event.replaced.len(),
+            forgotten: event.forgotten.clone(),
+            artifacts: event.artifacts.clone(),
+            checkpoint: event.checkpoint.clone(),
+            seed: event.seed.clone(),
+            sessions: event.sessions.clone(),
+            transcript: Transcript::default(),
+            rejected: event.rejected.clone(),
+        }
+    }
+}
+
+/// How a compaction or handover runs beyond the policy.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Reuse this archive id (resuming a prepared handover); a fresh one otherwise.
+    pub archive_id: Option<ArchiveId>,
+    /// The agent's instructions: what must survive, how to resume.
+    pub preserve: Option<&'a str>,
+    pub resume: Option<&'a str>,
+    /// The commit policy's last word on the checked outcome.
+    pub approve: Option<&'a dyn Fn(&Proposal) -> CommitDecision>,
 }
 
 impl Cairn {
@@ -141,19 +180,38 @@ impl Cairn {
 
     /// Compacts `transcript` under `policy`, recording everything in `store`.
     pub fn compact(&self, policy: &Policy, store: &mut ConversationStore, transcript: &Transcript, source: &str) -> Result<CompactionReport> {
+        self.compact_with(policy, store, transcript, source, RunOptions::default())
+    }
+
+    pub fn compact_with(&self, policy: &Policy, store: &mut ConversationStore, transcript: &Transcript, source: &str, options: RunOptions<'_>) -> Result<CompactionReport> {
         let steps = self.chain(policy)?;
-        self.run(Purpose::Compact, &steps, policy, store, transcript, source)
+        self.run(Purpose::Compact, &steps, policy, store, transcript, source, options)
     }
 
     /// Hands the conversation over to a fresh session: the whole history after the protected
     /// head is archived and replaced by a seed. The prepared transition is in the durable
     /// record before this returns.
     pub fn handover(&self, policy: &Policy, store: &mut ConversationStore, transcript: &Transcript, source: &str) -> Result<CompactionReport> {
+        self.handover_with(policy, store, transcript, source, RunOptions::default())
+    }
+
+    pub fn handover_with(&self, policy: &Policy, store: &mut ConversationStore, transcript: &Transcript, source: &str, options: RunOptions<'_>) -> Result<CompactionReport> {
         let steps = self.handover_chain(policy)?;
-        self.run(Purpose::Handover, &steps, policy, store, transcript, source)
+        self.run(Purpose::Handover, &steps, policy, store, transcript, source, options)
+    }
+
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The plugin a lifecycle section names, with its position in the policy for errors.
+    pub(crate) fn plugin_for(&self, policy: &Policy, spec: &StepSpec) -> Result<&Arc<Plugin>> {
+        let name = spec.plugin.get_ref();
+        self.registry.get(name).ok_or_else(|| anyhow!("{}: unknown plugin `{name}`", policy.at(spec.plugin.span())))
     }
 
     /// The durable record gets the input's new entries first, then the archive, then the event.
+    #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
         purpose: Purpose,
@@ -162,6 +220,7 @@ impl Cairn {
         store: &mut ConversationStore,
         transcript: &Transcript,
         source: &str,
+        options: RunOptions<'_>,
     ) -> Result<CompactionReport> {
         let mut transcript = transcript.clone();
         self.tokenizer.count_transcript(&mut transcript);
@@ -173,7 +232,7 @@ impl Cairn {
             Purpose::Compact => Window::compute(&transcript.entries, settings.keep_recent(tokens_before), settings.target(tokens_before)),
             Purpose::Handover => Window::handover(&transcript.entries),
         };
-        let archive_id = ArchiveId::generate(store.key());
+        let archive_id = options.archive_id.unwrap_or_else(|| ArchiveId::generate(store.key()));
         tracing::info!(conversation = %store.key(), %archive_id, ?purpose, tokens_before, ?window, "running chain");
 
         let input = StepInput {
@@ -182,8 +241,8 @@ impl Cairn {
             window: &window,
             archive_id: archive_id.as_str(),
             archive: Some(Arc::new(store.archive_view()?)),
-            preserve: None,
-            resume: None,
+            preserve: options.preserve,
+            resume: options.resume,
             previous_checkpoint: store.latest_checkpoint(),
             deadline: settings.chain_deadline(),
         };
@@ -205,7 +264,29 @@ impl Cairn {
             seed: None,
             sessions: None,
             transcript: Transcript::default(),
+            rejected: None,
         };
+        let verdict = match (&run.committed, options.approve) {
+            (Some(committed), Some(approve)) => {
+                let replacement_ids: Vec<String> = committed.applied.replacement.iter().map(|e| e.id.clone()).collect();
+                approve(&Proposal {
+                    strategy: committed.plugin.clone(),
+                    tokens_before,
+                    tokens_after: committed.applied.tokens_after,
+                    replaced_ids: transcript.entries[committed.applied.first..=committed.applied.last].iter().map(|e| e.id.clone()).collect(),
+                    kept_summary_ids: kept_summary_ids(&committed.applied.context, &replacement_ids),
+                })
+            }
+            _ => CommitDecision::Commit,
+        };
+        if let CommitDecision::Defer(why) | CommitDecision::Reject(why) = verdict {
+            tracing::info!(conversation = %store.key(), "commit policy refused the outcome: {why}");
+            event.rejected = Some(why.clone());
+            report.rejected = Some(why);
+            store.record_compaction(event)?;
+            report.transcript = transcript;
+            return Ok(report);
+        }
         let Some(committed) = run.committed else {
             store.record_compaction(event)?;
             report.transcript = transcript;
@@ -214,6 +295,7 @@ impl Cairn {
         let applied = committed.applied;
         let originals = &transcript.entries[applied.first..=applied.last];
         let artifacts = store.write_archive(&archive_id, originals, &committed.artifacts)?;
+        crate::fault::point("archived");
         if purpose == Purpose::Handover {
             let source = store.current_session();
             let target = crate::storage::session_id(store.key().as_str(), archive_id.as_str());
@@ -230,6 +312,7 @@ impl Cairn {
         event.retrospective = committed.retrospective;
         let sessions = event.sessions.clone();
         store.record_compaction(event)?;
+        crate::fault::point("recorded");
 
         report.tokens_after = applied.tokens_after;
         report.committed_by = Some(committed.plugin);

@@ -10,6 +10,8 @@ pub mod capabilities;
 pub mod chain;
 pub mod checkpoint;
 pub mod engine;
+mod fault;
+pub mod lifecycle;
 pub mod model;
 mod host;
 pub mod plugin;
@@ -20,5 +22,6 @@ pub mod tokenizer;
 pub mod transcript;
 mod wit_edge;
 
-pub use host::{Cairn, CompactionReport};
+pub use host::{Cairn, CompactionReport, RunOptions};
+pub use lifecycle::Lifecycle;
 pub use policy::Policy;

@@ -29,6 +29,14 @@ enum Command {
         #[command(subcommand)]
         command: commands::plugins::Command,
     },
+    /// Report a turn boundary: the trigger, commit policy and chain decide what happens.
+    Boundary(commands::boundary::BoundaryArgs),
+    /// Record an agent request (compact or handover) for the next allowed boundary.
+    Request(commands::boundary::RequestArgs),
+    /// Take notices (and acknowledge them with --ack).
+    Notices(commands::boundary::NoticesArgs),
+    /// Replay a session turn by turn as a harness would, and report what Cairn did when.
+    Simulate(commands::simulate::Args),
     /// Compact a long generated session into a temporary home and show before and after.
     Demo(commands::demo::Args),
 }
@@ -47,6 +55,10 @@ fn main() -> ExitCode {
         Command::History(args) => commands::history::run(args),
         Command::Plugins { command } => commands::plugins::run(command),
         Command::Demo(args) => commands::demo::run(args),
+        Command::Boundary(args) => commands::boundary::boundary(args),
+        Command::Request(args) => commands::boundary::request(args),
+        Command::Notices(args) => commands::boundary::notices(args),
+        Command::Simulate(args) => commands::simulate::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

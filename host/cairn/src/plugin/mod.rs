@@ -2,6 +2,7 @@
 //! `InstancePre` for its world. Loaded once; instantiated in a fresh `Store` per call.
 
 mod manifest;
+mod decide;
 mod registry;
 mod strategy;
 
@@ -41,8 +42,8 @@ pub struct Plugin {
 
 enum Pre {
     Strategy(wit_edge::strategy::StrategyPre<CallState>),
-    Trigger(#[allow(dead_code)] wit_edge::trigger::TriggerPre<CallState>),
-    CommitPolicy(#[allow(dead_code)] wit_edge::commit_policy::CommitPolicyPre<CallState>),
+    Trigger(wit_edge::trigger::TriggerPre<CallState>),
+    CommitPolicy(wit_edge::commit_policy::CommitPolicyPre<CallState>),
 }
 
 impl Plugin {

@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use crate::capabilities::{Capability, Grants};
 use crate::chain::BreakerSettings;
+use crate::lifecycle::LifecycleSettings;
 use crate::model::ModelSettings;
 use crate::plugin::StepLimits;
 
@@ -33,6 +34,14 @@ pub struct Policy {
     /// The model endpoint for steps granted `model`; the key comes from the environment.
     #[serde(default)]
     pub model: Option<ModelSettings>,
+    /// The trigger plugin (when to act); none means never automatically.
+    #[serde(default)]
+    pub trigger: Option<StepSpec>,
+    /// The commit-policy plugin (whether now is safe); none means always.
+    #[serde(default)]
+    pub commit: Option<StepSpec>,
+    #[serde(default)]
+    pub lifecycle: LifecycleSettings,
     /// Where this policy came from, for messages.
     #[serde(skip)]
     pub source: String,
@@ -109,7 +118,7 @@ impl Policy {
         if settings.chain_timeout_ms == 0 || settings.breaker_failures == 0 {
             bail!("{source}: compaction.chain_timeout_ms and compaction.breaker_failures must be at least 1");
         }
-        for step in policy.chain.iter().chain(&policy.handover) {
+        for step in policy.chain.iter().chain(&policy.handover).chain(&policy.trigger).chain(&policy.commit) {
             let memory = *step.memory_mib.get_ref();
             if memory == 0 || memory > MAX_MEMORY_MIB {
                 bail!("{}: memory_mib must be 1..={MAX_MEMORY_MIB}, got {memory}", policy.at(step.memory_mib.span()));

@@ -48,6 +48,9 @@ pub struct CompactionEvent {
     pub retrospective: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<Sessions>,
+    /// Why the commit policy refused a checked outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,12 +78,23 @@ impl CompactionEvent {
             seed: None,
             retrospective: None,
             sessions: None,
+            rejected: None,
         }
     }
 }
 
 fn compact() -> Purpose {
     Purpose::Compact
+}
+
+/// A message for the harness after a maintenance; its id is stable across retries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Notice {
+    pub id: String,
+    /// `compacted`, `handed-over`, `failed` or `paused`.
+    pub kind: String,
+    pub text: String,
+    pub at: u64,
 }
 
 pub fn now_millis() -> u64 {

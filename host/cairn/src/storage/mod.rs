@@ -10,7 +10,7 @@ mod events;
 mod ids;
 
 pub use archive::ArchiveView;
-pub use events::{now_millis, CompactionEvent, Event, Sessions};
+pub use events::{now_millis, CompactionEvent, Event, Notice, Sessions};
 pub use ids::{session_id, ArchiveId, ArtifactUri, ConversationKey, IdError};
 
 use std::collections::HashSet;
@@ -25,6 +25,11 @@ use crate::transcript::Entry;
 
 const CONVERSATIONS: &str = "conversations";
 const EVENTS: &str = "events.jsonl";
+/// Small mutable state (cooldown, pending request, prepared handover), replaced atomically.
+const STATE: &str = "state.json";
+/// Notices for the harness, append-only; acknowledgements beside them.
+const OUTBOX: &str = "outbox.jsonl";
+const ACKS: &str = "acks.jsonl";
 pub(crate) const ARCHIVES: &str = "archives";
 /// The originals of an archive's replaced entries, one JSON entry per line.
 pub(crate) const ENTRIES: &str = "entries.jsonl";
@@ -195,6 +200,71 @@ impl ConversationStore {
         Ok(uris)
     }
 
+    /// The conversation's state document, if one was saved.
+    pub fn load_state<T: serde::de::DeserializeOwned>(&self) -> Result<Option<T>> {
+        let mut text = String::new();
+        match self.dir.open(STATE) {
+            Ok(mut file) => file.read_to_string(&mut text)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("opening {}", self.path.join(STATE).display())),
+        };
+        serde_json::from_str(&text).map(Some).with_context(|| format!("{}: not a valid state document", self.path.join(STATE).display()))
+    }
+
+    /// Replaces the state document atomically (temporary file, fsync, rename).
+    pub fn save_state<T: serde::Serialize>(&self, state: &T) -> Result<()> {
+        write_atomically(&self.dir, STATE, &serde_json::to_vec_pretty(state)?).with_context(|| format!("saving {}", self.path.join(STATE).display()))
+    }
+
+    /// Queues a notice unless one with its id is already queued (delivery is at least once,
+    /// and a retried maintenance queues the same id).
+    pub fn queue_notice(&self, notice: &Notice) -> Result<bool> {
+        if self.notices(true)?.iter().any(|n| n.id == notice.id) {
+            return Ok(false);
+        }
+        append_line(&self.dir, OUTBOX, &serde_json::to_vec(notice)?).with_context(|| format!("queueing notice {}", notice.id))?;
+        Ok(true)
+    }
+
+    /// Queued notices, oldest first; acknowledged ones only when `include_acked`.
+    pub fn notices(&self, include_acked: bool) -> Result<Vec<Notice>> {
+        let acked: HashSet<String> = read_lines(&self.dir, ACKS)?.into_iter().collect();
+        let mut notices = Vec::new();
+        for line in read_lines(&self.dir, OUTBOX)? {
+            let notice: Notice = serde_json::from_str(&line).with_context(|| format!("{}: bad notice line", self.path.join(OUTBOX).display()))?;
+            if include_acked || !acked.contains(&notice.id) {
+                notices.push(notice);
+            }
+        }
+        Ok(notices)
+    }
+
+    /// The harness saw this notice; it is not delivered again.
+    pub fn ack_notice(&self, id: &str) -> Result<()> {
+        if !self.notices(true)?.iter().any(|n| n.id == id) {
+            bail!("no notice {id:?} in conversation {}", self.key);
+        }
+        let mut line = serde_json::to_vec(id)?;
+        line.retain(|b| *b != b'\n');
+        append_line(&self.dir, ACKS, &line)
+    }
+
+    /// The entries the record holds under these ids, in the order given (for resuming work
+    /// that was prepared before a crash).
+    pub fn recorded_entries(&self, ids: &[String]) -> Result<Vec<Entry>> {
+        let mut by_id = std::collections::HashMap::new();
+        for event in &self.events {
+            if let Event::Snapshot { entries, .. } = event {
+                for entry in entries {
+                    by_id.insert(entry.id.as_str(), entry);
+                }
+            }
+        }
+        ids.iter()
+            .map(|id| by_id.get(id.as_str()).map(|e| (*e).clone()).ok_or_else(|| anyhow::anyhow!("entry {id} is not in the record")))
+            .collect()
+    }
+
     /// A bounded, read-only view of this conversation's committed archives.
     pub fn archive_view(&self) -> Result<ArchiveView> {
         Ok(ArchiveView::new(self.dir.try_clone()?, &self.events))
@@ -221,12 +291,39 @@ impl ConversationStore {
     }
 }
 
+/// One line, appended and synced.
+fn append_line(dir: &Dir, name: &str, bytes: &[u8]) -> Result<()> {
+    let mut line = bytes.to_vec();
+    line.push(b'\n');
+    let mut file = dir.open_with(name, OpenOptions::new().create(true).append(true))?;
+    file.write_all(&line)?;
+    file.sync_data()?;
+    Ok(())
+}
+
+/// The complete lines of a small append-only file (a torn last line is ignored).
+fn read_lines(dir: &Dir, name: &str) -> Result<Vec<String>> {
+    let mut text = String::new();
+    match dir.open(name) {
+        Ok(mut file) => file.read_to_string(&mut text)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    Ok(complete.lines().filter(|l| !l.trim().is_empty()).map(|l| {
+        // Acks are stored as JSON strings.
+        serde_json::from_str::<String>(l).unwrap_or_else(|_| l.to_string())
+    }).collect())
+}
+
 fn write_atomically(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     let temp = format!("{name}.tmp");
     let mut file = dir.open_with(&temp, OpenOptions::new().write(true).create(true).truncate(true))?;
     file.write_all(bytes)?;
     file.sync_all()?;
-    dir.rename(&temp, dir, name)
+    dir.rename(&temp, dir, name)?;
+    // The rename itself must reach the disk before anything that depends on it.
+    dir.open(".")?.sync_all()
 }
 
 /// Opens a directory below `dir` that is not a symlink. cap-std already refuses any path that

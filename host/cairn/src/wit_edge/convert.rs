@@ -104,3 +104,58 @@ pub fn strategy_result(result: Result<wit::Outcome, wit::StrategyError>) -> Resu
         Err(wit::StrategyError::Failed(why)) => Err(StepError::Invalid(format!("plugin reported failure: {why}"))),
     }
 }
+
+// ---- lifecycle ------------------------------------------------------------------------
+
+use crate::chain::OutcomeClass;
+use crate::lifecycle::{AgentRequest, CommitDecision, RequestKind, TriggerDecision};
+
+impl From<&AgentRequest> for wit::AgentRequest {
+    fn from(r: &AgentRequest) -> Self {
+        wit::AgentRequest {
+            kind: match r.kind {
+                RequestKind::Compact => wit::RequestKind::Compact,
+                RequestKind::Handover => wit::RequestKind::Handover,
+            },
+            preserve: r.preserve.clone(),
+            resume: r.resume.clone(),
+        }
+    }
+}
+
+impl From<OutcomeClass> for wit::OutcomeClass {
+    fn from(c: OutcomeClass) -> Self {
+        match c {
+            OutcomeClass::Ok => wit::OutcomeClass::Ok,
+            OutcomeClass::Trap => wit::OutcomeClass::Trap,
+            OutcomeClass::Timeout => wit::OutcomeClass::Timeout,
+            OutcomeClass::Oom => wit::OutcomeClass::Oom,
+            OutcomeClass::Denied => wit::OutcomeClass::Denied,
+            OutcomeClass::Invalid => wit::OutcomeClass::Invalid,
+            OutcomeClass::Invariant => wit::OutcomeClass::Invariant,
+            OutcomeClass::NoProgress => wit::OutcomeClass::NoProgress,
+            OutcomeClass::Unavailable => wit::OutcomeClass::Unavailable,
+        }
+    }
+}
+
+impl From<wit::TriggerDecision> for TriggerDecision {
+    fn from(d: wit::TriggerDecision) -> Self {
+        match d {
+            wit::TriggerDecision::None => TriggerDecision::None,
+            wit::TriggerDecision::Advise(text) => TriggerDecision::Advise(text),
+            wit::TriggerDecision::Compact(reason) => TriggerDecision::Compact(reason),
+            wit::TriggerDecision::Handover(reason) => TriggerDecision::Handover(reason),
+        }
+    }
+}
+
+impl From<wit::CommitDecision> for CommitDecision {
+    fn from(d: wit::CommitDecision) -> Self {
+        match d {
+            wit::CommitDecision::Commit => CommitDecision::Commit,
+            wit::CommitDecision::Defer(why) => CommitDecision::Defer(why),
+            wit::CommitDecision::Reject(why) => CommitDecision::Reject(why),
+        }
+    }
+}

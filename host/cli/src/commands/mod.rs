@@ -1,8 +1,10 @@
 //! One module per CLI verb.
 
 pub mod artifact;
+pub mod boundary;
 pub mod compact;
 pub mod demo;
 pub mod handover;
 pub mod history;
 pub mod plugins;
+pub mod simulate;

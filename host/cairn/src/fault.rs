@@ -1,0 +1,11 @@
+//! Crash injection for tests: with `CAIRN_FAULT=<point>` set, the process kills itself with
+//! SIGKILL when it reaches that point, exactly as a crash or an OOM killer would.
+
+/// Dies here if `CAIRN_FAULT` names this point.
+pub fn point(name: &str) {
+    if std::env::var("CAIRN_FAULT").is_ok_and(|f| f == name) {
+        let pid = std::process::id().to_string();
+        let _ = std::process::Command::new("kill").args(["-9", &pid]).status();
+        std::process::abort();
+    }
+}

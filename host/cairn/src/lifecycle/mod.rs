@@ -1,0 +1,431 @@
+//! The maintenance lifecycle: the harness reports every turn boundary; Cairn asks the trigger
+//! whether to act, honours the cooldown (reserved *before* the chain runs, so a failed attempt
+//! counts), lets the commit policy veto unsafe moments, runs agent requests once allowed,
+//! pauses after repeated passes that free too little, and queues a notice — only after the
+//! state is saved — for every maintenance. State survives crashes; a prepared handover
+//! resumes on the next call.
+
+mod state;
+
+pub use state::{ConversationState, Prepared};
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::chain::{OutcomeClass, Purpose};
+use crate::fault;
+use crate::host::{Cairn, CompactionReport, RunOptions};
+use crate::policy::Policy;
+use crate::storage::{ArchiveId, ConversationKey, ConversationStore, Event, Home, Notice};
+use crate::transcript::{Origin, Transcript};
+
+/// What the agent asked for with its compact or handover tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRequest {
+    pub kind: RequestKind,
+    /// What must survive.
+    pub preserve: String,
+    /// How to resume afterwards.
+    pub resume: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RequestKind {
+    Compact,
+    Handover,
+}
+
+/// What the trigger sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TriggerInput {
+    pub context_tokens: Option<u64>,
+    pub window: u64,
+    pub reserve: u64,
+    pub turn: u32,
+    pub turns_since_maintenance: Option<u32>,
+    pub cooldown_left: u32,
+    pub pending: Option<AgentRequest>,
+    pub recent: Vec<OutcomeClass>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TriggerDecision {
+    None,
+    Advise(String),
+    Compact(String),
+    Handover(String),
+}
+
+/// The moment the commit policy judges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Boundary {
+    pub turn: u32,
+    pub turn_complete: bool,
+    pub tool_call_outstanding: bool,
+}
+
+/// The swap the commit policy judges (empty before the chain has run).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Proposal {
+    pub strategy: String,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    pub replaced_ids: Vec<String>,
+    pub kept_summary_ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitDecision {
+    Commit,
+    Defer(String),
+    Reject(String),
+}
+
+/// How the harness knows the context's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Usage {
+    /// Nothing known: no automatic action (agent requests still run).
+    Unknown,
+    /// The provider reported `tokens` for the context up to its last call; the last
+    /// `entries_after` entries came later and are counted by the host.
+    Reported { tokens: u64, entries_after: usize },
+    /// The host counts the whole context itself.
+    Counted,
+}
+
+/// One turn boundary, as the harness reports it.
+#[derive(Debug, Clone)]
+pub struct BoundaryReport {
+    pub conversation: ConversationKey,
+    pub turn: u32,
+    pub turn_complete: bool,
+    pub tool_call_outstanding: bool,
+    pub window: u64,
+    pub reserve: u64,
+    pub usage: Usage,
+    /// The working context as the model would see it next.
+    pub transcript: Transcript,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "reason")]
+pub enum Action {
+    None,
+    Advised,
+    Compacted,
+    HandedOver,
+    /// The trigger wanted maintenance but now is not safe (or the cooldown holds a request).
+    Deferred(String),
+    /// Automatic maintenance is paused after repeated passes that freed too little.
+    Paused,
+    /// Maintenance ran and committed nothing.
+    Failed,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BoundaryOutcome {
+    pub turn: u32,
+    /// A line for the harness to append to the turn (no extra model call).
+    pub advice: Option<String>,
+    pub action: Action,
+    pub usage: Option<u64>,
+    pub report: Option<CompactionReport>,
+    /// Ids of notices queued by this call.
+    pub notices: Vec<String>,
+    /// The working context after this boundary.
+    #[serde(skip)]
+    pub transcript: Transcript,
+}
+
+/// The `[lifecycle]` section of a policy.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LifecycleSettings {
+    pub cooldown_turns: u32,
+    /// After this many maintenances in a row that free too little, automatic maintenance pauses.
+    pub pause_after: u32,
+    /// A maintenance frees "too little" below this share of the context.
+    pub min_freed_ratio: f64,
+}
+
+impl Default for LifecycleSettings {
+    fn default() -> Self {
+        LifecycleSettings { cooldown_turns: 5, pause_after: 3, min_freed_ratio: 0.10 }
+    }
+}
+
+/// The lifecycle API a harness embeds. Cheap to clone; every method is async and runs the
+/// blocking work (Wasm, disk) on tokio's blocking pool.
+#[derive(Clone)]
+pub struct Lifecycle {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    cairn: Cairn,
+    home: Home,
+    policy: Policy,
+}
+
+impl Lifecycle {
+    pub fn new(cairn: Cairn, home: Home, policy: Policy) -> Self {
+        Lifecycle { inner: Arc::new(Inner { cairn, home, policy }) }
+    }
+
+    pub async fn boundary(&self, report: BoundaryReport) -> Result<BoundaryOutcome> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.boundary_blocking(report)).await?
+    }
+
+    /// Records an agent request; it runs at the next boundary the cooldown allows.
+    pub async fn request(&self, conversation: ConversationKey, request: AgentRequest) -> Result<()> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.request_blocking(&conversation, request)).await?
+    }
+
+    /// Notices not yet acknowledged, oldest first. Delivery is at least once: a notice comes
+    /// back (with the same id) until it is acknowledged.
+    pub async fn take_notices(&self, conversation: ConversationKey) -> Result<Vec<Notice>> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.inner.home.conversation(&conversation)?.notices(false)).await?
+    }
+
+    pub async fn acknowledge(&self, conversation: ConversationKey, notice_id: String) -> Result<()> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.inner.home.conversation(&conversation)?.ack_notice(&notice_id)).await?
+    }
+
+    pub fn request_blocking(&self, conversation: &ConversationKey, request: AgentRequest) -> Result<()> {
+        let store = self.inner.home.conversation(conversation)?;
+        let mut state: ConversationState = store.load_state()?.unwrap_or_default();
+        state.pending = Some(request);
+        store.save_state(&state)
+    }
+
+    /// The synchronous core of [`Lifecycle::boundary`].
+    pub fn boundary_blocking(&self, report: BoundaryReport) -> Result<BoundaryOutcome> {
+        let Inner { cairn, home, policy } = self.inner.as_ref();
+        let mut store = home.conversation(&report.conversation)?;
+        let mut state: ConversationState = store.load_state()?.unwrap_or_default();
+        let mut notices = self.recover(&mut store, &mut state)?;
+
+        let mut transcript = report.transcript.clone();
+        cairn.tokenizer().count_transcript(&mut transcript);
+        let usage = match report.usage {
+            Usage::Unknown => None,
+            Usage::Counted => Some(transcript.total_tokens()),
+            Usage::Reported { tokens, entries_after } => {
+                let after = &transcript.entries[transcript.entries.len().saturating_sub(entries_after)..];
+                Some(tokens + after.iter().map(|e| e.tokens as u64).sum::<u64>())
+            }
+        };
+        let settings = &policy.lifecycle;
+        let input = TriggerInput {
+            context_tokens: usage,
+            window: report.window,
+            reserve: report.reserve,
+            turn: report.turn,
+            turns_since_maintenance: state.last_maintenance_turn.map(|t| report.turn.saturating_sub(t)),
+            cooldown_left: state.cooldown_until_turn.saturating_sub(report.turn),
+            pending: state.pending.clone(),
+            recent: state.recent.clone(),
+        };
+        let mut outcome = BoundaryOutcome { turn: report.turn, advice: None, action: Action::None, usage, report: None, notices: Vec::new(), transcript: transcript.clone() };
+
+        let decision = cairn.trigger(policy, &input)?;
+        let (purpose, requested) = match decision {
+            TriggerDecision::None => {
+                if input.pending.is_some() && input.cooldown_left > 0 {
+                    outcome.action = Action::Deferred(format!("agent request waits for the cooldown ({} turns)", input.cooldown_left));
+                }
+                outcome.notices = notices;
+                return Ok(outcome);
+            }
+            TriggerDecision::Advise(text) => {
+                outcome.advice = Some(text);
+                outcome.action = Action::Advised;
+                outcome.notices = notices;
+                return Ok(outcome);
+            }
+            TriggerDecision::Compact(_) => (Purpose::Compact, state.pending.as_ref().is_some_and(|r| r.kind == RequestKind::Compact)),
+            TriggerDecision::Handover(_) => (Purpose::Handover, state.pending.as_ref().is_some_and(|r| r.kind == RequestKind::Handover)),
+        };
+        if input.cooldown_left > 0 {
+            // A trigger may not override the cooldown.
+            outcome.action = Action::Deferred(format!("cooldown: {} turns left", input.cooldown_left));
+            outcome.notices = notices;
+            return Ok(outcome);
+        }
+        if state.paused && !requested {
+            outcome.action = Action::Paused;
+            outcome.notices = notices;
+            return Ok(outcome);
+        }
+        let boundary = Boundary { turn: report.turn, turn_complete: report.turn_complete, tool_call_outstanding: report.tool_call_outstanding };
+        let verdict = cairn.commit_policy(policy, &boundary, &Proposal { tokens_before: usage.unwrap_or(0), ..Proposal::default() })?;
+        if let CommitDecision::Defer(why) | CommitDecision::Reject(why) = verdict {
+            outcome.action = Action::Deferred(why);
+            outcome.notices = notices;
+            return Ok(outcome);
+        }
+
+        // Reserve the cooldown and record what is being prepared before any work.
+        let archive_id = ArchiveId::generate(store.key());
+        let request = if requested { state.pending.take() } else { None };
+        state.last_maintenance_turn = Some(report.turn);
+        state.cooldown_until_turn = report.turn + settings.cooldown_turns;
+        state.prepared = Some(Prepared {
+            purpose,
+            archive_id: archive_id.to_string(),
+            turn: report.turn,
+            entry_ids: transcript.entries.iter().map(|e| e.id.clone()).collect(),
+            request: request.clone(),
+        });
+        store.record_snapshot("boundary", &transcript.entries)?;
+        store.save_state(&state)?;
+        fault::point("reserved");
+
+        let run = self.maintain(&mut store, &transcript, purpose, archive_id, request.as_ref(), &boundary)?;
+        notices.extend(self.finish(&mut store, &mut state, &run)?);
+        outcome.action = match (&run.committed_by, purpose) {
+            (None, _) => Action::Failed,
+            (Some(_), Purpose::Compact) => Action::Compacted,
+            (Some(_), Purpose::Handover) => Action::HandedOver,
+        };
+        if run.committed_by.is_some() {
+            outcome.transcript = run.transcript.clone();
+        }
+        outcome.report = Some(run);
+        outcome.notices = notices;
+        Ok(outcome)
+    }
+
+    fn maintain(
+        &self,
+        store: &mut ConversationStore,
+        transcript: &Transcript,
+        purpose: Purpose,
+        archive_id: ArchiveId,
+        request: Option<&AgentRequest>,
+        boundary: &Boundary,
+    ) -> Result<CompactionReport> {
+        let Inner { cairn, policy, .. } = self.inner.as_ref();
+        let approve = |proposal: &Proposal| cairn.commit_policy(policy, boundary, proposal).unwrap_or_else(|e| CommitDecision::Reject(e.to_string()));
+        let options = RunOptions {
+            archive_id: Some(archive_id),
+            preserve: request.map(|r| r.preserve.as_str()),
+            resume: request.map(|r| r.resume.as_str()),
+            approve: Some(&approve),
+        };
+        match purpose {
+            Purpose::Compact => cairn.compact_with(policy, store, transcript, "boundary", options),
+            Purpose::Handover => cairn.handover_with(policy, store, transcript, "boundary", options),
+        }
+    }
+
+    /// After a maintenance: progress bookkeeping, state saved, then the notice.
+    fn finish(&self, store: &mut ConversationStore, state: &mut ConversationState, run: &CompactionReport) -> Result<Vec<String>> {
+        let settings = &self.inner.policy.lifecycle;
+        let freed = run.tokens_before.saturating_sub(run.tokens_after);
+        let enough = run.committed_by.is_some() && freed as f64 >= run.tokens_before as f64 * settings.min_freed_ratio;
+        state.no_progress_streak = if enough { 0 } else { state.no_progress_streak + 1 };
+        let pausing = !state.paused && state.no_progress_streak >= settings.pause_after;
+        state.paused |= pausing;
+        state.recent.push(run.steps.last().map(|s| s.outcome).unwrap_or(OutcomeClass::NoProgress));
+        let keep = state.recent.len().saturating_sub(8);
+        state.recent.drain(..keep);
+        state.prepared = None;
+        store.save_state(state)?;
+        fault::point("saved");
+
+        let mut queued = vec![queue(store, maintenance_notice(run))?];
+        if pausing {
+            queued.push(queue(
+                store,
+                Notice {
+                    id: format!("paused-{}", run.archive_id),
+                    kind: "paused".into(),
+                    text: format!("Automatic maintenance is paused: {} passes in a row freed too little. Agent requests still run.", settings.pause_after),
+                    at: crate::storage::now_millis(),
+                },
+            )?);
+        }
+        fault::point("noticed");
+        Ok(queued)
+    }
+
+    /// Finishes what a crash interrupted: a prepared handover is run again (same archive id,
+    /// same entries); a compaction whose event is recorded gets its bookkeeping and notice;
+    /// one that never got that far counts as a failed attempt.
+    fn recover(&self, store: &mut ConversationStore, state: &mut ConversationState) -> Result<Vec<String>> {
+        let Some(prepared) = state.prepared.clone() else { return Ok(Vec::new()) };
+        let recorded = store.events().iter().find_map(|e| match e {
+            Event::Compaction(c) if c.archive_id == prepared.archive_id => Some(c.as_ref().clone()),
+            _ => None,
+        });
+        let run = match recorded {
+            Some(event) => CompactionReport::from_event(store.key(), &event),
+            None if prepared.purpose == Purpose::Handover => {
+                tracing::warn!(conversation = %store.key(), archive = %prepared.archive_id, "resuming a handover interrupted by a crash");
+                let entries = store.recorded_entries(&prepared.entry_ids).context("resuming the prepared handover")?;
+                let boundary = Boundary { turn: prepared.turn, turn_complete: true, tool_call_outstanding: false };
+                let archive_id: ArchiveId = prepared.archive_id.parse()?;
+                self.maintain(store, &Transcript::new(entries), Purpose::Handover, archive_id, prepared.request.as_ref(), &boundary)?
+            }
+            None => {
+                let mut failed = CompactionReport::from_event(store.key(), &crate::storage::CompactionEvent::new(prepared.purpose, &prepared.archive_id, 0, Vec::new()));
+                failed.committed_by = None;
+                failed
+            }
+        };
+        self.finish(store, state, &run)
+    }
+}
+
+fn queue(store: &ConversationStore, notice: Notice) -> Result<String> {
+    store.queue_notice(&notice)?;
+    Ok(notice.id)
+}
+
+/// The notice for one maintenance; failures carry no exception detail.
+fn maintenance_notice(run: &CompactionReport) -> Notice {
+    let (kind, text) = match (&run.committed_by, run.purpose) {
+        (Some(_), Purpose::Compact) => (
+            "compacted",
+            format!("Context compacted: {} → {} tokens; earlier details are searchable (archive {}).", run.tokens_before, run.tokens_after, run.archive_id),
+        ),
+        (Some(_), Purpose::Handover) => ("handed-over", format!("Handed over to a fresh session; the previous one is archive {}.", run.archive_id)),
+        (None, _) => ("failed", "Context maintenance did not complete; the conversation is unchanged.".to_string()),
+    };
+    Notice { id: format!("n-{}", run.archive_id), kind: kind.into(), text, at: crate::storage::now_millis() }
+}
+
+impl Cairn {
+    /// Asks the policy's trigger plugin (none configured: never act automatically).
+    pub fn trigger(&self, policy: &Policy, input: &TriggerInput) -> Result<TriggerDecision> {
+        let Some(spec) = &policy.trigger else { return Ok(TriggerDecision::None) };
+        let plugin = self.plugin_for(policy, spec)?;
+        // A trigger that fails is reported and not obeyed.
+        Ok(plugin.decide_trigger(self.engine(), spec.limits(), spec.grants(), input, &spec.config_json()).unwrap_or_else(|why| {
+            tracing::warn!("{why}");
+            TriggerDecision::None
+        }))
+    }
+
+    /// Asks the policy's commit policy (none configured: commit).
+    pub fn commit_policy(&self, policy: &Policy, boundary: &Boundary, proposal: &Proposal) -> Result<CommitDecision> {
+        let Some(spec) = &policy.commit else { return Ok(CommitDecision::Commit) };
+        let plugin = self.plugin_for(policy, spec)?;
+        Ok(plugin
+            .decide_commit(self.engine(), spec.limits(), spec.grants(), boundary, proposal, &spec.config_json())
+            .unwrap_or_else(CommitDecision::Defer))
+    }
+}
+
+/// Ids of earlier compaction entries that a proposal leaves in the kept range.
+pub fn kept_summary_ids(context: &[crate::transcript::Entry], replacement_ids: &[String]) -> Vec<String> {
+    context.iter().filter(|e| e.origin == Origin::Summary && !replacement_ids.contains(&e.id)).map(|e| e.id.clone()).collect()
+}

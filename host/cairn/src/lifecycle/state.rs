@@ -1,0 +1,33 @@
+//! The per-conversation state the lifecycle keeps between boundaries (and across restarts
+//! and handovers): replaced atomically as a whole.
+
+use serde::{Deserialize, Serialize};
+
+use super::AgentRequest;
+use crate::chain::{OutcomeClass, Purpose};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConversationState {
+    pub last_maintenance_turn: Option<u32>,
+    /// No maintenance before this turn.
+    pub cooldown_until_turn: u32,
+    /// An agent request waiting for the cooldown.
+    pub pending: Option<AgentRequest>,
+    pub no_progress_streak: u32,
+    pub paused: bool,
+    /// A maintenance whose cooldown is reserved and whose outcome is not yet bookkept.
+    pub prepared: Option<Prepared>,
+    /// The last outcomes, newest last, for the trigger.
+    pub recent: Vec<OutcomeClass>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prepared {
+    pub purpose: Purpose,
+    pub archive_id: String,
+    pub turn: u32,
+    /// The working context's entry ids, to rebuild it from the record after a crash.
+    pub entry_ids: Vec<String>,
+    pub request: Option<AgentRequest>,
+}

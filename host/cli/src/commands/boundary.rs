@@ -1,0 +1,147 @@
+//! The lifecycle from the command line, for harnesses that are not written in Rust:
+//! `cairn boundary` reports one turn boundary, `cairn request` records an agent request,
+//! `cairn notices` takes and acknowledges notices.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use cairn::lifecycle::{AgentRequest, BoundaryReport, RequestKind, Usage};
+use cairn::storage::{ConversationKey, Home};
+use cairn::transcript::formats;
+use cairn::Lifecycle;
+
+use crate::setup;
+
+#[derive(clap::Args)]
+pub struct Common {
+    #[arg(long)]
+    home: Option<PathBuf>,
+    #[arg(long)]
+    conversation: String,
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    #[arg(long)]
+    plugin_dir: Vec<PathBuf>,
+}
+
+impl Common {
+    fn lifecycle(&self) -> Result<(Lifecycle, ConversationKey, Home)> {
+        let key = ConversationKey::parse(&self.conversation)?;
+        let home_path = setup::home_path(self.home.clone());
+        let lifecycle = Lifecycle::new(setup::host(&self.plugin_dir)?, Home::open(&home_path)?, setup::policy(self.policy.as_deref())?);
+        Ok((lifecycle, key, Home::open(&home_path)?))
+    }
+}
+
+#[derive(clap::Args)]
+pub struct BoundaryArgs {
+    /// The working context as the model would see it next (any supported format).
+    file: PathBuf,
+    #[command(flatten)]
+    common: Common,
+    #[arg(long)]
+    turn: u32,
+    /// The model's context window in tokens.
+    #[arg(long)]
+    window: u64,
+    #[arg(long, default_value_t = 16_384)]
+    reserve: u64,
+    /// Tokens the provider reported for the context up to its last call; without it (and
+    /// without --count) usage is unknown and nothing happens automatically.
+    #[arg(long)]
+    reported_tokens: Option<u64>,
+    /// Entries at the end of FILE that came after that report.
+    #[arg(long, default_value_t = 0)]
+    entries_after: usize,
+    /// Let the host count the whole context.
+    #[arg(long)]
+    count: bool,
+    /// A tool call is still running.
+    #[arg(long)]
+    tool_running: bool,
+    /// The turn is not complete yet (its review is pending).
+    #[arg(long)]
+    turn_incomplete: bool,
+    /// Write the working context after this boundary here (Cairn JSONL).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+pub fn boundary(args: BoundaryArgs) -> Result<()> {
+    let name = args.file.display().to_string();
+    let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {name}"))?;
+    let (transcript, _) = formats::parse(&text, &name)?;
+    let (lifecycle, key, _) = args.common.lifecycle()?;
+    let usage = match (args.reported_tokens, args.count) {
+        (Some(tokens), _) => Usage::Reported { tokens, entries_after: args.entries_after },
+        (None, true) => Usage::Counted,
+        (None, false) => Usage::Unknown,
+    };
+    let outcome = lifecycle.boundary_blocking(BoundaryReport {
+        conversation: key,
+        turn: args.turn,
+        turn_complete: !args.turn_incomplete,
+        tool_call_outstanding: args.tool_running,
+        window: args.window,
+        reserve: args.reserve,
+        usage,
+        transcript,
+    })?;
+    if let Some(out) = &args.out {
+        std::fs::write(out, formats::write_cairn(&outcome.transcript)).with_context(|| format!("writing {}", out.display()))?;
+    }
+    println!("{}", serde_json::to_string_pretty(&outcome)?);
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct RequestArgs {
+    #[command(flatten)]
+    common: Common,
+    #[arg(value_enum)]
+    kind: Kind,
+    /// What must survive.
+    #[arg(long, default_value = "")]
+    preserve: String,
+    /// How to resume afterwards.
+    #[arg(long, default_value = "")]
+    resume: String,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Kind {
+    Compact,
+    Handover,
+}
+
+pub fn request(args: RequestArgs) -> Result<()> {
+    let (lifecycle, key, _) = args.common.lifecycle()?;
+    let kind = match args.kind {
+        Kind::Compact => RequestKind::Compact,
+        Kind::Handover => RequestKind::Handover,
+    };
+    lifecycle.request_blocking(&key, AgentRequest { kind, preserve: args.preserve, resume: args.resume })?;
+    println!("request recorded; it runs at the next boundary the cooldown allows");
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct NoticesArgs {
+    #[arg(long)]
+    home: Option<PathBuf>,
+    #[arg(long)]
+    conversation: String,
+    /// Acknowledge these notice ids (they are not delivered again).
+    #[arg(long)]
+    ack: Vec<String>,
+}
+
+pub fn notices(args: NoticesArgs) -> Result<()> {
+    let home = Home::open(&setup::home_path(args.home))?;
+    let store = home.existing_conversation(&ConversationKey::parse(&args.conversation)?)?;
+    for id in &args.ack {
+        store.ack_notice(id)?;
+    }
+    println!("{}", serde_json::to_string_pretty(&store.notices(false)?)?);
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! `cairn simulate FILE --window N`: replays a recorded session turn by turn through trigger →
+//! commit policy → chain, exactly as a harness embedding the lifecycle would, and reports when
+//! advice, compaction and handover happen and how large the context is at every turn.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use cairn::lifecycle::{Action, BoundaryReport, Usage};
+use cairn::storage::{ConversationKey, Home};
+use cairn::transcript::{formats, Entry, Transcript};
+use cairn::Lifecycle;
+use serde::Serialize;
+
+use crate::setup;
+
+#[derive(clap::Args)]
+pub struct Args {
+    file: PathBuf,
+    /// The model's context window in tokens.
+    #[arg(long)]
+    window: u64,
+    #[arg(long, default_value_t = 16_384)]
+    reserve: u64,
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    #[arg(long)]
+    plugin_dir: Vec<PathBuf>,
+    /// Keep the simulation's records here [default: a temporary home].
+    #[arg(long)]
+    home: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+    /// Draw context size per turn, thresholds and events as an SVG chart.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct Event {
+    turn: u32,
+    kind: &'static str,
+    tokens_before: u64,
+    tokens_after: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Point {
+    turn: u32,
+    /// Context size the harness reported at the boundary, and after Cairn acted.
+    tokens_before: u64,
+    tokens_after: u64,
+}
+
+#[derive(Serialize)]
+struct Simulation {
+    file: String,
+    window: u64,
+    turns: u32,
+    events: Vec<Event>,
+    series: Vec<Point>,
+    max_tokens: u64,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let name = args.file.display().to_string();
+    let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {name}"))?;
+    let (transcript, _) = formats::parse(&text, &name)?;
+    let temp = tempfile::tempdir()?;
+    let home = Home::open(args.home.as_deref().unwrap_or(temp.path()))?;
+    let lifecycle = Lifecycle::new(setup::host(&args.plugin_dir)?, home, setup::policy(args.policy.as_deref())?);
+    let key = ConversationKey::derive(&format!("simulate-{}", args.file.file_stem().unwrap_or_default().to_string_lossy()));
+
+    let turns = transcript.entries.iter().map(|e| e.turn).max().unwrap_or(0);
+    let mut context: Vec<Entry> = Vec::new();
+    let mut sim = Simulation { file: name, window: args.window, turns, events: Vec::new(), series: Vec::new(), max_tokens: 0 };
+    for turn in 0..=turns {
+        context.extend(transcript.entries.iter().filter(|e| e.turn == turn).cloned());
+        let outcome = lifecycle.boundary_blocking(BoundaryReport {
+            conversation: key.clone(),
+            turn,
+            turn_complete: true,
+            tool_call_outstanding: outstanding_call(&context),
+            window: args.window,
+            reserve: args.reserve,
+            usage: Usage::Counted,
+            transcript: Transcript::new(context.clone()),
+        })?;
+        let before = outcome.usage.unwrap_or(0);
+        context = outcome.transcript.entries;
+        let after: u64 = context.iter().map(|e| e.tokens as u64).sum();
+        sim.max_tokens = sim.max_tokens.max(before);
+        sim.series.push(Point { turn, tokens_before: before, tokens_after: after });
+        let (kind, detail) = match &outcome.action {
+            Action::None => continue,
+            Action::Advised => ("advice", outcome.advice.clone()),
+            Action::Compacted => ("compact", outcome.report.as_ref().and_then(|r| r.committed_by.clone())),
+            Action::HandedOver => ("handover", outcome.report.as_ref().and_then(|r| r.committed_by.clone())),
+            Action::Deferred(why) => ("deferred", Some(why.clone())),
+            Action::Paused => ("paused", None),
+            Action::Failed => ("failed", None),
+        };
+        if !args.json {
+            eprintln!("turn {turn:>4}: {kind:<9} {before:>8} → {after:>8} tokens{}", detail.as_deref().map(|d| format!("  ({d})")).unwrap_or_default());
+        }
+        sim.events.push(Event { turn, kind, tokens_before: before, tokens_after: after, detail });
+    }
+    if let Some(plot) = &args.plot {
+        draw(&sim, plot)?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&sim)?);
+    } else {
+        let count = |k: &str| sim.events.iter().filter(|e| e.kind == k).count();
+        println!(
+            "{} turns, window {}: {} advice, {} compactions, {} handovers, {} deferred; peak context {} tokens ({:.0}% of the window)",
+            turns, args.window, count("advice"), count("compact"), count("handover"), count("deferred"), sim.max_tokens,
+            100.0 * sim.max_tokens as f64 / args.window as f64
+        );
+    }
+    Ok(())
+}
+
+/// Whether the context ends with a tool call still waiting for its result.
+fn outstanding_call(context: &[Entry]) -> bool {
+    let answered: std::collections::HashSet<&str> = context.iter().flat_map(|e| e.tool_result_ids()).collect();
+    context.last().is_some_and(|e| e.tool_call_ids().any(|id| !answered.contains(id)))
+}
+
+fn draw(sim: &Simulation, path: &Path) -> Result<()> {
+    use plotters::prelude::*;
+    let root = SVGBackend::new(path, (1000, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let top = (sim.window as f64 * 1.05) as u64;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("Context per turn — {} (window {})", sim.file.rsplit('/').next().unwrap_or(""), sim.window), ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0u32..sim.turns.max(1), 0u64..top)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    chart.configure_mesh().x_desc("turn").y_desc("tokens").draw().map_err(|e| anyhow::anyhow!("{e}"))?;
+    for (share, color, label) in [(1.0, RED, "window"), (0.90, MAGENTA, "90% handover"), (0.75, RGBColor(230, 120, 0), "75% compact"), (0.60, RGBColor(200, 170, 0), "60% advice")] {
+        let y = (sim.window as f64 * share) as u64;
+        chart
+            .draw_series(LineSeries::new([(0, y), (sim.turns, y)], color.stroke_width(1)))
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color));
+    }
+    chart
+        .draw_series(LineSeries::new(sim.series.iter().map(|p| (p.turn, p.tokens_before)), BLUE.stroke_width(2)))
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .label("context at boundary")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLUE));
+    for (kind, color) in [("compact", GREEN), ("handover", MAGENTA), ("advice", RGBColor(200, 170, 0))] {
+        chart
+            .draw_series(sim.events.iter().filter(|e| e.kind == kind).map(|e| Circle::new((e.turn, e.tokens_before), 5, color.filled())))
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .label(kind)
+            .legend(move |(x, y)| Circle::new((x + 8, y), 4, color.filled()));
+    }
+    chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.9)).draw().map_err(|e| anyhow::anyhow!("{e}"))?;
+    root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(())
+}
