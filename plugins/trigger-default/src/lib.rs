@@ -97,7 +97,7 @@ fn requested(request: &AgentRequest, level: Option<&Level>) -> TriggerDecision {
 
 /// `Advise` when the context is past `advise_at` on an advice turn, else `None`.
 fn advice(input: &TriggerInput, config: &Config, level: &Level) -> TriggerDecision {
-    let due = config.advise_every > 0 && input.turn % config.advise_every == 0;
+    let due = config.advise_every > 0 && input.turn.is_multiple_of(config.advise_every);
     if !due || level.fraction < config.advise_at {
         return TriggerDecision::None;
     }
@@ -144,7 +144,7 @@ fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -30,6 +30,9 @@ impl Plugin {
         let Pre::Trigger(pre) = &self.pre else {
             return Err(format!("plugin {} is a {} plugin, not a trigger", self.label(), self.manifest.kind));
         };
+        if let Some(refusal) = self.refusal(&grants) {
+            return Err(refusal);
+        }
         let mut store = self.store(engine, limits, grants);
         let input = wit::TriggerInput {
             usage: wit::Usage { context_tokens: input.context_tokens, window: input.window, reserve: input.reserve },
@@ -49,6 +52,9 @@ impl Plugin {
         let Pre::CommitPolicy(pre) = &self.pre else {
             return Err(format!("plugin {} is a {} plugin, not a commit policy", self.label(), self.manifest.kind));
         };
+        if let Some(refusal) = self.refusal(&grants) {
+            return Err(refusal);
+        }
         let mut store = self.store(engine, limits, grants);
         let boundary = wit::Boundary {
             turn: boundary.turn,

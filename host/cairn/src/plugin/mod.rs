@@ -52,6 +52,14 @@ impl Plugin {
         self.manifest.label()
     }
 
+    /// Why this plugin may not run under `grants`: an imported capability that is neither
+    /// granted nor optional. Checked before instantiation, so nothing runs.
+    pub fn refusal(&self, grants: &crate::capabilities::Grants) -> Option<String> {
+        self.imports.iter().find(|i| !self.manifest.is_optional(i.name()) && !grants.allows_import(**i)).map(|interface| {
+            format!("plugin {} imports the `{interface}` capability, which the policy does not grant it; refused at load", self.label())
+        })
+    }
+
     /// Compiles and checks a component against its manifest: hash, world, declared imports.
     pub fn load(engine: &Engine, manifest: Manifest, bytes: &[u8], source: String) -> Result<Self> {
         let label = manifest.label();

@@ -47,12 +47,7 @@ impl WasmStrategy {
         let refusal = if plugin.manifest.kind != World::Strategy {
             Some(StepError::Invalid(format!("plugin {label} is a {} plugin, not a strategy", plugin.manifest.kind)))
         } else {
-            let required = |i: &&crate::capabilities::Interface| !plugin.manifest.is_optional(i.name());
-            plugin.imports.iter().filter(required).find(|i| !grants.allows_import(**i)).map(|interface| {
-                StepError::Denied(format!(
-                    "plugin {label} imports the `{interface}` capability, which the policy does not grant it; refused at load"
-                ))
-            })
+            plugin.refusal(&grants).map(StepError::Denied)
         };
         if let Some(refusal) = &refusal {
             tracing::warn!(plugin = %label, "{}", refusal.message());

@@ -1,0 +1,166 @@
+//! The lifecycle as a harness drives it: unknown usage, thresholds, cooldown, agent requests,
+//! deferral while a tool runs, the no-progress pause and at-least-once notices.
+
+use cairn::lifecycle::{Action, AgentRequest, BoundaryReport, RequestKind, Usage};
+use cairn::storage::{ConversationKey, Event, Home};
+use cairn::transcript::{sample, Transcript};
+use cairn::{Cairn, Lifecycle, Policy};
+
+fn lifecycle(home: &std::path::Path, policy_text: &str) -> Lifecycle {
+    let mut cairn = Cairn::new().unwrap();
+    for plugin in cairn_bundle::BUNDLED.iter().chain(cairn_bundle::FIXTURES) {
+        cairn.add_plugin(plugin.manifest, plugin.component, "bundled").unwrap();
+    }
+    Lifecycle::new(cairn, Home::open(home).unwrap(), Policy::parse(policy_text, "policy.toml").unwrap())
+}
+
+fn default_policy() -> String {
+    cairn::policy::DEFAULT_POLICY.to_string()
+}
+
+fn key() -> ConversationKey {
+    ConversationKey::parse("life").unwrap()
+}
+
+/// The session's tokens as the host counts them.
+fn size(t: &Transcript) -> u64 {
+    let mut t = t.clone();
+    cairn::tokenizer::Tokenizer::default().count_transcript(&mut t);
+    t.total_tokens()
+}
+
+fn report(turn: u32, window: u64, usage: Usage, transcript: &Transcript) -> BoundaryReport {
+    BoundaryReport { conversation: key(), turn, turn_complete: true, tool_call_outstanding: false, window, reserve: 0, usage, transcript: transcript.clone() }
+}
+
+/// A window in which `t` fills `share` of it.
+fn window_for(t: &Transcript, share: f64) -> u64 {
+    (size(t) as f64 / share) as u64
+}
+
+#[tokio::test]
+async fn unknown_usage_means_no_automatic_action() {
+    let dir = tempfile::tempdir().unwrap();
+    let life = lifecycle(dir.path(), &default_policy());
+    let t = sample::coding_session(10);
+    let outcome = life.boundary(report(10, window_for(&t, 0.99), Usage::Unknown, &t)).await.unwrap();
+    assert_eq!(outcome.action, Action::None);
+    assert_eq!(outcome.usage, None);
+    let store = Home::open(dir.path()).unwrap().conversation(&key()).unwrap();
+    assert!(store.events().is_empty(), "nothing ran");
+}
+
+#[tokio::test]
+async fn reported_usage_plus_host_counts_drive_advice_and_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let life = lifecycle(dir.path(), &default_policy());
+    let t = sample::coding_session(10);
+    let window = window_for(&t, 0.50);
+    // The provider reported 60% of the window before the last 2 entries; the host adds them.
+    let reported = (window as f64 * 0.60) as u64;
+    let outcome = life.boundary(report(10, window, Usage::Reported { tokens: reported, entries_after: 2 }, &t)).await.unwrap();
+    assert!(outcome.usage.unwrap() > reported);
+    assert_eq!(outcome.action, Action::Advised, "{outcome:?}");
+    assert!(outcome.advice.unwrap().contains("% of the window"));
+    // Not on turn 11: advice comes every 5th turn.
+    let outcome = life.boundary(report(11, window, Usage::Reported { tokens: reported, entries_after: 2 }, &t)).await.unwrap();
+    assert_eq!(outcome.action, Action::None);
+    // 80%: compact; the next boundary is inside the cooldown.
+    let tokens = (window as f64 * 0.80) as u64;
+    let outcome = life.boundary(report(12, window, Usage::Reported { tokens, entries_after: 0 }, &t)).await.unwrap();
+    assert_eq!(outcome.action, Action::Compacted, "{outcome:?}");
+    assert!(size(&outcome.transcript) < size(&t));
+    let outcome = life.boundary(report(13, window, Usage::Reported { tokens, entries_after: 0 }, &t)).await.unwrap();
+    assert!(!matches!(outcome.action, Action::Compacted | Action::HandedOver), "{outcome:?}");
+}
+
+#[tokio::test]
+async fn a_request_during_the_cooldown_stays_pending_then_runs_with_its_instructions() {
+    let dir = tempfile::tempdir().unwrap();
+    let life = lifecycle(dir.path(), &default_policy());
+    let t = sample::coding_session(10);
+    let window = window_for(&t, 0.80);
+    assert_eq!(life.boundary(report(20, window, Usage::Counted, &t)).await.unwrap().action, Action::Compacted);
+    let request = AgentRequest { kind: RequestKind::Compact, preserve: "the failing test name".into(), resume: "rerun the suite".into() };
+    life.request(key(), request).await.unwrap();
+    let small = window * 10;
+    for turn in 21..25 {
+        let outcome = life.boundary(report(turn, small, Usage::Counted, &t)).await.unwrap();
+        assert!(matches!(&outcome.action, Action::Deferred(why) if why.contains("cooldown")), "turn {turn}: {outcome:?}");
+    }
+    let outcome = life.boundary(report(25, small, Usage::Counted, &t)).await.unwrap();
+    assert_eq!(outcome.action, Action::Compacted, "the request runs once the cooldown is over, whatever the usage");
+    // Survives a restart: a new host on the same home sees the cooldown just reserved.
+    let life = lifecycle(dir.path(), &default_policy());
+    let outcome = life.boundary(report(26, window, Usage::Counted, &t)).await.unwrap();
+    assert!(!matches!(outcome.action, Action::Compacted), "{outcome:?}");
+}
+
+#[tokio::test]
+async fn nothing_is_swapped_while_a_tool_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let life = lifecycle(dir.path(), &default_policy());
+    let t = sample::coding_session(10);
+    let window = window_for(&t, 0.80);
+    let mut busy = report(30, window, Usage::Counted, &t);
+    busy.tool_call_outstanding = true;
+    let outcome = life.boundary(busy).await.unwrap();
+    assert!(matches!(&outcome.action, Action::Deferred(why) if why.contains("tool")), "{outcome:?}");
+    let mut incomplete = report(30, window, Usage::Counted, &t);
+    incomplete.turn_complete = false;
+    assert!(matches!(life.boundary(incomplete).await.unwrap().action, Action::Deferred(_)));
+    // The deferral reserved nothing: the next boundary compacts.
+    assert_eq!(life.boundary(report(31, window, Usage::Counted, &t)).await.unwrap().action, Action::Compacted);
+}
+
+#[tokio::test]
+async fn passes_that_free_too_little_pause_automatic_maintenance_with_one_notice() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = default_policy().replace("cooldown_turns = 5", "cooldown_turns = 1").replace("min_freed_ratio = 0.10", "min_freed_ratio = 0.99");
+    let life = lifecycle(dir.path(), &policy);
+    let t = sample::coding_session(10);
+    let window = window_for(&t, 0.80);
+    for turn in 1..=3 {
+        assert_eq!(life.boundary(report(turn, window, Usage::Counted, &t)).await.unwrap().action, Action::Compacted);
+    }
+    assert_eq!(life.boundary(report(4, window, Usage::Counted, &t)).await.unwrap().action, Action::Paused);
+    assert_eq!(life.boundary(report(5, window, Usage::Counted, &t)).await.unwrap().action, Action::Paused);
+    let notices = life.take_notices(key()).await.unwrap();
+    assert_eq!(notices.iter().filter(|n| n.kind == "paused").count(), 1);
+    assert_eq!(notices.iter().filter(|n| n.kind == "compacted").count(), 3);
+    // An agent request still runs while paused.
+    life.request(key(), AgentRequest { kind: RequestKind::Compact, preserve: String::new(), resume: String::new() }).await.unwrap();
+    assert_eq!(life.boundary(report(6, window, Usage::Counted, &t)).await.unwrap().action, Action::Compacted);
+}
+
+#[tokio::test]
+async fn notices_come_back_until_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let life = lifecycle(dir.path(), &default_policy());
+    let t = sample::coding_session(10);
+    let outcome = life.boundary(report(10, window_for(&t, 0.80), Usage::Counted, &t)).await.unwrap();
+    assert_eq!(outcome.notices.len(), 1);
+    let first = life.take_notices(key()).await.unwrap();
+    let again = life.take_notices(key()).await.unwrap();
+    assert_eq!(first, again, "at least once, same ids");
+    assert_eq!(first[0].id, outcome.notices[0]);
+    life.acknowledge(key(), first[0].id.clone()).await.unwrap();
+    assert!(life.take_notices(key()).await.unwrap().is_empty());
+    assert!(life.acknowledge(key(), "n-unknown".into()).await.is_err());
+}
+
+#[tokio::test]
+async fn a_failed_maintenance_is_recorded_and_its_notice_says_nothing_of_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // Only a trapping plugin, and a context the last resort cannot shrink.
+    let policy = default_policy().replace("plugin = \"shake-elide\"", "plugin = \"misbehave\"\nconfig = { mode = \"trap\" }").replace("[chain.config]\nmin_tokens = 200\nprotected_tools = []\n", "");
+    let life = lifecycle(dir.path(), &policy);
+    let t = Transcript::new(sample::coding_session(1).entries[..2].to_vec());
+    let outcome = life.boundary(report(5, window_for(&t, 0.9), Usage::Counted, &t)).await.unwrap();
+    assert_eq!(outcome.action, Action::Failed, "{outcome:?}");
+    let notices = life.take_notices(key()).await.unwrap();
+    assert_eq!(notices[0].kind, "failed");
+    assert!(!notices[0].text.contains("trap") && !notices[0].text.contains("misbehave"), "{}", notices[0].text);
+    let store = Home::open(dir.path()).unwrap().conversation(&key()).unwrap();
+    assert!(store.events().iter().any(|e| matches!(e, Event::Compaction(c) if c.committed_by.is_none() && c.steps[0].outcome == cairn::chain::OutcomeClass::Trap)));
+}
