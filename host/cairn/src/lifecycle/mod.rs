@@ -338,21 +338,18 @@ impl Lifecycle {
         let keep = state.recent.len().saturating_sub(8);
         state.recent.drain(..keep);
         state.prepared = None;
+        state.owed_notices.push(maintenance_notice(run));
+        if pausing {
+            state.owed_notices.push(Notice {
+                id: format!("paused-{}", run.archive_id),
+                kind: "paused".into(),
+                text: format!("Automatic maintenance is paused: {} passes in a row freed too little. Agent requests still run.", settings.pause_after),
+                at: crate::storage::now_millis(),
+            });
+        }
         store.save_state(state)?;
         fault::point("saved");
-
-        let mut queued = vec![queue(store, maintenance_notice(run))?];
-        if pausing {
-            queued.push(queue(
-                store,
-                Notice {
-                    id: format!("paused-{}", run.archive_id),
-                    kind: "paused".into(),
-                    text: format!("Automatic maintenance is paused: {} passes in a row freed too little. Agent requests still run.", settings.pause_after),
-                    at: crate::storage::now_millis(),
-                },
-            )?);
-        }
+        let queued = deliver(store, state)?;
         fault::point("noticed");
         Ok(queued)
     }
@@ -361,7 +358,7 @@ impl Lifecycle {
     /// same entries); a compaction whose event is recorded gets its bookkeeping and notice;
     /// one that never got that far counts as a failed attempt.
     fn recover(&self, store: &mut ConversationStore, state: &mut ConversationState) -> Result<Vec<String>> {
-        let Some(prepared) = state.prepared.clone() else { return Ok(Vec::new()) };
+        let Some(prepared) = state.prepared.clone() else { return deliver(store, state) };
         let recorded = store.events().iter().find_map(|e| match e {
             Event::Compaction(c) if c.archive_id == prepared.archive_id => Some(c.as_ref().clone()),
             _ => None,
@@ -385,9 +382,20 @@ impl Lifecycle {
     }
 }
 
-fn queue(store: &ConversationStore, notice: Notice) -> Result<String> {
-    store.queue_notice(&notice)?;
-    Ok(notice.id)
+/// Moves owed notices into the outbox (a notice already there is not queued twice), then
+/// records that they are delivered.
+fn deliver(store: &ConversationStore, state: &mut ConversationState) -> Result<Vec<String>> {
+    if state.owed_notices.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut ids = Vec::new();
+    for notice in &state.owed_notices {
+        store.queue_notice(notice)?;
+        ids.push(notice.id.clone());
+    }
+    state.owed_notices.clear();
+    store.save_state(state)?;
+    Ok(ids)
 }
 
 /// The notice for one maintenance; failures carry no exception detail.

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::AgentRequest;
 use crate::chain::{OutcomeClass, Purpose};
+use crate::storage::Notice;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -20,6 +21,9 @@ pub struct ConversationState {
     pub prepared: Option<Prepared>,
     /// The last outcomes, newest last, for the trigger.
     pub recent: Vec<OutcomeClass>,
+    /// Notices decided with this state and not yet known to be in the outbox; queued (again,
+    /// idempotently) on the next call if a crash came in between.
+    pub owed_notices: Vec<Notice>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

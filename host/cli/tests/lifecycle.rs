@@ -1,0 +1,139 @@
+//! The lifecycle through the real binary: the seed policy on a real session (`simulate`), and
+//! crashes — SIGKILL at every point of a compaction and a handover — followed by a restart.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use cairn::transcript::{formats, sample};
+use serde_json::Value;
+
+fn cairn(args: &[&str], fault: Option<&str>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    cmd.args(args).env("CAIRN_LOG", "error");
+    match fault {
+        Some(point) => cmd.env("CAIRN_FAULT", point),
+        None => cmd.env_remove("CAIRN_FAULT"),
+    };
+    cmd.output().expect("running cairn")
+}
+
+fn ok(args: &[&str]) -> Value {
+    let out = cairn(args, None);
+    assert!(out.status.success(), "cairn {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+fn shared(dir: &str) -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/transcripts").join(dir);
+    if path.is_dir() {
+        return Some(path);
+    }
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI needs the shared transcripts at {}", path.display());
+    eprintln!("skipping: {} not found (outside CI)", path.display());
+    None
+}
+
+#[test]
+fn simulating_a_real_session_follows_the_seed_policy() {
+    let Some(pi) = shared("pi") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("plot.svg");
+    let window = 128_000u64;
+    let sim = ok(&["simulate", pi.join("pi-mono__large-session.jsonl").to_str().unwrap(), "--window", "128000", "--json", "--plot", plot.to_str().unwrap()]);
+    assert!(sim["turns"].as_u64().unwrap() > 50);
+    let events = sim["events"].as_array().unwrap();
+    let of = |kind: &'static str| events.iter().filter(move |e| e["kind"] == kind);
+    let first_advice = of("advice").next().expect("advice is given");
+    assert!(first_advice["tokens_before"].as_u64().unwrap() as f64 >= 0.60 * window as f64);
+    assert!(of("advice").all(|e| e["turn"].as_u64().unwrap() % 5 == 0));
+    let compactions: Vec<&Value> = of("compact").collect();
+    assert!(!compactions.is_empty(), "{sim:#}");
+    for c in &compactions {
+        assert!(c["tokens_before"].as_u64().unwrap() as f64 >= 0.75 * window as f64, "compacted below 75%: {c}");
+        assert!(c["tokens_after"].as_u64().unwrap() < c["tokens_before"].as_u64().unwrap());
+    }
+    let maintenance: Vec<u64> = events.iter().filter(|e| e["kind"] == "compact" || e["kind"] == "handover").map(|e| e["turn"].as_u64().unwrap()).collect();
+    assert!(maintenance.windows(2).all(|w| w[1] - w[0] >= 5), "two maintenances within the cooldown: {maintenance:?}");
+    assert!(sim["max_tokens"].as_u64().unwrap() <= window);
+    assert!(sim["series"].as_array().unwrap().iter().all(|p| p["tokens_before"].as_u64().unwrap() <= window));
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("75% compact") && svg.contains("<circle"), "the plot shows thresholds and events");
+}
+
+/// Every place a crash can cut a maintenance short.
+const POINTS: [&str; 5] = ["reserved", "archived", "recorded", "saved", "noticed"];
+
+fn events(home: &Path) -> Vec<Value> {
+    let log = std::fs::read_to_string(home.join("conversations/crash/events.jsonl")).unwrap_or_default();
+    log.lines().map(|l| serde_json::from_str(l).expect("every line of the log is a whole event")).collect()
+}
+
+fn crash_and_restart(kind: &str, point: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let context = dir.path().join("context.jsonl");
+    std::fs::write(&context, formats::write_cairn(&sample::coding_session(12))).unwrap();
+    let (h, c) = (home.to_str().unwrap(), context.to_str().unwrap());
+    let common = ["--home", h, "--conversation", "crash"];
+    let boundary = |turn: &str| -> Vec<String> {
+        let mut args: Vec<String> = ["boundary", c, "--turn", turn, "--window", "60000", "--count"].iter().map(|s| s.to_string()).collect();
+        args.extend(common.iter().map(|s| s.to_string()));
+        args
+    };
+
+    let mut request = vec!["request", kind, "--preserve", "the ledger constraints"];
+    request.extend(common);
+    ok(&request);
+    let args = boundary("10");
+    let crashed = cairn(&args.iter().map(String::as_str).collect::<Vec<_>>(), Some(point));
+    assert_eq!(crashed.status.signal(), Some(9), "{kind} at {point}: the process was killed ({:?})", crashed.status);
+    let state: Value = serde_json::from_str(&std::fs::read_to_string(home.join("conversations/crash/state.json")).unwrap()).unwrap();
+    let archive = state["prepared"]["archive_id"].as_str().map(str::to_string);
+
+    // Restart: the next boundary finishes what the crash interrupted, and the cooldown holds.
+    let args = boundary("11");
+    let after = ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(!matches!(after["action"]["kind"].as_str(), Some("compacted" | "handed-over")), "{kind} at {point}: maintenance within the cooldown: {after:#}");
+
+    let log = events(&home);
+    let attempts: Vec<&Value> = log.iter().filter(|e| e["kind"] == "compaction").collect();
+    let mut ids: Vec<&str> = attempts.iter().map(|e| e["archive_id"].as_str().unwrap()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), attempts.len(), "{kind} at {point}: an attempt was recorded twice");
+    assert!(attempts.len() <= 1, "{kind} at {point}: {} attempts", attempts.len());
+    let archive = archive.unwrap_or_else(|| attempts[0]["archive_id"].as_str().unwrap().to_string());
+    if kind == "handover" {
+        let event = attempts.first().unwrap_or_else(|| panic!("handover at {point}: the prepared handover was not resumed"));
+        assert_eq!(event["archive_id"], archive.as_str());
+        assert_eq!(event["purpose"], "handover");
+        assert!(event["committed_by"].is_string(), "{event:#}");
+        assert!(event["seed"].as_str().unwrap().contains(&archive));
+    }
+
+    // Exactly one notice for the attempt, with the same id every time until acknowledged.
+    let mut list = vec!["notices", "--home", h, "--conversation", "crash"];
+    let first = ok(&list);
+    let again = ok(&list);
+    assert_eq!(first, again, "{kind} at {point}");
+    let ours: Vec<&Value> = first.as_array().unwrap().iter().filter(|n| n["id"] == format!("n-{archive}")).collect();
+    assert_eq!(ours.len(), 1, "{kind} at {point}: notices {first:#}");
+    let id = format!("n-{archive}");
+    list.extend(["--ack", &id]);
+    let acked = ok(&list);
+    assert!(!acked.as_array().unwrap().iter().any(|n| n["id"] == id.as_str()));
+}
+
+#[test]
+fn a_compaction_killed_at_any_point_loses_nothing_and_duplicates_nothing() {
+    for point in POINTS {
+        crash_and_restart("compact", point);
+    }
+}
+
+#[test]
+fn a_handover_killed_at_any_point_is_resumed_once() {
+    for point in POINTS {
+        crash_and_restart("handover", point);
+    }
+}
