@@ -103,7 +103,7 @@ fn advice(input: &TriggerInput, config: &Config, level: &Level) -> TriggerDecisi
     }
     let next = match (input.cooldown_left > 0, input.pending_request.is_some()) {
         (false, _) => "Consider finishing the current step; you may request compaction with the compact tool, naming what to preserve.",
-        (true, true) => "Your compaction request will run when the cooldown after the last one ends; finish the current step meanwhile.",
+        (true, true) => "Your pending request will run when the cooldown after the last maintenance ends; finish the current step meanwhile.",
         (true, false) => "Compaction is cooling down after the last one; finish the current step and keep tool output small.",
     };
     TriggerDecision::Advise(format!("Context is at {}. {next}", level.describe_with_tokens()))
