@@ -3,7 +3,57 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use cairn::storage::{ConversationKey, ConversationStore, Home};
+use cairn::transcript::formats::{self, Format};
+use cairn::transcript::Transcript;
 use cairn::{Cairn, Policy};
+
+/// The arguments every verb that runs a chain on a transcript file takes.
+#[derive(clap::Args)]
+pub struct SessionArgs {
+    /// The transcript: Cairn JSONL, Pi session JSONL or OpenAI chat JSON (auto-detected).
+    pub file: PathBuf,
+    /// Policy file (TOML); the embedded model-free default when absent.
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
+    /// Storage home [default: $CAIRN_HOME, else ~/.local/share/cairn].
+    #[arg(long)]
+    pub home: Option<PathBuf>,
+    /// Conversation key [default: derived from the file name].
+    #[arg(long)]
+    pub conversation: Option<String>,
+    /// Extra plugin directory (`<name>.wasm` + `<name>.toml`); may repeat.
+    #[arg(long)]
+    pub plugin_dir: Vec<PathBuf>,
+}
+
+/// Everything such a verb needs, opened and validated.
+pub struct Session {
+    pub name: String,
+    pub transcript: Transcript,
+    pub format: Format,
+    pub policy: Policy,
+    pub cairn: Cairn,
+    pub home: Home,
+    pub store: ConversationStore,
+}
+
+impl SessionArgs {
+    pub fn open(&self) -> Result<Session> {
+        let name = self.file.display().to_string();
+        let text = std::fs::read_to_string(&self.file).with_context(|| format!("reading {name}"))?;
+        let (transcript, format) = formats::parse(&text, &name)?;
+        let policy = policy(self.policy.as_deref())?;
+        let cairn = host(&self.plugin_dir)?;
+        let key = match &self.conversation {
+            Some(key) => ConversationKey::parse(key)?,
+            None => ConversationKey::derive(&self.file.file_stem().unwrap_or_default().to_string_lossy()),
+        };
+        let home = Home::open(&home_path(self.home.clone()))?;
+        let store = home.conversation(&key)?;
+        Ok(Session { name, transcript, format, policy, cairn, home, store })
+    }
+}
 
 /// A host with every bundled plugin, then those in `plugin_dirs` (which may override them).
 pub fn host(plugin_dirs: &[PathBuf]) -> Result<Cairn> {

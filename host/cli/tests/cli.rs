@@ -1,12 +1,15 @@
 //! The real `cairn` binary on real transcripts (from `../shared/transcripts`, recorded by
 //! others) and on generated ones, with real Wasm components.
 
+mod support;
+
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use cairn::transcript::{formats, Part};
 use serde_json::Value;
+use support::shared;
 
 fn cairn(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cairn")).args(args).env("CAIRN_LOG", "error").output().expect("running cairn")
@@ -24,16 +27,6 @@ fn fails(args: &[&str]) -> String {
     String::from_utf8(out.stderr).unwrap()
 }
 
-/// `../shared/transcripts/<dir>`: required under CI, skipped (with a note) elsewhere.
-fn shared(dir: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/transcripts").join(dir);
-    if path.is_dir() {
-        return Some(path);
-    }
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI needs the shared transcripts at {}", path.display());
-    eprintln!("skipping: {} not found (outside CI)", path.display());
-    None
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

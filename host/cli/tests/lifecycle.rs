@@ -1,12 +1,15 @@
 //! The lifecycle through the real binary: the seed policy on a real session (`simulate`), and
 //! crashes — SIGKILL at every point of a compaction and a handover — followed by a restart.
 
+mod support;
+
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use cairn::transcript::{formats, sample};
 use serde_json::Value;
+use support::shared;
 
 fn cairn(args: &[&str], fault: Option<&str>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
@@ -24,15 +27,6 @@ fn ok(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
-fn shared(dir: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/transcripts").join(dir);
-    if path.is_dir() {
-        return Some(path);
-    }
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI needs the shared transcripts at {}", path.display());
-    eprintln!("skipping: {} not found (outside CI)", path.display());
-    None
-}
 
 #[test]
 fn simulating_a_real_session_follows_the_seed_policy() {

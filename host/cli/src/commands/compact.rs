@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use cairn::storage::{ConversationKey, Home};
+use cairn::storage::Home;
 use cairn::transcript::formats;
 use cairn::CompactionReport;
 use serde_json::json;
@@ -12,25 +12,13 @@ use crate::setup;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The transcript: Cairn JSONL, Pi session JSONL or OpenAI chat JSON (auto-detected).
-    file: PathBuf,
-    /// Policy file (TOML); the embedded model-free default when absent.
-    #[arg(long)]
-    policy: Option<PathBuf>,
-    /// Storage home [default: $CAIRN_HOME, else ~/.local/share/cairn].
-    #[arg(long)]
-    home: Option<PathBuf>,
-    /// Conversation key [default: derived from the file name].
-    #[arg(long)]
-    conversation: Option<String>,
+    #[command(flatten)]
+    session: setup::SessionArgs,
     /// Write the compacted transcript here.
     #[arg(long)]
     out: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = OutFormat::Cairn)]
     out_format: OutFormat,
-    /// Extra plugin directory (`<name>.wasm` + `<name>.toml`); may repeat.
-    #[arg(long)]
-    plugin_dir: Vec<PathBuf>,
     /// Print one JSON object for scripts.
     #[arg(long)]
     json: bool,
@@ -43,17 +31,7 @@ pub enum OutFormat {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let name = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {name}"))?;
-    let (transcript, format) = formats::parse(&text, &name)?;
-    let policy = setup::policy(args.policy.as_deref())?;
-    let cairn = setup::host(&args.plugin_dir)?;
-    let key = match &args.conversation {
-        Some(key) => ConversationKey::parse(key)?,
-        None => ConversationKey::derive(&args.file.file_stem().unwrap_or_default().to_string_lossy()),
-    };
-    let home = Home::open(&setup::home_path(args.home))?;
-    let mut store = home.conversation(&key)?;
+    let setup::Session { name, transcript, format, policy, cairn, home, mut store } = args.session.open()?;
     let report = cairn.compact(&policy, &mut store, &transcript, &name)?;
 
     if let Some(out) = &args.out {
