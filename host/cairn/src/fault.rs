@@ -4,8 +4,7 @@
 /// Dies here if `CAIRN_FAULT` names this point.
 pub fn point(name: &str) {
     if std::env::var("CAIRN_FAULT").is_ok_and(|f| f == name) {
-        let pid = std::process::id().to_string();
-        let _ = std::process::Command::new("kill").args(["-9", &pid]).status();
+        let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
         std::process::abort();
     }
 }

@@ -139,6 +139,30 @@ impl Cairn {
         }))
     }
 
+    /// Checks that every plugin a policy names is known and of the right kind, so a broken
+    /// policy is refused when loaded rather than at the first boundary that needs it.
+    pub fn check_policy(&self, policy: &Policy) -> Result<()> {
+        use crate::engine::World;
+        self.chain(policy)?;
+        self.handover_chain(policy)?;
+        for (spec, world) in [(&policy.trigger, World::Trigger), (&policy.commit, World::CommitPolicy)] {
+            if let Some(spec) = spec {
+                let plugin = self.plugin_for(policy, spec)?;
+                if plugin.manifest.kind != world {
+                    anyhow::bail!("{}: plugin `{}` is a {} plugin, not a {world}", policy.at(spec.plugin.span()), plugin.manifest.name, plugin.manifest.kind);
+                }
+            }
+        }
+        for spec in policy.chain.iter().chain(&policy.handover) {
+            if let Some(plugin) = self.registry.get(spec.plugin.get_ref()) {
+                if plugin.manifest.kind != World::Strategy {
+                    anyhow::bail!("{}: plugin `{}` is a {} plugin, not a strategy", policy.at(spec.plugin.span()), plugin.manifest.name, plugin.manifest.kind);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Resolves a policy's compaction chain; the host's last resort ends it.
     pub fn chain(&self, policy: &Policy) -> Result<Vec<Box<dyn Step>>> {
         let mut steps = self.steps(policy, &policy.chain, &[LAST_RESORT])?;

@@ -43,8 +43,7 @@ impl SessionArgs {
         let name = self.file.display().to_string();
         let text = std::fs::read_to_string(&self.file).with_context(|| format!("reading {name}"))?;
         let (transcript, format) = formats::parse(&text, &name)?;
-        let policy = policy(self.policy.as_deref())?;
-        let cairn = host(&self.plugin_dir)?;
+        let (cairn, policy) = host_and_policy(&self.plugin_dir, self.policy.as_deref())?;
         let key = match &self.conversation {
             Some(key) => ConversationKey::parse(key)?,
             None => ConversationKey::derive(&self.file.file_stem().unwrap_or_default().to_string_lossy()),
@@ -67,7 +66,15 @@ pub fn host(plugin_dirs: &[PathBuf]) -> Result<Cairn> {
     Ok(cairn)
 }
 
-pub fn policy(path: Option<&Path>) -> Result<Policy> {
+/// A host and a policy checked against its plugins.
+pub fn host_and_policy(plugin_dirs: &[PathBuf], policy_path: Option<&Path>) -> Result<(Cairn, Policy)> {
+    let cairn = host(plugin_dirs)?;
+    let policy = policy(policy_path)?;
+    cairn.check_policy(&policy)?;
+    Ok((cairn, policy))
+}
+
+fn policy(path: Option<&Path>) -> Result<Policy> {
     match path {
         None => Ok(Policy::default_policy()),
         Some(path) => {

@@ -318,6 +318,13 @@ fn bad_input_gets_a_clear_error_naming_the_file_and_line() {
     let err = fails(&["compact", s(&good), "--home", s(&home), "--policy", s(&policy)]);
     assert!(err.contains("policy.toml") && err.contains("line 3"), "{err}");
 
+    std::fs::write(&policy, "[trigger]\nplugin = \"shake-elide\"\n\n[[handover]]\nplugin = \"handover\"\n").unwrap();
+    let err = fails(&["compact", s(&good), "--home", s(&home), "--policy", s(&policy)]);
+    assert!(err.contains("policy.toml:2:10: plugin `shake-elide` is a strategy plugin, not a trigger"), "{err}");
+    std::fs::write(&policy, "[[handover]]\nplugin = \"handvoer\"\n").unwrap();
+    let err = fails(&["compact", s(&good), "--home", s(&home), "--policy", s(&policy)]);
+    assert!(err.contains("policy.toml:2:10: unknown plugin `handvoer`"), "{err}");
+
     let err = fails(&["compact", s(&good), "--home", s(&home), "--conversation", "../escape"]);
     assert!(err.contains("invalid conversation key"), "{err}");
     assert!(!dir.path().join("escape").exists());

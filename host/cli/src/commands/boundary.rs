@@ -28,7 +28,8 @@ impl Common {
     fn lifecycle(&self) -> Result<(Lifecycle, ConversationKey, Home)> {
         let key = ConversationKey::parse(&self.conversation)?;
         let home_path = setup::home_path(self.home.clone());
-        let lifecycle = Lifecycle::new(setup::host(&self.plugin_dir)?, Home::open(&home_path)?, setup::policy(self.policy.as_deref())?);
+        let (cairn, policy) = setup::host_and_policy(&self.plugin_dir, self.policy.as_deref())?;
+        let lifecycle = Lifecycle::new(cairn, Home::open(&home_path)?, policy);
         Ok((lifecycle, key, Home::open(&home_path)?))
     }
 }

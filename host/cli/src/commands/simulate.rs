@@ -69,7 +69,8 @@ pub fn run(args: Args) -> Result<()> {
     let (transcript, _) = formats::parse(&text, &name)?;
     let temp = tempfile::tempdir()?;
     let home = Home::open(args.home.as_deref().unwrap_or(temp.path()))?;
-    let lifecycle = Lifecycle::new(setup::host(&args.plugin_dir)?, home, setup::policy(args.policy.as_deref())?);
+    let (cairn, policy) = setup::host_and_policy(&args.plugin_dir, args.policy.as_deref())?;
+    let lifecycle = Lifecycle::new(cairn, home, policy);
     let key = ConversationKey::derive(&format!("simulate-{}", args.file.file_stem().unwrap_or_default().to_string_lossy()));
 
     let turns = transcript.entries.iter().map(|e| e.turn).max().unwrap_or(0);
