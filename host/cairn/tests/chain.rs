@@ -202,3 +202,17 @@ fn when_nothing_can_be_committed_the_attempt_is_still_recorded() {
     assert!(event.artifacts.is_empty() && event.forgotten.is_empty());
     assert_eq!(event.steps.len(), 2);
 }
+
+#[test]
+fn a_wasi_component_gets_a_deny_all_sandbox() {
+    let policy = format!("[[chain]]\nplugin = \"wasi-probe\"\n{SHAKE}");
+    let cairn = host();
+    assert!(cairn.plugins().any(|p| p.manifest.name == "wasi-probe" && p.uses_wasi), "the probe imports WASI");
+    let (report, _dir) = compact(&policy);
+    assert_eq!(report.steps[0].outcome, OutcomeClass::Invalid, "{:#?}", report.steps);
+    let message = report.steps[0].message.as_deref().unwrap();
+    for seen in ["env=0", "args=0", "passwd=Err", "root=Err", "cwd=Err", "write=Err"] {
+        assert!(message.contains(seen), "{seen} not in {message}");
+    }
+    assert_eq!(report.steps[1].outcome, OutcomeClass::Ok);
+}
