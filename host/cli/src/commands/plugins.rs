@@ -40,11 +40,12 @@ pub fn run(command: Command) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
-    println!("{:<16} {:<14} {:<9} {:<22} source", "name", "kind", "version", "imports");
+    println!("{:<22} {:<14} {:<9} {:<22} source", "name", "kind", "version", "imports");
     for p in cairn.plugins() {
         let imports: Vec<_> = p.imports.iter().map(|i| i.name()).collect();
-        println!("{:<16} {:<14} {:<9} {:<22} {}", p.manifest.name, p.manifest.kind.to_string(), p.manifest.version, imports.join(","), p.source);
+        println!("{:<22} {:<14} {:<9} {:<22} {}", p.manifest.name, p.manifest.kind.to_string(), p.manifest.version, imports.join(","), p.source);
     }
-    println!("{:<16} {:<14} {:<9} {:<22} host (always the chain's last step)", "last-resort", "strategy", env!("CARGO_PKG_VERSION"), "-");
+    println!("{:<22} {:<14} {:<9} {:<22} host (always the compaction chain's last step)", "last-resort", "strategy", env!("CARGO_PKG_VERSION"), "-");
+    println!("{:<22} {:<14} {:<9} {:<22} host (always the handover chain's last step)", "host-seed", "strategy", env!("CARGO_PKG_VERSION"), "-");
     Ok(())
 }
