@@ -273,23 +273,6 @@ impl Cairn {
         let run = chain::run(steps, &input, &self.tokenizer, &self.breaker, settings.breaker());
 
         let mut event = CompactionEvent::new(purpose, archive_id.as_str(), tokens_before, run.steps.clone());
-        let mut report = CompactionReport {
-            conversation: store.key().to_string(),
-            purpose,
-            archive_id: archive_id.to_string(),
-            tokens_before,
-            tokens_after: tokens_before,
-            steps: run.steps,
-            committed_by: None,
-            replaced: 0,
-            forgotten: Vec::new(),
-            artifacts: Vec::new(),
-            checkpoint: None,
-            seed: None,
-            sessions: None,
-            transcript: Transcript::default(),
-            rejected: None,
-        };
         let verdict = match (&run.committed, options.approve) {
             (Some(committed), Some(approve)) => {
                 let replacement_ids: Vec<String> = committed.applied.replacement.iter().map(|e| e.id.clone()).collect();
@@ -305,16 +288,16 @@ impl Cairn {
         };
         if let CommitDecision::Defer(why) | CommitDecision::Reject(why) = verdict {
             tracing::info!(conversation = %store.key(), "commit policy refused the outcome: {why}");
-            event.rejected = Some(why.clone());
-            report.rejected = Some(why);
-            store.record_compaction(event)?;
-            report.transcript = transcript;
-            return Ok(report);
+            event.rejected = Some(why);
         }
-        let Some(committed) = run.committed else {
-            store.record_compaction(event)?;
-            report.transcript = transcript;
-            return Ok(report);
+        let committed = match run.committed {
+            Some(committed) if event.rejected.is_none() => committed,
+            _ => {
+                store.record_compaction(event.clone())?;
+                let mut report = CompactionReport::from_event(store.key(), &event);
+                report.transcript = transcript;
+                return Ok(report);
+            }
         };
         let applied = committed.applied;
         let originals = &transcript.entries[applied.first..=applied.last];
@@ -327,25 +310,18 @@ impl Cairn {
         }
         event.committed_by = Some(committed.plugin.clone());
         event.replaced = originals.iter().map(|e| e.id.clone()).collect();
-        event.forgotten = applied.forgotten.clone();
+        event.forgotten = applied.forgotten;
         event.replacement = applied.replacement;
         event.tokens_after = applied.tokens_after;
-        event.artifacts = artifacts.clone();
-        event.checkpoint = committed.checkpoint.clone();
-        event.seed = committed.seed.clone();
+        event.artifacts = artifacts;
+        event.checkpoint = committed.checkpoint;
+        event.seed = committed.seed;
         event.retrospective = committed.retrospective;
-        let sessions = event.sessions.clone();
-        store.record_compaction(event)?;
+        store.record_compaction(event.clone())?;
         crate::fault::point("recorded");
 
-        report.tokens_after = applied.tokens_after;
-        report.committed_by = Some(committed.plugin);
-        report.replaced = applied.last - applied.first + 1;
-        report.forgotten = applied.forgotten;
-        report.artifacts = artifacts;
-        report.checkpoint = committed.checkpoint;
-        report.seed = committed.seed;
-        report.sessions = sessions;
+        // The report says exactly what the record says.
+        let mut report = CompactionReport::from_event(store.key(), &event);
         report.transcript = Transcript::new(applied.context);
         Ok(report)
     }

@@ -17,7 +17,7 @@ pub struct Window {
 impl Window {
     /// Keeps at least `keep_recent_tokens` verbatim at the end, moved back to a safe cut.
     pub fn compute(entries: &[Entry], keep_recent_tokens: u64, token_target: u64) -> Self {
-        let protected_head = entries.iter().take_while(|e| e.role == Role::System || e.pinned).count();
+        let protected_head = protected_head(entries);
         let cuts = safe_cuts(entries);
         let mut tail_tokens = 0u64;
         let mut tail_start = entries.len();
@@ -35,9 +35,13 @@ impl Window {
 impl Window {
     /// A handover replaces everything after the protected head: no verbatim tail.
     pub fn handover(entries: &[Entry]) -> Self {
-        let protected_head = entries.iter().take_while(|e| e.role == Role::System || e.pinned).count();
-        Window { protected_head, tail_start: entries.len(), token_target: 0 }
+        Window { protected_head: protected_head(entries), tail_start: entries.len(), token_target: 0 }
     }
+}
+
+/// The leading system prompt and pinned prefix, never replaced.
+fn protected_head(entries: &[Entry]) -> usize {
+    entries.iter().take_while(|e| e.role == Role::System || e.pinned).count()
 }
 
 /// `cuts[i]`: history may be cut just before entry `i` without separating any tool call

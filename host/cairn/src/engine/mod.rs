@@ -95,6 +95,14 @@ impl Engine {
         }
     }
 
+    /// A fresh store for one call: the state's memory cap enforced, the deadline armed.
+    pub fn store(&self, state: CallState, timeout: Duration) -> wasmtime::Store<CallState> {
+        let mut store = wasmtime::Store::new(&self.inner.engine, state);
+        store.limiter(|s| &mut s.memory);
+        store.set_epoch_deadline(Self::ticks(timeout));
+        store
+    }
+
     /// Epoch ticks for a deadline, rounded up.
     pub fn ticks(timeout: Duration) -> u64 {
         (timeout.as_micros() / EPOCH_TICK.as_micros()).max(1) as u64 + 1

@@ -15,10 +15,7 @@ use crate::wit_edge::types as wit;
 impl Plugin {
     fn store(&self, engine: &Engine, limits: StepLimits, grants: Grants) -> Store<CallState> {
         let state = CallState::new(self.label(), limits.memory_bytes, grants, Tokenizer::default(), ArchiveScope::new(String::new(), None), None, Instant::now() + limits.timeout);
-        let mut store = Store::new(engine.wasmtime(), state);
-        store.limiter(|s| &mut s.memory);
-        store.set_epoch_deadline(Engine::ticks(limits.timeout));
-        store
+        engine.store(state, limits.timeout)
     }
 
     fn failure(&self, error: &wasmtime::Error, store: &Store<CallState>) -> String {

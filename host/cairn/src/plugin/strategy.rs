@@ -4,8 +4,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmtime::Store;
-
 use super::{Plugin, Pre};
 use crate::capabilities::{ArchiveScope, Grants};
 use crate::chain::{Purpose, Step, StepAnswer, StepError, StepInput};
@@ -71,9 +69,7 @@ impl WasmStrategy {
             self.model.clone(),
             Instant::now() + timeout,
         );
-        let mut store = Store::new(self.engine.wasmtime(), state);
-        store.limiter(|s| &mut s.memory);
-        store.set_epoch_deadline(Engine::ticks(timeout));
+        let mut store = self.engine.store(state, timeout);
 
         let request = wit::CompactRequest {
             purpose: match input.purpose {

@@ -8,7 +8,7 @@ use std::io::Read;
 use cap_std::fs::Dir;
 use serde::Serialize;
 
-use super::events::{CompactionEvent, Event};
+use super::events::CompactionEvent;
 use super::{ArchiveId, ENTRIES};
 use crate::transcript::{Entry, Part};
 
@@ -86,14 +86,8 @@ pub struct ArchiveView {
 }
 
 impl ArchiveView {
-    pub(super) fn new(dir: Dir, events: &[Event]) -> Self {
-        let archives = events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Compaction(c) if c.committed_by.is_some() => Some(c.as_ref().clone()),
-                _ => None,
-            })
-            .collect();
+    /// `archives`: the conversation's committed compactions and handovers, oldest first.
+    pub(super) fn new(dir: Dir, archives: Vec<CompactionEvent>) -> Self {
         ArchiveView { dir, archives }
     }
 

@@ -267,7 +267,7 @@ impl ConversationStore {
 
     /// A bounded, read-only view of this conversation's committed archives.
     pub fn archive_view(&self) -> Result<ArchiveView> {
-        Ok(ArchiveView::new(self.dir.try_clone()?, &self.events))
+        Ok(ArchiveView::new(self.dir.try_clone()?, self.committed().cloned().collect()))
     }
 
     /// Whether this conversation's log commits the archive (an archive written by an attempt
