@@ -21,7 +21,7 @@ fn main() {
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let plugins = discover(&root.join("plugins"));
     let wasi: Vec<&str> = plugins.iter().filter(|p| p.wasi).map(|p| p.crate_name.as_str()).collect();
-    let watched = ["plugins/Cargo.toml", "plugins/Cargo.lock", "plugins/fixtures", "sdk/rust/src", "sdk/rust/Cargo.toml", "wit"];
+    let watched = ["plugins/Cargo.toml", "plugins/Cargo.lock", "plugins/fixtures", "sdk/rust/src", "sdk/rust/Cargo.toml", "host/rules/src", "host/rules/Cargo.toml", "wit"];
     for path in watched.iter().map(|w| root.join(w)).chain(plugins.iter().map(|p| p.manifest.parent().unwrap().to_path_buf())) {
         println!("cargo:rerun-if-changed={}", path.display());
     }

@@ -5,17 +5,18 @@
 use anyhow::Result;
 use cairn::storage::{ConversationKey, Home};
 use cairn::transcript::sample;
-use cairn::{Cairn, Policy};
+use cairn::Cairn;
 
 fn main() -> Result<()> {
     let mut cairn = Cairn::new()?;
     for plugin in cairn_bundle::BUNDLED {
         cairn.add_plugin(plugin.manifest, plugin.component, "bundled")?;
     }
-    // Policies are data: swap the chain by passing another file, no recompiling.
+    // Policies are data: swap the chain by passing another file, no recompiling. Loading
+    // checks it against the plugins (names, worlds, grants), citing file:line:column.
     let policy = match std::env::args().nth(1) {
-        Some(path) => Policy::parse(&std::fs::read_to_string(&path)?, &path)?,
-        None => Policy::default_policy(),
+        Some(path) => cairn.load_policy(&std::fs::read_to_string(&path)?, &path)?,
+        None => cairn.default_policy()?,
     };
 
     let home_dir = tempfile::tempdir()?;

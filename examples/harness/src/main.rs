@@ -7,7 +7,7 @@ use anyhow::Result;
 use cairn::lifecycle::{Action, AgentRequest, BoundaryReport, RequestKind, Usage};
 use cairn::storage::{ConversationKey, Home};
 use cairn::transcript::{sample, Entry, Transcript};
-use cairn::{Cairn, Lifecycle, Policy};
+use cairn::{Cairn, Lifecycle};
 
 const WINDOW: u64 = 60_000;
 
@@ -18,7 +18,8 @@ async fn main() -> Result<()> {
         cairn.add_plugin(plugin.manifest, plugin.component, "bundled")?;
     }
     let home = tempfile::tempdir()?;
-    let lifecycle = Lifecycle::new(cairn, Home::open(home.path())?, Policy::default_policy());
+    let policy = cairn.default_policy()?;
+    let lifecycle = Lifecycle::new(cairn, Home::open(home.path())?, policy);
     let conversation = ConversationKey::parse("example-agent")?;
 
     // The "agent" replays a generated session; a real harness appends what its model says.

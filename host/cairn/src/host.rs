@@ -4,80 +4,26 @@
 
 use std::sync::Arc;
 
-use anyhow::{anyhow, Result};
-use serde::Serialize;
+use anyhow::Result;
 
-use crate::chain::{self, CircuitBreaker, HostSeed, LastResort, Purpose, Step, StepInput, StepReport, Window, LAST_RESORT, SEED_STEP};
+use crate::chain::{self, BreakerSettings, CircuitBreaker, HostSeed, LastResort, Step, StepError, StepInput, Window};
 use crate::engine::Engine;
-use crate::lifecycle::{kept_summary_ids, CommitDecision, Proposal};
 use crate::model::{ModelError, ModelProvider, ModelRequest};
 use crate::plugin::{Plugin, Registry, WasmStrategy};
-use crate::policy::{Policy, StepSpec};
-use crate::storage::{ArchiveId, CompactionEvent, ConversationStore, Sessions};
+use crate::policy::{CheckedPolicy, Policy, PolicyStep};
+use crate::record::{kept_summary_ids, Boundary, CommitDecision, CompactionEvent, CompactionReport, OutcomeClass, Proposal, Purpose, Sessions, TriggerDecision, TriggerInput};
+use crate::storage::{ArchiveId, ConversationStore};
 use crate::tokenizer::Tokenizer;
 use crate::transcript::Transcript;
 
 pub struct Cairn {
-    engine: Engine,
     registry: Registry,
     tokenizer: Tokenizer,
+    /// Shared by every call this host makes, so a malfunctioning plugin is skipped for a
+    /// while across compactions, triggers and commit policies alike.
     breaker: CircuitBreaker,
     /// A model the embedding harness supplies; it takes precedence over the policy's endpoint.
     model: Option<Arc<dyn ModelProvider>>,
-}
-
-/// What one compaction or handover did.
-#[derive(Debug, Clone, Serialize)]
-pub struct CompactionReport {
-    pub conversation: String,
-    pub purpose: Purpose,
-    pub archive_id: String,
-    pub tokens_before: u64,
-    pub tokens_after: u64,
-    pub steps: Vec<StepReport>,
-    /// The plugin whose outcome was committed, if any.
-    pub committed_by: Option<String>,
-    /// How many entries the committed outcome replaced.
-    pub replaced: usize,
-    /// Ids the working context no longer holds (they stay in the durable record).
-    pub forgotten: Vec<String>,
-    /// `artifact://` URIs written for this compaction.
-    pub artifacts: Vec<String>,
-    pub checkpoint: Option<String>,
-    /// Handover: the text that starts the next session, and the sessions involved.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seed: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sessions: Option<Sessions>,
-    /// The new working context.
-    #[serde(skip)]
-    pub transcript: Transcript,
-    /// Why the commit policy refused the outcome, if it did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rejected: Option<String>,
-}
-
-impl CompactionReport {
-    /// The report of an attempt already in the record (after a crash, for bookkeeping).
-    pub fn from_event(conversation: &crate::storage::ConversationKey, event: &CompactionEvent) -> Self {
-        CompactionReport {
-            conversation: conversation.to_string(),
-            purpose: event.purpose,
-            archive_id: event.archive_id.clone(),
-            tokens_before: event.tokens_before,
-            tokens_after: event.tokens_after,
-            steps: event.steps.clone(),
-            committed_by: event.committed_by.clone(),
-            replaced: event.replaced.len(),
-            forgotten: event.forgotten.clone(),
-            artifacts: event.artifacts.clone(),
-            checkpoint: event.checkpoint.clone(),
-            seed: event.seed.clone(),
-            sessions: event.sessions.clone(),
-            transcript: Transcript::default(),
-            rejected: event.rejected.clone(),
-        }
-    }
 }
 
 /// How a compaction or handover runs beyond the policy.
@@ -95,22 +41,16 @@ pub struct RunOptions<'a> {
 impl Cairn {
     /// A host with no plugins; add bundled ones with [`Cairn::add_plugin`].
     pub fn new() -> Result<Self> {
-        Ok(Cairn {
-            engine: Engine::new()?,
-            registry: Registry::default(),
-            tokenizer: Tokenizer::default(),
-            breaker: CircuitBreaker::default(),
-            model: None,
-        })
+        Ok(Cairn { registry: Registry::new(Engine::new()?)?, tokenizer: Tokenizer::default(), breaker: CircuitBreaker::default(), model: None })
     }
 
     pub fn add_plugin(&mut self, manifest: &str, component: &[u8], source: &str) -> Result<&Plugin> {
-        let plugin = self.registry.add(&self.engine, manifest, component, source)?;
+        let plugin = self.registry.add(manifest, component, source)?;
         Ok(self.registry.get(&plugin.manifest.name).expect("just added"))
     }
 
     pub fn load_plugin_dir(&mut self, dir: &std::path::Path) -> Result<usize> {
-        self.registry.load_dir(&self.engine, dir)
+        self.registry.load_dir(dir)
     }
 
     /// Hands Cairn the harness's own model: steps granted `model` call it.
@@ -126,6 +66,22 @@ impl Cairn {
         self.tokenizer
     }
 
+    /// Parses a policy and checks it against this host's plugins; `source` (usually the file
+    /// path) prefixes every error with its line and column.
+    pub fn load_policy(&self, text: &str, source: &str) -> Result<CheckedPolicy> {
+        self.check_policy(Policy::parse(text, source)?)
+    }
+
+    /// Checks a parsed policy against this host's plugins: names, worlds, grants, configs.
+    pub fn check_policy(&self, policy: Policy) -> Result<CheckedPolicy> {
+        CheckedPolicy::check(policy, &self.registry)
+    }
+
+    /// The embedded model-free default policy, checked (it needs the bundled plugins).
+    pub fn default_policy(&self) -> Result<CheckedPolicy> {
+        self.check_policy(Policy::default_policy())
+    }
+
     /// The model steps will call: the embedder's, else the policy's (a misconfigured one
     /// answers `unavailable` so the chain falls through instead of failing).
     fn model_for(&self, policy: &Policy) -> Option<Arc<dyn ModelProvider>> {
@@ -139,99 +95,71 @@ impl Cairn {
         }))
     }
 
-    /// Checks that every plugin a policy names is known and of the right kind, so a broken
-    /// policy is refused when loaded rather than at the first boundary that needs it.
-    pub fn check_policy(&self, policy: &Policy) -> Result<()> {
-        use crate::engine::World;
-        self.chain(policy)?;
-        self.handover_chain(policy)?;
-        for (spec, world) in [(&policy.trigger, World::Trigger), (&policy.commit, World::CommitPolicy)] {
-            if let Some(spec) = spec {
-                let plugin = self.plugin_for(policy, spec)?;
-                if plugin.manifest.kind != world {
-                    anyhow::bail!("{}: plugin `{}` is a {} plugin, not a {world}", policy.at(spec.plugin.span()), plugin.manifest.name, plugin.manifest.kind);
-                }
-            }
-        }
-        for spec in policy.chain.iter().chain(&policy.handover) {
-            if let Some(plugin) = self.registry.get(spec.plugin.get_ref()) {
-                if plugin.manifest.kind != World::Strategy {
-                    anyhow::bail!("{}: plugin `{}` is a {} plugin, not a strategy", policy.at(spec.plugin.span()), plugin.manifest.name, plugin.manifest.kind);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Resolves a policy's compaction chain; the host's last resort ends it.
-    pub fn chain(&self, policy: &Policy) -> Result<Vec<Box<dyn Step>>> {
-        let mut steps = self.steps(policy, &policy.chain, &[LAST_RESORT])?;
-        steps.push(Box::new(LastResort));
-        Ok(steps)
-    }
-
-    /// Resolves a policy's handover chain; the host's seed step ends it.
-    pub fn handover_chain(&self, policy: &Policy) -> Result<Vec<Box<dyn Step>>> {
-        let mut steps = self.steps(policy, &policy.handover, &[SEED_STEP])?;
-        steps.push(Box::new(HostSeed));
-        Ok(steps)
-    }
-
-    fn steps(&self, policy: &Policy, specs: &[StepSpec], host_steps: &[&str]) -> Result<Vec<Box<dyn Step>>> {
+    /// The chain's steps for one run, ending with the host's own step that cannot fail.
+    fn steps(&self, policy: &CheckedPolicy, purpose: Purpose) -> Vec<Box<dyn Step>> {
         let model = self.model_for(policy);
-        let mut steps: Vec<Box<dyn Step>> = Vec::new();
-        for spec in specs {
-            let name = spec.plugin.get_ref();
-            if host_steps.contains(&name.as_str()) {
-                continue;
-            }
-            let plugin = self.registry.get(name).ok_or_else(|| {
-                let known: Vec<&str> = self.registry.iter().map(|p| p.manifest.name.as_str()).chain(host_steps.iter().copied()).collect();
-                anyhow!("{}: unknown plugin `{name}` (known: {})", policy.at(spec.plugin.span()), known.join(", "))
-            })?;
-            steps.push(Box::new(WasmStrategy::new(
-                self.engine.clone(),
-                plugin.clone(),
-                spec.grants(),
-                spec.limits(),
-                spec.config_json(),
-                self.tokenizer,
-                model.clone(),
-            )));
-        }
-        Ok(steps)
+        let specs = match purpose {
+            Purpose::Compact => &policy.chain,
+            Purpose::Handover => &policy.handover,
+        };
+        let mut steps: Vec<Box<dyn Step>> = specs
+            .iter()
+            .map(|step| -> Box<dyn Step> {
+                Box::new(WasmStrategy {
+                    engine: self.registry.engine().clone(),
+                    plugin: step.plugin.clone(),
+                    grants: step.grants.clone(),
+                    limits: step.limits,
+                    config: step.config.clone(),
+                    tokenizer: self.tokenizer,
+                    model: model.clone(),
+                })
+            })
+            .collect();
+        steps.push(match purpose {
+            Purpose::Compact => Box::new(LastResort),
+            Purpose::Handover => Box::new(HostSeed),
+        });
+        steps
     }
 
     /// Compacts `transcript` under `policy`, recording everything in `store`.
-    pub fn compact(&self, policy: &Policy, store: &mut ConversationStore, transcript: &Transcript, source: &str) -> Result<CompactionReport> {
+    pub fn compact(&self, policy: &CheckedPolicy, store: &mut ConversationStore, transcript: &Transcript, source: &str) -> Result<CompactionReport> {
         self.compact_with(policy, store, transcript, source, RunOptions::default())
     }
 
-    pub fn compact_with(&self, policy: &Policy, store: &mut ConversationStore, transcript: &Transcript, source: &str, options: RunOptions<'_>) -> Result<CompactionReport> {
-        let steps = self.chain(policy)?;
-        self.run(Purpose::Compact, &steps, policy, store, transcript, source, options)
+    pub fn compact_with(&self, policy: &CheckedPolicy, store: &mut ConversationStore, transcript: &Transcript, source: &str, options: RunOptions<'_>) -> Result<CompactionReport> {
+        self.run(Purpose::Compact, policy, store, transcript, source, options)
     }
 
     /// Hands the conversation over to a fresh session: the whole history after the protected
     /// head is archived and replaced by a seed. The prepared transition is in the durable
     /// record before this returns.
-    pub fn handover(&self, policy: &Policy, store: &mut ConversationStore, transcript: &Transcript, source: &str) -> Result<CompactionReport> {
+    pub fn handover(&self, policy: &CheckedPolicy, store: &mut ConversationStore, transcript: &Transcript, source: &str) -> Result<CompactionReport> {
         self.handover_with(policy, store, transcript, source, RunOptions::default())
     }
 
-    pub fn handover_with(&self, policy: &Policy, store: &mut ConversationStore, transcript: &Transcript, source: &str, options: RunOptions<'_>) -> Result<CompactionReport> {
-        let steps = self.handover_chain(policy)?;
-        self.run(Purpose::Handover, &steps, policy, store, transcript, source, options)
+    pub fn handover_with(&self, policy: &CheckedPolicy, store: &mut ConversationStore, transcript: &Transcript, source: &str, options: RunOptions<'_>) -> Result<CompactionReport> {
+        self.run(Purpose::Handover, policy, store, transcript, source, options)
     }
 
-    pub(crate) fn engine(&self) -> &Engine {
-        &self.engine
+    /// Asks a trigger plugin; the breaker skips one that keeps malfunctioning.
+    pub fn ask_trigger(&self, step: &PolicyStep, input: &TriggerInput, breaker: BreakerSettings) -> Result<TriggerDecision, StepError> {
+        self.guarded(&step.plugin, breaker, || step.plugin.decide_trigger(self.registry.engine(), step.limits, &step.grants, input, &step.config))
     }
 
-    /// The plugin a lifecycle section names, with its position in the policy for errors.
-    pub(crate) fn plugin_for(&self, policy: &Policy, spec: &StepSpec) -> Result<&Arc<Plugin>> {
-        let name = spec.plugin.get_ref();
-        self.registry.get(name).ok_or_else(|| anyhow!("{}: unknown plugin `{name}`", policy.at(spec.plugin.span())))
+    /// Asks a commit-policy plugin; the breaker skips one that keeps malfunctioning.
+    pub fn ask_commit(&self, step: &PolicyStep, boundary: &Boundary, proposal: &Proposal, breaker: BreakerSettings) -> Result<CommitDecision, StepError> {
+        self.guarded(&step.plugin, breaker, || step.plugin.decide_commit(self.registry.engine(), step.limits, &step.grants, boundary, proposal, &step.config))
+    }
+
+    fn guarded<T>(&self, plugin: &Plugin, settings: BreakerSettings, call: impl FnOnce() -> Result<T, StepError>) -> Result<T, StepError> {
+        if let Some(why) = self.breaker.refuses(plugin.label()) {
+            return Err(StepError::Unavailable(plugin.says(format!("skipped: {why}"))));
+        }
+        let answer = call();
+        self.breaker.record(plugin.label(), answer.as_ref().map_or_else(StepError::class, |_| OutcomeClass::Ok), settings);
+        answer
     }
 
     /// The durable record gets the input's new entries first, then the archive, then the event.
@@ -239,8 +167,7 @@ impl Cairn {
     fn run(
         &self,
         purpose: Purpose,
-        steps: &[Box<dyn Step>],
-        policy: &Policy,
+        policy: &CheckedPolicy,
         store: &mut ConversationStore,
         transcript: &Transcript,
         source: &str,
@@ -270,7 +197,8 @@ impl Cairn {
             previous_checkpoint: store.latest_checkpoint(),
             deadline: settings.chain_deadline(),
         };
-        let run = chain::run(steps, &input, &self.tokenizer, &self.breaker, settings.breaker());
+        let steps = self.steps(policy, purpose);
+        let run = chain::run(&steps, &input, &self.tokenizer, &self.breaker, settings.breaker());
 
         let mut event = CompactionEvent::new(purpose, archive_id.as_str(), tokens_before, run.steps.clone());
         let verdict = match (&run.committed, options.approve) {
@@ -294,7 +222,7 @@ impl Cairn {
             Some(committed) if event.rejected.is_none() => committed,
             _ => {
                 store.record_compaction(event.clone())?;
-                let mut report = CompactionReport::from_event(store.key(), &event);
+                let mut report = CompactionReport::from_event(store.key().as_str(), &event);
                 report.transcript = transcript;
                 return Ok(report);
             }
@@ -321,7 +249,7 @@ impl Cairn {
         crate::fault::point("recorded");
 
         // The report says exactly what the record says.
-        let mut report = CompactionReport::from_event(store.key(), &event);
+        let mut report = CompactionReport::from_event(store.key().as_str(), &event);
         report.transcript = Transcript::new(applied.context);
         Ok(report)
     }

@@ -1,27 +1,38 @@
 //! Cairn's host runtime: sandboxed, swappable, auditable context compaction for LLM agent
-//! harnesses. The data path reads top-down: parse a transcript (`transcript`), run the
-//! policy's strategy chain of Wasm plugins (`chain`, `plugin`, `engine`, `capabilities`),
-//! check every outcome against the host's invariants, and record it durably (`storage`).
+//! harnesses. The data path reads top-down: parse a transcript (`transcript`), check a policy
+//! against the plugins (`policy`), run its chain of Wasm strategies (`chain`), check every
+//! outcome against the host's invariants, and record it durably (`storage`, `record`); the
+//! `lifecycle` decides when, at each turn boundary.
 //!
-//! Embed it with [`Cairn`]: add plugins, load a [`Policy`], open a [`storage::Home`] and call
-//! [`Cairn::compact`].
+//! Embed it with [`Cairn`]: add plugins, load a policy ([`Cairn::load_policy`]), open a
+//! [`storage::Home`] and call [`Cairn::compact`] — or hand all three to a [`Lifecycle`].
+//!
+//! Modules, bottom to top (arrows only point down): `record`, `transcript`, `tokenizer`,
+//! `checkpoint` → `storage` → `model` → `capabilities` → `engine` → `chain` → `wit_edge` →
+//! `plugin` → `policy` → `Cairn` → `lifecycle` → `recall`.
 
-pub mod capabilities;
+mod capabilities;
 pub mod chain;
 pub mod checkpoint;
-pub mod engine;
+mod engine;
 mod fault;
+mod host;
 pub mod lifecycle;
 pub mod model;
-mod host;
-pub mod plugin;
+mod plugin;
 pub mod policy;
 pub mod recall;
+pub mod record;
 pub mod storage;
 pub mod tokenizer;
 pub mod transcript;
 mod wit_edge;
 
-pub use host::{Cairn, CompactionReport, RunOptions};
+pub use capabilities::{Capability, Interface};
+pub use engine::World;
+pub use host::{Cairn, RunOptions};
 pub use lifecycle::Lifecycle;
-pub use policy::Policy;
+pub use plugin::{Manifest, Plugin};
+pub use policy::{CheckedPolicy, Policy};
+pub use record::CompactionReport;
+pub use wit_edge::CONTRACT_VERSIONS;

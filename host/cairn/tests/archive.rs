@@ -4,23 +4,18 @@
 
 use std::path::Path;
 
-use cairn::chain::OutcomeClass;
+mod support;
+
+use cairn::record::{CompactionReport, OutcomeClass};
 use cairn::recall::{self, HistoryCall};
 use cairn::storage::archive::{PAGE_MAX_ENTRIES, SEARCH_MAX_HITS, SLICE_MAX_CHARS};
 use cairn::storage::{ArtifactUri, ConversationKey, Home};
 use cairn::transcript::{sample, Part, Transcript};
-use cairn::{Cairn, CompactionReport, Policy};
+use support::{host, policy};
 use serde_json::Value;
 
 const NEEDLE: &str = "zebra-quartz-4711";
 
-fn host() -> Cairn {
-    let mut cairn = Cairn::new().unwrap();
-    for plugin in cairn_bundle::BUNDLED.iter().chain(cairn_bundle::FIXTURES) {
-        cairn.add_plugin(plugin.manifest, plugin.component, "bundled").unwrap();
-    }
-    cairn
-}
 
 const SHAKE: &str = "[[chain]]\nplugin = \"shake-elide\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\n";
 
@@ -42,10 +37,11 @@ fn session_with_needle() -> Transcript {
     t
 }
 
-fn compact(home: &Home, key: &str, policy: &str, transcript: &Transcript) -> CompactionReport {
-    let policy = Policy::parse(policy, "test.toml").unwrap();
+fn compact(home: &Home, key: &str, text: &str, transcript: &Transcript) -> CompactionReport {
+    let cairn = host();
+    let policy = policy(&cairn, text);
     let mut store = home.conversation(&ConversationKey::parse(key).unwrap()).unwrap();
-    host().compact(&policy, &mut store, transcript, "test").unwrap()
+    cairn.compact(&policy, &mut store, transcript, "test").unwrap()
 }
 
 fn history(home: &Home, key: &str, call: HistoryCall) -> anyhow::Result<Value> {
@@ -103,8 +99,8 @@ fn an_elided_string_is_found_by_search_and_read_back_exactly() {
         .iter()
         .flat_map(|e| e.parts.iter())
         .find_map(|p| match p {
-            Part::ToolResult { content, .. } if content.contains("recover: ") => {
-                let uri = content.split("recover: ").nth(1).unwrap().trim_end_matches(']').to_string();
+            Part::ToolResult { elided: Some(uri), .. } => {
+                let uri = uri.clone();
                 let original = String::from_utf8(home.find_artifact(&uri.parse().unwrap()).unwrap()).unwrap();
                 original.contains(NEEDLE).then_some((uri, original))
             }

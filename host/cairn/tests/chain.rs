@@ -2,18 +2,13 @@
 //! traps, loops, eats memory or lies as its config says. Each failure gets its class, the
 //! chain still commits, and the durable record holds every step.
 
-use cairn::chain::OutcomeClass;
-use cairn::storage::{ArtifactUri, ConversationKey, Event, Home};
-use cairn::transcript::{sample, Part};
-use cairn::{Cairn, CompactionReport, Policy};
+mod support;
 
-fn host() -> Cairn {
-    let mut cairn = Cairn::new().unwrap();
-    for plugin in cairn_bundle::BUNDLED.iter().chain(cairn_bundle::FIXTURES) {
-        cairn.add_plugin(plugin.manifest, plugin.component, "bundled").unwrap();
-    }
-    cairn
-}
+use cairn::record::{CompactionReport, Event, OutcomeClass};
+use cairn::storage::{ArtifactUri, ConversationKey, Home};
+use cairn::transcript::{sample, Part};
+use support::{host, policy};
+
 
 const SHAKE: &str = r#"
 [[chain]]
@@ -25,12 +20,13 @@ fn misbehaving(mode: &str, extra: &str) -> String {
     format!("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"log\", \"archive:read\"]\nconfig = {{ mode = \"{mode}\" }}\n{extra}\n{SHAKE}")
 }
 
-fn compact(policy: &str) -> (CompactionReport, tempfile::TempDir) {
-    let policy = Policy::parse(policy, "test-policy.toml").unwrap();
+fn compact(text: &str) -> (CompactionReport, tempfile::TempDir) {
+    let cairn = host();
+    let policy = policy(&cairn, text);
     let dir = tempfile::tempdir().unwrap();
     let home = Home::open(dir.path()).unwrap();
     let mut store = home.conversation(&ConversationKey::parse("test").unwrap()).unwrap();
-    let report = host().compact(&policy, &mut store, &sample::coding_session(12), "sample").unwrap();
+    let report = cairn.compact(&policy, &mut store, &sample::coding_session(12), "sample").unwrap();
     (report, dir)
 }
 
@@ -97,12 +93,11 @@ fn writing_without_a_write_grant_is_denied() {
 }
 
 #[test]
-fn importing_an_ungranted_capability_is_refused_at_load() {
-    let policy = format!("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"log\"]\nconfig = {{ mode = \"trap\" }}\n{SHAKE}");
-    let (report, _dir) = compact(&policy);
-    assert_eq!(report.steps[0].outcome, OutcomeClass::Denied);
-    let message = report.steps[0].message.as_deref().unwrap();
-    assert!(message.contains("misbehave@0.1.0") && message.contains("`archive`"), "{message}");
+fn a_step_that_does_not_grant_what_its_plugin_imports_is_a_policy_error() {
+    let text = format!("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"log\"]\nconfig = {{ mode = \"trap\" }}\n{SHAKE}");
+    let err = host().load_policy(&text, "mine.toml").err().unwrap().to_string();
+    assert!(err.starts_with("mine.toml:2:10: plugin `misbehave` needs the `archive` capability"), "{err}");
+    assert!(err.contains("archive:read"), "the error says how to fix it: {err}");
 }
 
 #[test]
@@ -115,13 +110,14 @@ fn when_every_plugin_fails_the_last_resort_commits() {
 
 #[test]
 fn shake_elide_keeps_every_original_recoverable_and_records_the_event() {
-    let policy = Policy::parse(SHAKE, "p.toml").unwrap();
+    let cairn = host();
+    let policy = policy(&cairn, SHAKE);
     let dir = tempfile::tempdir().unwrap();
     let home = Home::open(dir.path()).unwrap();
     let key = ConversationKey::parse("demo").unwrap();
     let mut store = home.conversation(&key).unwrap();
     let before = sample::coding_session(12);
-    let report = host().compact(&policy, &mut store, &before, "sample").unwrap();
+    let report = cairn.compact(&policy, &mut store, &before, "sample").unwrap();
     assert!(report.tokens_after * 2 < report.tokens_before, "{} -> {}", report.tokens_before, report.tokens_after);
     assert!(!report.artifacts.is_empty());
 
@@ -137,12 +133,11 @@ fn shake_elide_keeps_every_original_recoverable_and_records_the_event() {
         .collect();
     let mut resolved = 0;
     for part in report.transcript.entries.iter().flat_map(|e| e.parts.iter()) {
-        if let Part::ToolResult { call_id, content, .. } = part {
-            if let Some(uri) = content.split("recover: ").nth(1) {
-                let uri: ArtifactUri = uri.trim_end_matches(']').parse().unwrap();
-                assert_eq!(home.find_artifact(&uri).unwrap(), originals[call_id].as_bytes());
-                resolved += 1;
-            }
+        if let Part::ToolResult { call_id, content, elided: Some(uri), .. } = part {
+            assert!(content.contains(uri.as_str()), "the placeholder text names its URI: {content}");
+            let uri: ArtifactUri = uri.parse().unwrap();
+            assert_eq!(home.find_artifact(&uri).unwrap(), originals[call_id].as_bytes());
+            resolved += 1;
         }
     }
     assert!(resolved >= 10, "only {resolved} placeholders");
@@ -165,9 +160,8 @@ fn shake_elide_keeps_every_original_recoverable_and_records_the_event() {
 
 #[test]
 fn the_policy_names_unknown_plugins_with_their_line() {
-    let policy = Policy::parse("[compaction]\nkeep_recent_tokens = 10\n\n[[chain]]\nplugin = \"nope\"\n", "mine.toml").unwrap();
-    let err = host().chain(&policy).err().unwrap().to_string();
-    assert!(err.starts_with("mine.toml:5:10: unknown plugin `nope`"), "{err}");
+    let err = host().load_policy("[compaction]\nkeep_recent_tokens = 10\n\n[[chain]]\nplugin = \"nope\"\n", "mine.toml").err().unwrap().to_string();
+    assert!(err.starts_with("mine.toml:5:10: unknown strategy plugin `nope`"), "{err}");
 }
 
 #[test]
@@ -184,7 +178,8 @@ fn a_failed_step_stores_nothing() {
 
 #[test]
 fn when_nothing_can_be_committed_the_attempt_is_still_recorded() {
-    let policy = Policy::parse("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:read\"]\nconfig = { mode = \"trap\" }\n", "p.toml").unwrap();
+    let cairn = host();
+    let policy = policy(&cairn, "[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:read\"]\nconfig = { mode = \"trap\" }\n");
     let dir = tempfile::tempdir().unwrap();
     let home = Home::open(dir.path()).unwrap();
     let key = ConversationKey::parse("tiny").unwrap();
@@ -192,7 +187,7 @@ fn when_nothing_can_be_committed_the_attempt_is_still_recorded() {
     // One turn: everything is head or verbatim tail, so even the last resort has nothing to do.
     let tiny = sample::coding_session(1);
     let tiny = cairn::transcript::Transcript::new(tiny.entries[..2].to_vec());
-    let report = host().compact(&policy, &mut store, &tiny, "tiny").unwrap();
+    let report = cairn.compact(&policy, &mut store, &tiny, "tiny").unwrap();
     assert_eq!(outcomes(&report), vec![("misbehave".into(), OutcomeClass::Trap), ("last-resort".into(), OutcomeClass::NoProgress)]);
     assert_eq!(report.committed_by, None);
     assert_eq!(report.tokens_after, report.tokens_before);

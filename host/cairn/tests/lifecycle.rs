@@ -1,17 +1,18 @@
 //! The lifecycle as a harness drives it: unknown usage, thresholds, cooldown, agent requests,
 //! deferral while a tool runs, the no-progress pause and at-least-once notices.
 
+mod support;
+
 use cairn::lifecycle::{Action, AgentRequest, BoundaryReport, RequestKind, Usage};
-use cairn::storage::{ConversationKey, Event, Home};
+use cairn::record::{Event, OutcomeClass};
+use cairn::storage::{ConversationKey, Home};
 use cairn::transcript::{sample, Transcript};
-use cairn::{Cairn, Lifecycle, Policy};
+use cairn::Lifecycle;
 
 fn lifecycle(home: &std::path::Path, policy_text: &str) -> Lifecycle {
-    let mut cairn = Cairn::new().unwrap();
-    for plugin in cairn_bundle::BUNDLED.iter().chain(cairn_bundle::FIXTURES) {
-        cairn.add_plugin(plugin.manifest, plugin.component, "bundled").unwrap();
-    }
-    Lifecycle::new(cairn, Home::open(home).unwrap(), Policy::parse(policy_text, "policy.toml").unwrap())
+    let cairn = support::host();
+    let policy = support::policy(&cairn, policy_text);
+    Lifecycle::new(cairn, Home::open(home).unwrap(), policy)
 }
 
 fn default_policy() -> String {
@@ -162,5 +163,5 @@ async fn a_failed_maintenance_is_recorded_and_its_notice_says_nothing_of_the_err
     assert_eq!(notices[0].kind, "failed");
     assert!(!notices[0].text.contains("trap") && !notices[0].text.contains("misbehave"), "{}", notices[0].text);
     let store = Home::open(dir.path()).unwrap().conversation(&key()).unwrap();
-    assert!(store.events().iter().any(|e| matches!(e, Event::Compaction(c) if c.committed_by.is_none() && c.steps[0].outcome == cairn::chain::OutcomeClass::Trap)));
+    assert!(store.events().iter().any(|e| matches!(e, Event::Compaction(c) if c.committed_by.is_none() && c.steps[0].outcome == OutcomeClass::Trap)));
 }

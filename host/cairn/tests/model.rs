@@ -7,11 +7,12 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cairn::chain::OutcomeClass;
 use cairn::model::{ChatMessage, HttpProvider, ModelError, ModelProvider, ModelRequest, Wire};
-use cairn::storage::{ConversationKey, Event, Home};
+use cairn::record::{CompactionReport, Event, OutcomeClass};
+use cairn::storage::{ConversationKey, Home};
 use cairn::transcript::{sample, Origin, Part};
-use cairn::{Cairn, CompactionReport, Policy};
+use cairn::{Cairn, Policy};
+use support::host;
 use support::loopback::{anthropic_reply, openai_reply, refused_url, Loopback, Reply};
 
 const KEY: &str = "sk-test-secret-4242";
@@ -136,19 +137,12 @@ fn model_policy(base_url: &str, timeout_ms: u64) -> Policy {
     Policy::parse(&text, "model.toml").unwrap()
 }
 
-fn host() -> Cairn {
-    let mut cairn = Cairn::new().unwrap();
-    for plugin in cairn_bundle::BUNDLED {
-        cairn.add_plugin(plugin.manifest, plugin.component, "bundled").unwrap();
-    }
-    cairn
-}
-
 fn compact_with(cairn: &Cairn, policy: &Policy) -> (CompactionReport, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::open(dir.path()).unwrap();
     let mut store = home.conversation(&ConversationKey::parse("model").unwrap()).unwrap();
-    let report = cairn.compact(policy, &mut store, &sample::coding_session(10), "sample").unwrap();
+    let policy = cairn.check_policy(policy.clone()).unwrap();
+    let report = cairn.compact(&policy, &mut store, &sample::coding_session(10), "sample").unwrap();
     (report, dir)
 }
 

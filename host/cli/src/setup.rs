@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use cairn::storage::{ConversationKey, ConversationStore, Home};
 use cairn::transcript::formats::{self, Format};
 use cairn::transcript::Transcript;
-use cairn::{Cairn, Policy};
+use cairn::{Cairn, CheckedPolicy};
 
 /// The arguments every verb that runs a chain on a transcript file takes.
 #[derive(clap::Args)]
@@ -32,7 +32,7 @@ pub struct Session {
     pub name: String,
     pub transcript: Transcript,
     pub format: Format,
-    pub policy: Policy,
+    pub policy: CheckedPolicy,
     pub cairn: Cairn,
     pub home: Home,
     pub store: ConversationStore,
@@ -66,22 +66,17 @@ pub fn host(plugin_dirs: &[PathBuf]) -> Result<Cairn> {
     Ok(cairn)
 }
 
-/// A host and a policy checked against its plugins.
-pub fn host_and_policy(plugin_dirs: &[PathBuf], policy_path: Option<&Path>) -> Result<(Cairn, Policy)> {
+/// A host and a policy checked against its plugins (the embedded default without a path).
+pub fn host_and_policy(plugin_dirs: &[PathBuf], policy_path: Option<&Path>) -> Result<(Cairn, CheckedPolicy)> {
     let cairn = host(plugin_dirs)?;
-    let policy = policy(policy_path)?;
-    cairn.check_policy(&policy)?;
-    Ok((cairn, policy))
-}
-
-fn policy(path: Option<&Path>) -> Result<Policy> {
-    match path {
-        None => Ok(Policy::default_policy()),
+    let policy = match policy_path {
+        None => cairn.default_policy()?,
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading policy {}", path.display()))?;
-            Policy::parse(&text, &path.display().to_string())
+            cairn.load_policy(&text, &path.display().to_string())?
         }
-    }
+    };
+    Ok((cairn, policy))
 }
 
 /// `--home`, else `$CAIRN_HOME`, else `$XDG_DATA_HOME/cairn`, else `~/.local/share/cairn`.

@@ -5,29 +5,10 @@
 //! `denied`) the checkpoint comes from deterministic extraction instead; any other model error
 //! makes the step `unavailable`, so the chain moves on.
 
-use cairn_sdk::checkpoint::{self, Checkpoint};
-use cairn_sdk::host::model::ModelError;
-use cairn_sdk::prompt::{conversation_as_data, DATA_NOT_INSTRUCTIONS};
+use cairn_sdk::checkpoint::{self, Checkpoint, CheckpointConfig};
+use cairn_sdk::prompt::{agent_notes, request_as_data};
 use cairn_sdk::types::*;
-use cairn_sdk::{ask_model, count_tokens, export_strategy, log_info, log_warn, model_unavailable, parse_config, range_of, replaceable_range, summary_replacement, Strategy};
-use serde::Deserialize;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct Config {
-    /// Tokens of operator text quoted verbatim by the deterministic extraction.
-    operator_budget_tokens: u32,
-    /// Reply budget of the model.
-    max_tokens: u32,
-    /// Tool output longer than this is clamped before the model sees it.
-    clamp_chars: usize,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config { operator_budget_tokens: 4000, max_tokens: 4096, clamp_chars: 2000 }
-    }
-}
+use cairn_sdk::{ask_model_or_fallback, count_tokens, export_strategy, parse_config, range_of, replaceable_range, summary_replacement, Strategy};
 
 const SYSTEM: &str = "You extract a continuation checkpoint from a conversation between an operator and an AI coding agent, so the agent can continue after its history is compacted. Reply with exactly one JSON object and nothing else.";
 
@@ -46,32 +27,16 @@ Use empty strings or lists where nothing applies.";
 struct CheckpointJson;
 
 impl Strategy for CheckpointJson {
-    fn describe() -> PluginInfo {
-        PluginInfo {
-            name: "checkpoint-json".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            description: "typed continuation checkpoint, from the model when granted, else extracted deterministically".into(),
-            capabilities: vec!["log".into(), "tokens".into(), "model".into()],
-        }
-    }
-
     fn compact(request: CompactRequest) -> Result<Outcome, StrategyError> {
-        let config: Config = parse_config(&request.config)?;
+        let config: CheckpointConfig = parse_config(&request.config)?;
         let range = replaceable_range(&request)?;
-        let previous = previous_checkpoint(request.previous_checkpoint.as_deref());
+        let previous = checkpoint::previous(request.previous_checkpoint.as_deref());
         let entries = &request.entries;
         let budget = config.operator_budget_tokens;
-        let cp = match ask_model(SYSTEM, &prompt(&request, previous.as_ref(), config.clamp_chars), config.max_tokens) {
-            Ok(reply) => from_model(&reply, entries, previous.as_ref(), budget, &count_tokens)?,
-            Err(ModelError::Denied(_)) => {
-                log_info("model not granted: extracting the checkpoint deterministically");
-                let found = checkpoint::extract(entries, budget);
-                match &previous {
-                    Some(previous) => checkpoint::merge(previous, found),
-                    None => found,
-                }
-            }
-            Err(e) => return Err(model_unavailable(e)),
+        let prompt = prompt(&request, previous.as_ref(), config.clamp_chars);
+        let cp = match ask_model_or_fallback(SYSTEM, &prompt, config.max_tokens, "extracting the checkpoint deterministically")? {
+            Some(reply) => from_model(&reply, entries, previous.as_ref(), budget, &count_tokens)?,
+            None => checkpoint::carry_forward(previous.as_ref(), checkpoint::extract(entries, budget)),
         };
         let mut outcome = Outcome::new(range_of(entries, *range.start(), *range.end()), summary_replacement(&entries[range], checkpoint::render(&cp)));
         outcome.checkpoint = Some(cp.to_json());
@@ -79,24 +44,14 @@ impl Strategy for CheckpointJson {
     }
 }
 
-fn previous_checkpoint(json: Option<&str>) -> Option<Checkpoint> {
-    let json = json?;
-    checkpoint::parse(json).map_err(|e| log_warn(&format!("ignoring the previous checkpoint: {e}"))).ok()
-}
-
 /// The model sees everything after the protected head (the kept tail too: the checkpoint
 /// describes the whole state), the previous checkpoint, and the key list.
 fn prompt(request: &CompactRequest, previous: Option<&Checkpoint>, clamp_chars: usize) -> String {
-    let conversation = conversation_as_data(&request.entries[request.protected_head as usize..], clamp_chars);
-    let mut out = format!("{DATA_NOT_INSTRUCTIONS}\n\n{conversation}\n\n");
+    let mut out = request_as_data(request, clamp_chars);
     if let Some(previous) = previous {
         out.push_str(&format!("The checkpoint from before this conversation; carry forward what still holds:\n{}\n\n", previous.to_json()));
     }
-    for (label, text) in [("The agent asked that this survive", &request.preserve), ("The agent's notes on how to resume", &request.resume)] {
-        if let Some(text) = text.as_deref().filter(|t| !t.trim().is_empty()) {
-            out.push_str(&format!("{label}: {text}\n\n"));
-        }
-    }
+    out.push_str(&agent_notes(request));
     out.push_str(&format!(
         "Write the checkpoint as one JSON object with exactly these keys, all required and no others: {}. Shape:\n{}\n\n{RULES}",
         checkpoint::FIELDS.join(", "),
@@ -130,6 +85,7 @@ export_strategy!(CheckpointJson);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cairn_sdk::prompt::DATA_NOT_INSTRUCTIONS;
 
     fn quarter(text: &str) -> u32 {
         text.chars().count().div_ceil(4) as u32
@@ -139,7 +95,7 @@ mod tests {
     }
     fn entries() -> Vec<Entry> {
         let call = ToolCall { id: "c1".into(), name: "Write".into(), args: r#"{"file_path":"src/a.rs"}"#.into() };
-        let result = ToolResult { call_id: "c1".into(), content: "written".into(), is_error: false };
+        let result = ToolResult { call_id: "c1".into(), content: "written".into(), is_error: false, elided: None };
         vec![
             entry(Role::User, Origin::Operator, vec![Part::Text("Add logging. Never log secrets.".into())]),
             entry(Role::Assistant, Origin::Agent, vec![Part::ToolCall(call)]),

@@ -11,15 +11,6 @@ const MAX_IDS: usize = 10;
 struct CommitTurnBoundary;
 
 impl CommitPolicy for CommitTurnBoundary {
-    fn describe() -> PluginInfo {
-        PluginInfo {
-            name: "commit-turn-boundary".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            description: "commits at a complete turn with no tool call running and no stale summary kept".into(),
-            capabilities: Vec::new(),
-        }
-    }
-
     fn decide(boundary: Boundary, proposal: Proposal) -> CommitDecision {
         decide(&boundary, &proposal)
     }

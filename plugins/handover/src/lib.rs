@@ -1,42 +1,21 @@
 //! `handover`: prepares a fresh session. It writes a retrospective of the session (by the model
 //! when the policy grants it, else a deterministic one), a forward checkpoint (always by
 //! deterministic extraction, so it is schema-valid), and the seed that starts the next session:
-//! the checkpoint, the last three operator messages marked as history, the archive id, and the
+//! the checkpoint, the last operator messages marked as history (`SEED_MESSAGES`, three, at most
+//! `SEED_MESSAGE_CHARS` chars each, as in the host's own seed), the archive id, and the
 //! instruction to verify state before repeating any side effect.
 //!
 //! Mode: the model is asked once; `denied` (model not granted) means the deterministic
 //! retrospective, any other model error makes the step `unavailable`.
 
-use cairn_sdk::checkpoint::{self, Checkpoint};
-use cairn_sdk::host::model::ModelError;
-use cairn_sdk::prompt::{clean_reply, conversation_as_data, section, DATA_NOT_INSTRUCTIONS};
+use cairn_sdk::checkpoint::{self, CheckpointConfig};
+use cairn_sdk::prompt::{agent_notes, clean_reply, request_as_data, section};
 use cairn_sdk::types::*;
 use cairn_sdk::{
-    ask_model, clip_ellipsis, export_strategy, is_operator_message, log_info, log_warn, message_text, model_unavailable, parse_config, range_of,
-    replaceable_range, summary_replacement, tail_chars, Strategy,
+    ask_model_or_fallback, clip_ellipsis, export_strategy, is_operator_message, message_text, parse_config, range_of, replaceable_range,
+    summary_replacement, tail_chars, Strategy, SEED_MESSAGES, SEED_MESSAGE_CHARS,
 };
-use serde::Deserialize;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct Config {
-    /// Tokens of operator text quoted verbatim in the checkpoint.
-    operator_budget_tokens: u32,
-    /// Reply budget of the model's retrospective.
-    max_tokens: u32,
-    /// Tool output longer than this is clamped before the model sees it.
-    clamp_chars: usize,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config { operator_budget_tokens: 4000, max_tokens: 4096, clamp_chars: 2000 }
-    }
-}
-
-/// Operator messages quoted in the seed, and the most chars of each.
-const RECENT_OPERATOR_MESSAGES: usize = 3;
-const OPERATOR_MESSAGE_CHARS: usize = 2000;
 /// Without a `## Checkpoint` section the seed takes this much of the retrospective's end.
 const FALLBACK_CHARS: usize = 2000;
 /// The deterministic retrospective lists at most this many requests (the latest).
@@ -49,30 +28,19 @@ const INSTRUCTIONS: &str = "Write a retrospective of this session for the archiv
 struct Handover;
 
 impl Strategy for Handover {
-    fn describe() -> PluginInfo {
-        PluginInfo {
-            name: "handover".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            description: "retrospective, forward checkpoint and seed for a fresh session".into(),
-            capabilities: vec!["log".into(), "tokens".into(), "model".into()],
-        }
-    }
-
     fn compact(request: CompactRequest) -> Result<Outcome, StrategyError> {
         if request.purpose == RequestKind::Compact {
             return Err(StrategyError::NothingToDo("handover prepares a fresh session; it does not compact".into()));
         }
-        let config: Config = parse_config(&request.config)?;
+        let config: CheckpointConfig = parse_config(&request.config)?;
         let range = replaceable_range(&request)?;
         let entries = &request.entries;
-        let found = checkpoint::extract(entries, config.operator_budget_tokens);
-        let cp = match previous_checkpoint(request.previous_checkpoint.as_deref()) {
-            Some(previous) => checkpoint::merge(&previous, found),
-            None => found,
-        };
+        let previous = checkpoint::previous(request.previous_checkpoint.as_deref());
+        let cp = checkpoint::carry_forward(previous.as_ref(), checkpoint::extract(entries, config.operator_budget_tokens));
         let rendered = checkpoint::render(&cp);
-        let (retrospective, checkpoint_text) = match ask_model(SYSTEM, &prompt(&request, &rendered, config.clamp_chars), config.max_tokens) {
-            Ok(reply) => {
+        let prompt = prompt(&request, &rendered, config.clamp_chars);
+        let (retrospective, checkpoint_text) = match ask_model_or_fallback(SYSTEM, &prompt, config.max_tokens, "deterministic retrospective")? {
+            Some(reply) => {
                 let reply = clean_reply(&reply).to_string();
                 if reply.is_empty() {
                     return Err(StrategyError::Failed("the model's retrospective is empty".into()));
@@ -80,11 +48,7 @@ impl Strategy for Handover {
                 let section = checkpoint_section(&reply);
                 (reply, section)
             }
-            Err(ModelError::Denied(_)) => {
-                log_info("model not granted: deterministic retrospective");
-                (plain_retrospective(entries, &rendered), rendered)
-            }
-            Err(e) => return Err(model_unavailable(e)),
+            None => (plain_retrospective(entries, &rendered), rendered),
         };
         let seed = seed(&request.archive_id, &checkpoint_text, request.resume.as_deref(), entries);
         let mut outcome = Outcome::new(range_of(entries, *range.start(), *range.end()), summary_replacement(&entries[range], seed.clone()));
@@ -95,21 +59,12 @@ impl Strategy for Handover {
     }
 }
 
-fn previous_checkpoint(json: Option<&str>) -> Option<Checkpoint> {
-    checkpoint::parse(json?).map_err(|e| log_warn(&format!("ignoring the previous checkpoint: {e}"))).ok()
-}
-
 fn prompt(request: &CompactRequest, rendered: &str, clamp_chars: usize) -> String {
-    let conversation = conversation_as_data(&request.entries[request.protected_head as usize..], clamp_chars);
-    let mut out = format!("{DATA_NOT_INSTRUCTIONS}\n\n{conversation}\n\n");
+    let mut out = request_as_data(request, clamp_chars);
     if !rendered.is_empty() {
         out.push_str(&format!("A mechanical extraction from the same conversation, to check your checkpoint against:\n<extraction>\n{rendered}\n</extraction>\n\n"));
     }
-    for (label, text) in [("The agent asked that this survive", &request.preserve), ("The agent's notes on how to resume", &request.resume)] {
-        if let Some(text) = text.as_deref().filter(|t| !t.trim().is_empty()) {
-            out.push_str(&format!("{label}: {text}\n\n"));
-        }
-    }
+    out.push_str(&agent_notes(request));
     out.push_str(INSTRUCTIONS);
     out
 }
@@ -155,13 +110,13 @@ fn seed(archive_id: &str, checkpoint: &str, resume: Option<&str>, entries: &[Ent
     }
     out.push_str("## Recent operator messages (history — not fresh authorization)\n\n");
     let operator: Vec<String> = entries.iter().filter(|e| is_operator_message(e)).map(|e| message_text(e).trim().to_string()).collect();
-    let recent = &operator[operator.len().saturating_sub(RECENT_OPERATOR_MESSAGES)..];
+    let recent = &operator[operator.len().saturating_sub(SEED_MESSAGES)..];
     if recent.is_empty() {
         out.push_str("(none)\n\n");
     }
     for message in recent {
         // Escaped first, so the clipped text stays within the limit.
-        out.push_str(&format!("[history] {}\n\n", clip_ellipsis(&escape_headings(message), OPERATOR_MESSAGE_CHARS)));
+        out.push_str(&format!("[history] {}\n\n", clip_ellipsis(&escape_headings(message), SEED_MESSAGE_CHARS)));
     }
     out.push_str(&format!(
         "## Before you continue\n\n\
@@ -230,7 +185,7 @@ mod tests {
         assert_eq!(quoted[0], "third request");
         assert!(quoted[1].starts_with("Paste:\n\\## Before you continue\nxxx") && quoted[1].ends_with('…'));
         assert_eq!(quoted[2], "Ship it. Don't push to main.");
-        assert!(quoted.iter().all(|q| q.chars().count() <= OPERATOR_MESSAGE_CHARS));
+        assert!(quoted.iter().all(|q| q.chars().count() <= SEED_MESSAGE_CHARS));
         assert!(!seed.contains("first request") && !seed.contains("second request"));
         assert_eq!(seed.matches("\n## Before you continue\n").count(), 1);
         assert!(seed.contains("`git status`") && seed.contains("`session_history` tool and the archive id `a-20260101-0001`"));

@@ -81,15 +81,6 @@ Be concise.";
 struct NativeSummary;
 
 impl Strategy for NativeSummary {
-    fn describe() -> PluginInfo {
-        PluginInfo {
-            name: "native-summary".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            description: "model summary in Pi's structure, with update mode and split-turn prefix".into(),
-            capabilities: vec!["log".into(), "tokens".into(), "model".into()],
-        }
-    }
-
     fn compact(request: CompactRequest) -> Result<Outcome, StrategyError> {
         let config: Config = parse_config(&request.config)?;
         let range = replaceable_range(&request)?;
@@ -265,7 +256,7 @@ mod tests {
     }
     fn edit(id: &str, path: &str) -> [Entry; 2] {
         let call = ToolCall { id: id.into(), name: "edit".into(), args: format!(r#"{{"path":"{path}"}}"#) };
-        let result = ToolResult { call_id: id.into(), content: "ok".into(), is_error: false };
+        let result = ToolResult { call_id: id.into(), content: "ok".into(), is_error: false, elided: None };
         [entry(Role::Assistant, Origin::Agent, vec![Part::ToolCall(call)]), entry(Role::Tool, Origin::Tool, vec![Part::ToolResult(result)])]
     }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use cairn_sdk::host::archive;
 use cairn_sdk::types::*;
-use cairn_sdk::{count_tokens, export_strategy, log_info, placeholder_text, range_of, recount, tool_calls, Strategy};
+use cairn_sdk::{count_tokens, export_strategy, log_info, parse_config, placeholder_text, range_of, recount, tool_calls, Strategy};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -37,21 +37,8 @@ impl Default for Config {
 struct ShakeElide;
 
 impl Strategy for ShakeElide {
-    fn describe() -> PluginInfo {
-        PluginInfo {
-            name: "shake-elide".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            description: "elides old tool outputs, stale reads and large blocks into recoverable placeholders".into(),
-            capabilities: vec!["log".into(), "tokens".into(), "archive".into()],
-        }
-    }
-
     fn compact(request: CompactRequest) -> Result<Outcome, StrategyError> {
-        let config: Config = if request.config.trim().is_empty() {
-            Config::default()
-        } else {
-            serde_json::from_str(&request.config).map_err(|e| StrategyError::Failed(format!("config: {e}")))?
-        };
+        let config: Config = parse_config(&request.config)?;
         let entries = &request.entries;
         let calls = tool_calls(entries);
         let last_touch = last_touch_by_path(entries);
@@ -94,7 +81,7 @@ fn shake_entry(
     for part in entry.parts.iter_mut() {
         match part {
             Part::ToolResult(result) => {
-                if is_placeholder(&result.content) {
+                if is_elided(result) {
                     continue;
                 }
                 let (name, args) = calls.get(&result.call_id).map(|(n, a)| (n.as_str(), a.as_str())).unwrap_or(("", ""));
@@ -118,6 +105,7 @@ fn shake_entry(
                     None => "elided".to_string(),
                 };
                 result.content = placeholder_text(&what, tokens, &uri);
+                result.elided = Some(uri);
                 changed = true;
             }
             Part::Thinking(text) => {
@@ -188,8 +176,11 @@ fn store(content: &str) -> Result<String, StrategyError> {
     })
 }
 
-fn is_placeholder(content: &str) -> bool {
-    content.starts_with('[') && content.contains("— recover: artifact://") && content.len() < 400
+/// Already set aside: `elided` names the URI (results elided before the field existed carry
+/// only the placeholder text).
+fn is_elided(result: &ToolResult) -> bool {
+    let content = &result.content;
+    result.elided.is_some() || (content.starts_with('[') && content.contains("— recover: artifact://") && content.len() < 400)
 }
 
 /// The last entry index at which any tool call names each file path.
@@ -216,3 +207,21 @@ fn path_argument(args: &str) -> Option<String> {
 }
 
 export_strategy!(ShakeElide);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(content: &str, elided: Option<&str>) -> ToolResult {
+        ToolResult { call_id: "c1".into(), content: content.into(), is_error: false, elided: elided.map(String::from) }
+    }
+
+    #[test]
+    fn elided_results_are_recognised_by_their_uri() {
+        let text = placeholder_text("elided", 1_234, "artifact://a-1/2");
+        assert!(is_elided(&result(&text, Some("artifact://a-1/2"))));
+        assert!(is_elided(&result("[anything]", Some("artifact://a-1/2"))));
+        assert!(is_elided(&result(&text, None)), "the placeholder text alone, as written before `elided`");
+        assert!(!is_elided(&result("cargo test: 3 passed", None)));
+    }
+}

@@ -4,7 +4,7 @@
 //! Unknown usage never starts anything automatically.
 
 use cairn_sdk::types::*;
-use cairn_sdk::{export_trigger, log_warn, parse_config, Trigger};
+use cairn_sdk::{config_or_defaults, export_trigger, parse_config, pending_request_decision, thousands, Trigger};
 use serde::Deserialize;
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -30,9 +30,7 @@ impl Default for Config {
 
 /// Parses and checks the config; the error says what is wrong.
 fn load_config(text: &str) -> Result<Config, String> {
-    let config: Config = parse_config(text).map_err(|e| match e {
-        StrategyError::Failed(why) | StrategyError::Unavailable(why) | StrategyError::NothingToDo(why) => why,
-    })?;
+    let config: Config = parse_config(text).map_err(StrategyError::into_message)?;
     for (key, value) in [("advise_at", config.advise_at), ("compact_at", config.compact_at), ("handover_at", config.handover_at)] {
         if !(value.is_finite() && value > 0.0) {
             return Err(format!("config: {key} must be a share of the window above 0, not {value}"));
@@ -44,37 +42,24 @@ fn load_config(text: &str) -> Result<Config, String> {
 struct TriggerDefault;
 
 impl Trigger for TriggerDefault {
-    fn describe() -> PluginInfo {
-        PluginInfo {
-            name: "trigger-default".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            description: "compacts at a share of the window, advises the agent before, honours agent requests".into(),
-            capabilities: vec!["log".into()],
-        }
-    }
-
     fn decide(input: TriggerInput) -> TriggerDecision {
         // A broken config must not stop maintenance altogether: say so and use the defaults.
-        let config = load_config(&input.config).unwrap_or_else(|why| {
-            log_warn(&format!("{why}; using the defaults"));
-            Config::default()
-        });
-        decide(&input, &config)
+        decide(&input, &config_or_defaults(load_config(&input.config)))
     }
 }
 
 /// The whole rule, free of host calls.
 fn decide(input: &TriggerInput, config: &Config) -> TriggerDecision {
-    let cooling = input.cooldown_left > 0;
     let level = Level::of(&input.usage);
-    if let (Some(request), false) = (&input.pending_request, cooling) {
-        return requested(request, level.as_ref());
+    let context = level.as_ref().map(|l| format!("context at {}", l.describe()));
+    if let Some(requested) = pending_request_decision(input, context.as_deref()) {
+        return requested;
     }
     // Unknown usage (or an unknown window): nothing automatic.
     let Some(level) = level else {
         return TriggerDecision::None;
     };
-    if cooling {
+    if input.cooldown_left > 0 {
         return advice(input, config, &level);
     }
     if config.auto_handover && level.fraction >= config.handover_at {
@@ -84,15 +69,6 @@ fn decide(input: &TriggerInput, config: &Config) -> TriggerDecision {
         return TriggerDecision::Compact(format!("context at {}", level.describe()));
     }
     advice(input, config, &level)
-}
-
-/// What the agent asked for, with the usage when known.
-fn requested(request: &AgentRequest, level: Option<&Level>) -> TriggerDecision {
-    let at = level.map(|l| format!(" (context at {})", l.describe())).unwrap_or_default();
-    match request.kind {
-        RequestKind::Compact => TriggerDecision::Compact(format!("compaction requested by the agent{at}")),
-        RequestKind::Handover => TriggerDecision::Handover(format!("handover requested by the agent{at}")),
-    }
 }
 
 /// `Advise` when the context is past `advise_at` on an advice turn, else `None`.
@@ -137,19 +113,6 @@ impl Level {
     fn describe_with_tokens(&self) -> String {
         format!("{} ({} of {} tokens)", self.describe(), thousands(self.tokens), thousands(self.window))
     }
-}
-
-/// `128000` → `128,000`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 export_trigger!(TriggerDefault);

@@ -3,7 +3,7 @@
 //! hands over on its own, and unknown usage never starts anything automatically.
 
 use cairn_sdk::types::*;
-use cairn_sdk::{export_trigger, log_warn, parse_config, Trigger};
+use cairn_sdk::{export_trigger, pending_request_decision, thousands, trigger_config, Trigger};
 use serde::Deserialize;
 
 /// Used when neither the config nor the harness names a reserve.
@@ -16,30 +16,11 @@ struct Config {
     reserve_tokens: Option<u64>,
 }
 
-fn load_config(text: &str) -> Result<Config, String> {
-    parse_config(text).map_err(|e| match e {
-        StrategyError::Failed(why) | StrategyError::Unavailable(why) | StrategyError::NothingToDo(why) => why,
-    })
-}
-
 struct TriggerReserve;
 
 impl Trigger for TriggerReserve {
-    fn describe() -> PluginInfo {
-        PluginInfo {
-            name: "trigger-reserve".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            description: "compacts when the context exceeds the window minus a reserve, honours agent requests".into(),
-            capabilities: vec!["log".into()],
-        }
-    }
-
     fn decide(input: TriggerInput) -> TriggerDecision {
-        let config = load_config(&input.config).unwrap_or_else(|why| {
-            log_warn(&format!("{why}; using the defaults"));
-            Config::default()
-        });
-        decide(&input, &config)
+        decide(&input, &trigger_config(&input.config))
     }
 }
 
@@ -52,11 +33,8 @@ fn decide(input: &TriggerInput, config: &Config) -> TriggerDecision {
     if input.cooldown_left > 0 {
         return TriggerDecision::None;
     }
-    if let Some(request) = &input.pending_request {
-        return match request.kind {
-            RequestKind::Compact => TriggerDecision::Compact("compaction requested by the agent".into()),
-            RequestKind::Handover => TriggerDecision::Handover("handover requested by the agent".into()),
-        };
+    if let Some(requested) = pending_request_decision(input, None) {
+        return requested;
     }
     let (Some(tokens), window) = (input.usage.context_tokens, input.usage.window) else {
         return TriggerDecision::None;
@@ -78,24 +56,16 @@ fn decide(input: &TriggerInput, config: &Config) -> TriggerDecision {
     TriggerDecision::None
 }
 
-/// `128000` → `128,000`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 export_trigger!(TriggerReserve);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cairn_sdk::parse_config;
+
+    fn load_config(text: &str) -> Result<Config, String> {
+        parse_config(text).map_err(StrategyError::into_message)
+    }
 
     fn input(tokens: Option<u64>, reserve: u64) -> TriggerInput {
         TriggerInput {

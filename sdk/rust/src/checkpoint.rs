@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::types::{Entry, Part, Role, ToolResult};
-use crate::{clip_ellipsis, is_operator_message, message_text};
+use crate::{clip_ellipsis, is_operator_message, log_warn, message_text};
 
 /// The JSON Schema every checkpoint must satisfy (the host validates against it).
 pub const SCHEMA: &str = include_str!("../../../wit/0.1.0/checkpoint.schema.json");
@@ -100,6 +100,41 @@ fn fenced(text: &str) -> Option<&str> {
     let body = &text[open + 3..];
     let body = &body[body.find('\n')? + 1..]; // skip the language tag
     Some(&body[..body.find("```").unwrap_or(body.len())])
+}
+
+/// The config of strategies that write a checkpoint by the model when the policy grants it, else
+/// by deterministic extraction (`checkpoint-json`, `handover`). Read it with
+/// [`parse_config`](crate::parse_config); the model-or-extraction switch is
+/// [`ask_model_or_fallback`](crate::ask_model_or_fallback).
+#[derive(Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckpointConfig {
+    /// Tokens of operator text quoted verbatim by the deterministic extraction.
+    pub operator_budget_tokens: u32,
+    /// Reply budget of the model.
+    pub max_tokens: u32,
+    /// Tool output longer than this is clamped before the model sees it.
+    pub clamp_chars: usize,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> Self {
+        CheckpointConfig { operator_budget_tokens: 4000, max_tokens: 4096, clamp_chars: 2000 }
+    }
+}
+
+/// The previous checkpoint of a [`CompactRequest`](crate::types::CompactRequest), if it has a
+/// valid one; an invalid one is logged and ignored.
+pub fn previous(json: Option<&str>) -> Option<Checkpoint> {
+    parse(json?).map_err(|e| log_warn(&format!("ignoring the previous checkpoint: {e}"))).ok()
+}
+
+/// `current` [`merge`]d onto `previous` when there is one.
+pub fn carry_forward(previous: Option<&Checkpoint>, current: Checkpoint) -> Checkpoint {
+    match previous {
+        Some(previous) => merge(previous, current),
+        None => current,
+    }
 }
 
 /// Deterministic extraction; operator text is budgeted with the host's tokenizer.
@@ -850,7 +885,7 @@ mod tests {
         let call = ToolCall { id: id.into(), name: name.into(), args: args.into() };
         let mut out = vec![entry(Role::Assistant, Origin::Agent, vec![Part::ToolCall(call)])];
         if let Some((content, is_error)) = output {
-            let result = ToolResult { call_id: id.into(), content: content.into(), is_error };
+            let result = ToolResult { call_id: id.into(), content: content.into(), is_error, elided: None };
             out.push(entry(Role::Tool, Origin::Tool, vec![Part::ToolResult(result)]));
         }
         out

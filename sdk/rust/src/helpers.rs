@@ -1,9 +1,18 @@
-//! Helpers plugin authors keep needing: token counts, safe cut points, placeholders, logging.
+//! Helpers plugin authors keep needing: token counts, safe cut points, placeholders, logging,
+//! config loading, agent requests and the model-or-fallback switch.
 
 use std::ops::RangeInclusive;
 
+use cairn_rules::{PartRef, RuleEntry};
+// The host's own rules, one definition for host and plugins: placeholder text, `12,345`-style
+// numbers, char clipping, and the seed limits (the last `SEED_MESSAGES` operator messages, at
+// most `SEED_MESSAGE_CHARS` chars of each).
+pub use cairn_rules::{clip_chars, placeholder_text, thousands, SEED_MESSAGES, SEED_MESSAGE_CHARS};
+use serde::de::DeserializeOwned;
+
+use crate::host::model::ModelError;
 use crate::host::{log, model, tokens};
-use crate::types::{CompactRequest, Entry, EntryRange, Origin, Part, Role, StrategyError};
+use crate::types::{AgentRequest, CompactRequest, Entry, EntryRange, Origin, Part, RequestKind, Role, StrategyError, TriggerDecision, TriggerInput};
 
 /// Exact token count by the host's tokenizer (the `tokens` capability).
 pub fn count_tokens(text: &str) -> u32 {
@@ -15,23 +24,22 @@ pub fn recount(entry: &mut Entry) {
     entry.tokens = count_tokens(&entry_text(entry));
 }
 
-/// The text the model reads in an entry, as the host counts it.
+/// The text the model reads in an entry, as the host counts it (tokens are counted of this).
 pub fn entry_text(entry: &Entry) -> String {
-    let mut out = String::new();
-    for part in &entry.parts {
-        match part {
-            Part::Text(text) | Part::Thinking(text) | Part::Image(text) => out.push_str(text),
-            Part::ToolCall(call) => {
-                out.push_str(&call.name);
-                out.push(' ');
-                out.push_str(&call.args);
-            }
-            Part::ToolResult(result) => out.push_str(&result.content),
-            Part::Placeholder(placeholder) => out.push_str(&placeholder.text),
-        }
-        out.push('\n');
+    cairn_rules::entry_text(entry)
+}
+
+impl RuleEntry for Entry {
+    fn parts(&self) -> impl Iterator<Item = PartRef<'_>> {
+        self.parts.iter().map(|part| match part {
+            Part::Text(text) => PartRef::Text(text),
+            Part::Thinking(text) => PartRef::Thinking(text),
+            Part::ToolCall(call) => PartRef::ToolCall { id: &call.id, name: &call.name, args: &call.args },
+            Part::ToolResult(result) => PartRef::ToolResult { call_id: &result.call_id, content: &result.content },
+            Part::Image(reference) => PartRef::Image(reference),
+            Part::Placeholder(placeholder) => PartRef::Placeholder(&placeholder.text),
+        })
     }
-    out
 }
 
 pub fn log_info(message: &str) {
@@ -46,29 +54,7 @@ pub fn log_warn(message: &str) {
 /// tool call from its result (no call made before `i` is answered at or after `i`).
 /// `cuts[entries.len()]` is the end. The host checks the same rule on every outcome.
 pub fn safe_cut_points(entries: &[Entry]) -> Vec<bool> {
-    let mut answered_at = std::collections::HashMap::new();
-    for (i, entry) in entries.iter().enumerate() {
-        for part in &entry.parts {
-            if let Part::ToolResult(result) = part {
-                answered_at.entry(result.call_id.as_str()).or_insert(i);
-            }
-        }
-    }
-    // reach: one past the latest entry answering a call made so far.
-    let mut cuts = vec![true; entries.len() + 1];
-    let mut reach = 0usize;
-    for (i, entry) in entries.iter().enumerate() {
-        cuts[i] = reach <= i;
-        for part in &entry.parts {
-            if let Part::ToolCall(call) = part {
-                if let Some(&answer) = answered_at.get(call.id.as_str()) {
-                    reach = reach.max(answer + 1);
-                }
-            }
-        }
-    }
-    cuts[entries.len()] = reach <= entries.len();
-    cuts
+    cairn_rules::safe_cuts(entries)
 }
 
 /// Maps each tool call id to the call's name and JSON arguments.
@@ -81,25 +67,6 @@ pub fn tool_calls(entries: &[Entry]) -> std::collections::HashMap<String, (Strin
             _ => None,
         })
         .collect()
-}
-
-/// The placeholder text Cairn uses for elided content, e.g.
-/// `[elided ~12,345 tokens — recover: artifact://a-…/3]`.
-pub fn placeholder_text(what: &str, tokens: u32, uri: &str) -> String {
-    format!("[{what} ~{} tokens — recover: {uri}]", thousands(tokens))
-}
-
-/// `12345` → `12,345`.
-pub fn thousands(n: u32) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The range covering `entries[first..=last]`.
@@ -125,14 +92,6 @@ pub fn is_operator_message(entry: &Entry) -> bool {
     entry.origin == Origin::Operator && entry.role == Role::User
 }
 
-/// The first `max` chars of `text` (chars, not bytes).
-pub fn clip_chars(text: &str, max: usize) -> &str {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => &text[..at],
-        None => text,
-    }
-}
-
 /// The last `max` chars of `text`.
 pub fn tail_chars(text: &str, max: usize) -> &str {
     let len = text.chars().count();
@@ -151,12 +110,53 @@ pub fn clip_ellipsis(text: &str, max: usize) -> String {
     }
 }
 
-/// The plugin's config: empty text means all defaults; unknown keys are an error.
-pub fn parse_config<T: serde::de::DeserializeOwned + Default>(text: &str) -> Result<T, StrategyError> {
+/// The plugin's config: empty text means all defaults; unknown keys are an error (give the
+/// struct `#[serde(deny_unknown_fields, default)]`).
+pub fn parse_config<T: DeserializeOwned + Default>(text: &str) -> Result<T, StrategyError> {
     if text.trim().is_empty() {
         return Ok(T::default());
     }
     serde_json::from_str(text).map_err(|e| StrategyError::Failed(format!("config: {e}")))
+}
+
+impl StrategyError {
+    /// What went wrong, whatever the kind.
+    pub fn into_message(self) -> String {
+        match self {
+            StrategyError::Unavailable(why) | StrategyError::NothingToDo(why) | StrategyError::Failed(why) => why,
+        }
+    }
+}
+
+/// For plugins that have no error to return (triggers, commit policies): a broken config must
+/// not stop maintenance, so it is logged as a warning and the defaults are used.
+pub fn config_or_defaults<T: Default>(loaded: Result<T, String>) -> T {
+    loaded.unwrap_or_else(|why| {
+        log_warn(&format!("{why}; using the defaults"));
+        T::default()
+    })
+}
+
+/// A trigger's (or commit policy's) config as [`parse_config`] reads it, or the defaults with a
+/// warning when it is broken (see [`config_or_defaults`]; check values there when some are invalid).
+pub fn trigger_config<T: DeserializeOwned + Default>(text: &str) -> T {
+    config_or_defaults(parse_config(text).map_err(StrategyError::into_message))
+}
+
+/// The agent's pending request as a decision, `compaction requested by the agent` or
+/// `handover requested by the agent`, with `context` (e.g. `context at 63% of the window`) in
+/// parentheses when given. None when nothing is pending or a cooldown is still running: a
+/// request waits for the cooldown, like any automatic action.
+pub fn pending_request_decision(input: &TriggerInput, context: Option<&str>) -> Option<TriggerDecision> {
+    if input.cooldown_left > 0 {
+        return None;
+    }
+    let AgentRequest { kind, .. } = input.pending_request.as_ref()?;
+    let at = context.map(|c| format!(" ({c})")).unwrap_or_default();
+    Some(match kind {
+        RequestKind::Compact => TriggerDecision::Compact(format!("compaction requested by the agent{at}")),
+        RequestKind::Handover => TriggerDecision::Handover(format!("handover requested by the agent{at}")),
+    })
 }
 
 /// The entries a strategy replaces: `[protected_head, tail_start - 1]` (for a handover the host
@@ -182,18 +182,97 @@ pub fn summary_replacement(replaced: &[Entry], text: String) -> Vec<Entry> {
 }
 
 /// One completion: a system prompt and a user message.
-pub fn ask_model(system: &str, user: &str, max_tokens: u32) -> Result<String, model::ModelError> {
+pub fn ask_model(system: &str, user: &str, max_tokens: u32) -> Result<String, ModelError> {
     let message = |role: &str, content: &str| model::Message { role: role.into(), content: content.into() };
     model::complete(&model::CompletionRequest { messages: vec![message("system", system), message("user", user)], max_tokens })
 }
 
+/// For strategies that hold `model` as optional: asks the model once. `Some(reply)` when it
+/// answered; `None` when the policy does not grant `model` (logged as `model not granted:
+/// {fallback}`, where `fallback` names the model-free way taken instead); any other model error
+/// is the step's error ([`model_unavailable`]), so the chain moves on.
+pub fn ask_model_or_fallback(system: &str, user: &str, max_tokens: u32, fallback: &str) -> Result<Option<String>, StrategyError> {
+    match ask_model(system, user, max_tokens) {
+        Ok(reply) => Ok(Some(reply)),
+        Err(ModelError::Denied(_)) => {
+            log_info(&format!("model not granted: {fallback}"));
+            Ok(None)
+        }
+        Err(e) => Err(model_unavailable(e)),
+    }
+}
+
 /// A model error as a strategy error: every kind means "no usable model here" (`unavailable`).
 /// Plugins that hold `model` as optional handle `Denied` before, by falling back.
-pub fn model_unavailable(error: model::ModelError) -> StrategyError {
+pub fn model_unavailable(error: ModelError) -> StrategyError {
     StrategyError::Unavailable(match error {
-        model::ModelError::Denied(why) => format!("model denied: {why}"),
-        model::ModelError::Unavailable(why) => format!("model unavailable: {why}"),
-        model::ModelError::Timeout => "model timed out".into(),
-        model::ModelError::Failed(why) => format!("model failed: {why}"),
+        ModelError::Denied(why) => format!("model denied: {why}"),
+        ModelError::Unavailable(why) => format!("model unavailable: {why}"),
+        ModelError::Timeout => "model timed out".into(),
+        ModelError::Failed(why) => format!("model failed: {why}"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Placeholder, ToolCall, ToolResult, Usage};
+
+    fn entry(parts: Vec<Part>) -> Entry {
+        Entry { id: String::new(), role: Role::Assistant, origin: Origin::Agent, parts, tokens: 0, turn: 0, pinned: false }
+    }
+    fn call(id: &str) -> Entry {
+        entry(vec![Part::ToolCall(ToolCall { id: id.into(), name: "bash".into(), args: "{}".into() })])
+    }
+    fn result(id: &str, content: &str, elided: Option<&str>) -> Entry {
+        let result = ToolResult { call_id: id.into(), content: content.into(), is_error: false, elided: elided.map(String::from) };
+        entry(vec![Part::ToolResult(result)])
+    }
+
+    #[test]
+    fn the_host_rules_read_generated_entries() {
+        let placeholder = Placeholder { text: "[thinking elided]".into(), uri: Some("artifact://a-1/1".into()) };
+        let mixed = entry(vec![Part::Text("a".into()), Part::Placeholder(placeholder), Part::Thinking("t".into())]);
+        assert_eq!(entry_text(&mixed), "a\n[thinking elided]\nt\n");
+        assert_eq!(entry_text(&result("c1", "[elided]", Some("artifact://a-1/2"))), "[elided]\n");
+        let entries = [call("c1"), mixed, result("c1", "ok", None), call("c2")];
+        assert_eq!(safe_cut_points(&entries), [true, false, false, true, true]);
+    }
+
+    fn trigger_input(cooldown_left: u32, kind: Option<RequestKind>) -> TriggerInput {
+        TriggerInput {
+            usage: Usage { context_tokens: None, window: 0, reserve: 0 },
+            turn: 1,
+            turns_since_maintenance: None,
+            cooldown_left,
+            pending_request: kind.map(|kind| AgentRequest { kind, preserve: String::new(), resume: String::new() }),
+            recent_outcomes: Vec::new(),
+            config: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_pending_request_waits_for_the_cooldown() {
+        assert!(pending_request_decision(&trigger_input(0, None), None).is_none());
+        assert!(pending_request_decision(&trigger_input(2, Some(RequestKind::Compact)), None).is_none());
+        match pending_request_decision(&trigger_input(0, Some(RequestKind::Compact)), None) {
+            Some(TriggerDecision::Compact(why)) => assert_eq!(why, "compaction requested by the agent"),
+            other => panic!("{other:?}"),
+        }
+        match pending_request_decision(&trigger_input(0, Some(RequestKind::Handover)), Some("context at 63% of the window")) {
+            Some(TriggerDecision::Handover(why)) => assert_eq!(why, "handover requested by the agent (context at 63% of the window)"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn configs_parse_strictly_and_say_what_is_wrong() {
+        let loaded: Result<crate::checkpoint::CheckpointConfig, String> = parse_config("").map_err(StrategyError::into_message);
+        assert_eq!(loaded.unwrap().max_tokens, 4096);
+        let loaded: crate::checkpoint::CheckpointConfig = parse_config(r#"{"clamp_chars": 10}"#).unwrap();
+        assert_eq!((loaded.clamp_chars, loaded.operator_budget_tokens), (10, 4000));
+        let broken = parse_config::<crate::checkpoint::CheckpointConfig>(r#"{"clamp": 10}"#).map_err(StrategyError::into_message);
+        assert!(broken.unwrap_err().starts_with("config: unknown field `clamp`"));
+        assert_eq!(config_or_defaults(Ok(7u32)), 7);
+    }
 }

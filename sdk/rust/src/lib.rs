@@ -5,6 +5,38 @@
 //! Build with `cargo build --target wasm32-unknown-unknown --release` and turn the module into a
 //! component (`wasm-tools component new`); the bundled plugins in `plugins/` show the whole loop.
 //!
+//! A plugin describes itself in its manifest, `cairn-plugin.toml`, beside its `Cargo.toml`: the
+//! host reads name, kind, version, description and capabilities there before it compiles
+//! anything, so the component exports only the work itself.
+//!
+//! ```no_run
+//! use cairn_sdk::types::{TriggerDecision, TriggerInput};
+//! use cairn_sdk::{export_trigger, pending_request_decision, Trigger};
+//!
+//! /// Acts only when the agent asks, once any cooldown is over.
+//! struct AgentOnly;
+//!
+//! impl Trigger for AgentOnly {
+//!     fn decide(input: TriggerInput) -> TriggerDecision {
+//!         pending_request_decision(&input, None).unwrap_or(TriggerDecision::None)
+//!     }
+//! }
+//!
+//! export_trigger!(AgentOnly);
+//! ```
+//!
+//! ```toml
+//! # cairn-plugin.toml
+//! name = "agent-only"
+//! kind = "trigger"
+//! version = "0.1.0"
+//! description = "Compacts or hands over only when the agent asks"
+//! capabilities = []
+//! ```
+//!
+//! The rules the host checks every outcome against (entry text, safe cut points, placeholder
+//! text, seed limits) come from `cairn-rules`, the crate the host uses too: see [`rules`].
+//!
 //! Every trait method has a default, so a plugin keeps compiling when the contract grows.
 
 pub mod checkpoint;
@@ -12,6 +44,8 @@ mod helpers;
 pub mod prompt;
 
 pub use helpers::*;
+/// The rules host and plugins share, as the host applies them.
+pub use cairn_rules as rules;
 
 /// Generated bindings of the `strategy` world (also the home of the shared types and capabilities).
 #[doc(hidden)]
@@ -44,6 +78,7 @@ pub mod trigger_bindings {
 
 /// Generated bindings of the `commit-policy` world.
 #[doc(hidden)]
+#[allow(clippy::too_many_arguments)] // the flattened `decide(boundary, proposal)` export
 pub mod commit_policy_bindings {
     wit_bindgen::generate!({
         path: "../../wit/0.1.0",
@@ -72,8 +107,6 @@ use types::*;
 
 /// What replaces older history. Called with the entries, the protected head and the verbatim tail.
 pub trait Strategy {
-    fn describe() -> PluginInfo;
-
     fn compact(request: CompactRequest) -> Result<Outcome, StrategyError> {
         let _ = request;
         Err(StrategyError::Failed("compact is not implemented by this plugin".into()))
@@ -82,8 +115,6 @@ pub trait Strategy {
 
 /// When to act: called at every turn boundary.
 pub trait Trigger {
-    fn describe() -> PluginInfo;
-
     fn decide(input: TriggerInput) -> TriggerDecision {
         let _ = input;
         TriggerDecision::None
@@ -92,8 +123,6 @@ pub trait Trigger {
 
 /// Whether swapping the working context now is safe.
 pub trait CommitPolicy {
-    fn describe() -> PluginInfo;
-
     fn decide(boundary: Boundary, proposal: Proposal) -> CommitDecision {
         let _ = (boundary, proposal);
         CommitDecision::Commit
@@ -105,9 +134,6 @@ pub trait CommitPolicy {
 macro_rules! export_strategy {
     ($plugin:ident) => {
         impl $crate::strategy_bindings::Guest for $plugin {
-            fn describe() -> $crate::types::PluginInfo {
-                <$plugin as $crate::Strategy>::describe()
-            }
             fn compact(
                 request: $crate::types::CompactRequest,
             ) -> Result<$crate::types::Outcome, $crate::types::StrategyError> {
@@ -123,9 +149,6 @@ macro_rules! export_strategy {
 macro_rules! export_trigger {
     ($plugin:ident) => {
         impl $crate::trigger_bindings::Guest for $plugin {
-            fn describe() -> $crate::types::PluginInfo {
-                <$plugin as $crate::Trigger>::describe()
-            }
             fn decide(input: $crate::types::TriggerInput) -> $crate::types::TriggerDecision {
                 <$plugin as $crate::Trigger>::decide(input)
             }
@@ -139,9 +162,6 @@ macro_rules! export_trigger {
 macro_rules! export_commit_policy {
     ($plugin:ident) => {
         impl $crate::commit_policy_bindings::Guest for $plugin {
-            fn describe() -> $crate::types::PluginInfo {
-                <$plugin as $crate::CommitPolicy>::describe()
-            }
             fn decide(
                 boundary: $crate::types::Boundary,
                 proposal: $crate::types::Proposal,

@@ -4,34 +4,70 @@
 
 use std::sync::Arc;
 
-use crate::capabilities::Capability;
-use crate::engine::CallState;
-use crate::storage::archive::{self as reads, ReadError};
+use super::{Capability, Gate, Refusal};
+use crate::storage::archive::{Hits, Page, ReadError, Summary};
 use crate::storage::{ArchiveView, ArtifactUri};
-use crate::wit_edge::archive::{ArchiveError, EntrySlice, Hit, Hits, Host, Page, Summary};
 
 /// One artifact may be at most this large; all of a call's artifacts together at most 8×.
-const MAX_ARTIFACT_BYTES: usize = 8 << 20;
-const MAX_CALL_ARTIFACT_BYTES: usize = 64 << 20;
+pub const MAX_ARTIFACT_BYTES: usize = 8 << 20;
+pub const MAX_CALL_ARTIFACT_BYTES: usize = 64 << 20;
 
-/// The conversation one compaction attempt reads from and writes into.
-#[derive(Clone)]
-pub struct ArchiveScope {
-    pub archive_id: String,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArchiveError {
+    Denied(Refusal),
+    Read(ReadError),
+    /// This call has no conversation archive to read.
+    Unavailable(String),
+    TooLarge(String),
+}
+
+pub struct ArchiveCapability {
+    gate: Gate,
+    archive_id: String,
     /// Contents in order; artifact `n` (1-based) is `pending[n - 1]`.
-    pub pending: Vec<String>,
+    pending: Vec<String>,
     bytes: usize,
     view: Option<Arc<ArchiveView>>,
 }
 
-impl ArchiveScope {
-    pub fn new(archive_id: String, view: Option<Arc<ArchiveView>>) -> Self {
-        ArchiveScope { archive_id, pending: Vec::new(), bytes: 0, view }
+impl ArchiveCapability {
+    /// Reads from `view`; artifacts are numbered under `archive_id`.
+    pub fn new(gate: Gate, archive_id: String, view: Option<Arc<ArchiveView>>) -> Self {
+        ArchiveCapability { gate, archive_id, pending: Vec::new(), bytes: 0, view }
     }
 
-    fn put(&mut self, content: String) -> Result<String, ArchiveError> {
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// The artifacts stored during the call, in order.
+    pub fn into_pending(self) -> Vec<String> {
+        self.pending
+    }
+
+    /// The conversation's archive, if this plugin may read it.
+    fn readable(&mut self) -> Result<Arc<ArchiveView>, ArchiveError> {
+        self.gate.check(&[Capability::ArchiveRead, Capability::ArchiveWrite], "read the archive").map_err(ArchiveError::Denied)?;
+        self.view.clone().ok_or_else(|| ArchiveError::Unavailable("this call has no conversation archive".into()))
+    }
+
+    pub fn summary(&mut self) -> Result<Summary, ArchiveError> {
+        Ok(self.readable()?.summary())
+    }
+
+    pub fn search(&mut self, query: &str, offset: usize, limit: usize) -> Result<Hits, ArchiveError> {
+        self.readable()?.search(query, offset, limit).map_err(ArchiveError::Read)
+    }
+
+    pub fn page(&mut self, archive_id: &str, offset: usize, limit: usize, char_offset: usize) -> Result<Page, ArchiveError> {
+        self.readable()?.page(archive_id, offset, limit, char_offset).map_err(ArchiveError::Read)
+    }
+
+    /// Buffers an artifact and returns its `artifact://` URI.
+    pub fn put_artifact(&mut self, content: String) -> Result<String, ArchiveError> {
+        self.gate.check(&[Capability::ArchiveWrite], "store artifacts").map_err(ArchiveError::Denied)?;
         if content.len() > MAX_ARTIFACT_BYTES || self.bytes + content.len() > MAX_CALL_ARTIFACT_BYTES {
-            return Err(ArchiveError::Invalid(format!(
+            return Err(ArchiveError::TooLarge(format!(
                 "artifact too large: {} bytes (each at most {MAX_ARTIFACT_BYTES}, {MAX_CALL_ARTIFACT_BYTES} per call)",
                 content.len()
             )));
@@ -42,85 +78,33 @@ impl ArchiveScope {
     }
 }
 
-impl CallState {
-    fn deny(&mut self, what: &str, grant: &str) -> ArchiveError {
-        let why = format!("plugin {} may not {what}: the policy does not grant `{grant}`", self.plugin);
-        self.denied = Some(why.clone());
-        ArchiveError::Denied(why)
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capabilities::Grants;
+
+    fn archive(grants: &[Capability]) -> ArchiveCapability {
+        ArchiveCapability::new(Gate::new("p@1".into(), Grants::new(grants.iter().copied())), "a-0123456789abcdef".into(), None)
     }
 
-    /// The conversation's archive, if this plugin may read it.
-    fn readable(&mut self) -> Result<Arc<ArchiveView>, ArchiveError> {
-        if !self.grants.can_read_archive() {
-            return Err(self.deny("read the archive", "archive:read"));
+    #[test]
+    fn artifacts_are_capped_each_and_per_call() {
+        let mut archive = archive(&[Capability::ArchiveWrite]);
+        assert!(matches!(archive.put_artifact("x".repeat(MAX_ARTIFACT_BYTES + 1)), Err(ArchiveError::TooLarge(_))));
+        for _ in 0..MAX_CALL_ARTIFACT_BYTES / MAX_ARTIFACT_BYTES {
+            archive.put_artifact("x".repeat(MAX_ARTIFACT_BYTES)).unwrap();
         }
-        self.archive.view.clone().ok_or_else(|| ArchiveError::Unavailable("this call has no conversation archive".into()))
-    }
-}
-
-impl From<ReadError> for ArchiveError {
-    fn from(e: ReadError) -> Self {
-        match e {
-            ReadError::NotFound(m) => ArchiveError::NotFound(m),
-            ReadError::Invalid(m) => ArchiveError::Invalid(m),
-            ReadError::Unreadable(m) => ArchiveError::Unavailable(m),
-        }
-    }
-}
-
-impl Host for CallState {
-    fn read_summary(&mut self) -> wasmtime::Result<Result<Summary, ArchiveError>> {
-        Ok(self.readable().map(|view| {
-            let s = view.summary();
-            Summary { text: s.text, truncated: s.truncated }
-        }))
+        assert!(matches!(archive.put_artifact("x".into()), Err(ArchiveError::TooLarge(_))), "the per-call budget is spent");
+        assert_eq!(archive.into_pending().len(), 8);
     }
 
-    fn search(&mut self, query: String, offset: u32, limit: u32) -> wasmtime::Result<Result<Hits, ArchiveError>> {
-        Ok(self.readable().and_then(|view| {
-            let found = view.search(&query, offset as usize, limit as usize)?;
-            Ok(Hits {
-                hits: found.hits.into_iter().map(hit).collect(),
-                total: found.total as u32,
-                next_offset: found.next_offset.map(|n| n as u32),
-                clamped: found.clamped,
-            })
-        }))
-    }
-
-    fn page_entries(&mut self, archive_id: String, offset: u32, limit: u32, char_offset: u32) -> wasmtime::Result<Result<Page, ArchiveError>> {
-        Ok(self.readable().and_then(|view| {
-            let page = view.page(&archive_id, offset as usize, limit as usize, char_offset as usize)?;
-            Ok(Page {
-                archive_id: page.archive_id,
-                entries: page.entries.into_iter().map(slice).collect(),
-                total: page.total as u32,
-                next_offset: page.next_offset.map(|n| n as u32),
-                clamped: page.clamped,
-            })
-        }))
-    }
-
-    fn put_artifact(&mut self, content: String) -> wasmtime::Result<Result<String, ArchiveError>> {
-        if !self.grants.has(Capability::ArchiveWrite) {
-            return Ok(Err(self.deny("store artifacts", "archive:write")));
-        }
-        Ok(self.archive.put(content))
-    }
-}
-
-fn hit(h: reads::Hit) -> Hit {
-    Hit { archive_id: h.archive_id, index: h.index as u32, entry_id: h.entry_id, score: h.score, snippet: h.snippet, char_offset: h.char_offset as u32 }
-}
-
-fn slice(s: reads::EntrySlice) -> EntrySlice {
-    EntrySlice {
-        index: s.index as u32,
-        entry_id: s.entry_id,
-        role: s.role,
-        text: s.text,
-        char_offset: s.char_offset as u32,
-        total_chars: s.total_chars as u32,
-        next_char_offset: s.next_char_offset.map(|n| n as u32),
+    #[test]
+    fn reading_needs_a_grant_and_writing_needs_archive_write() {
+        let mut read_only = archive(&[Capability::ArchiveRead]);
+        assert!(matches!(read_only.put_artifact("x".into()), Err(ArchiveError::Denied(r)) if r.capability == Capability::ArchiveWrite));
+        assert!(matches!(read_only.summary(), Err(ArchiveError::Unavailable(_))), "granted, but no archive in this call");
+        let mut none = archive(&[]);
+        assert!(matches!(none.summary(), Err(ArchiveError::Denied(_))));
+        assert_eq!(none.gate().refused().len(), 1);
     }
 }

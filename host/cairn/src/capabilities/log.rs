@@ -1,31 +1,44 @@
 //! `log`: plugin messages into the host's `tracing`, bounded so a plugin cannot flood it.
 
-use crate::engine::CallState;
-use crate::wit_edge::log::{Host, Level};
+use super::{Capability, Gate};
 
-const MAX_LINES_PER_CALL: u32 = 1_000;
-const MAX_LINE_CHARS: usize = 2_000;
+pub const MAX_LINES_PER_CALL: u32 = 1_000;
+pub const MAX_LINE_CHARS: usize = 2_000;
 
-#[derive(Debug, Default)]
-pub struct LogBudget {
+pub struct LogCapability {
+    gate: Gate,
     lines: u32,
+    /// Lines over the budget, reported once the call ends.
+    pub dropped: u32,
 }
 
-impl Host for CallState {
-    fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
-        if !self.grants.has(crate::capabilities::Capability::Log) || self.log.lines >= MAX_LINES_PER_CALL {
-            return Ok(());
+impl LogCapability {
+    pub fn new(gate: Gate) -> Self {
+        LogCapability { gate, lines: 0, dropped: 0 }
+    }
+
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// Logs one line; without the grant the line is dropped and the refusal recorded.
+    pub fn log(&mut self, level: tracing::Level, message: &str) {
+        if self.gate.check(&[Capability::Log], "log").is_err() {
+            return;
         }
-        self.log.lines += 1;
-        let message: String = message.chars().take(MAX_LINE_CHARS).collect();
-        let plugin = self.plugin.as_str();
+        if self.lines >= MAX_LINES_PER_CALL {
+            self.dropped += 1;
+            return;
+        }
+        self.lines += 1;
+        let message = cairn_rules::clip_chars(message, MAX_LINE_CHARS);
+        let plugin = self.gate.plugin();
         match level {
-            Level::Trace => tracing::trace!(plugin, "{message}"),
-            Level::Debug => tracing::debug!(plugin, "{message}"),
-            Level::Info => tracing::info!(plugin, "{message}"),
-            Level::Warn => tracing::warn!(plugin, "{message}"),
-            Level::Error => tracing::error!(plugin, "{message}"),
+            tracing::Level::TRACE => tracing::trace!(plugin, "{message}"),
+            tracing::Level::DEBUG => tracing::debug!(plugin, "{message}"),
+            tracing::Level::INFO => tracing::info!(plugin, "{message}"),
+            tracing::Level::WARN => tracing::warn!(plugin, "{message}"),
+            _ => tracing::error!(plugin, "{message}"),
         }
-        Ok(())
     }
 }

@@ -1,17 +1,22 @@
-//! Host capabilities plugins may import, one module each. A policy grants them per plugin;
-//! a component importing an interface it was not granted is refused at load time, and each
-//! call checks its grant again (defence in depth).
+//! Host capabilities plugins may import, one module each: its state for one call, its grant
+//! check and its logic, in domain types (the WIT edge's `Host` impls delegate here). A policy
+//! grants capabilities per plugin; a component importing one it was not granted is refused at
+//! load time, and every call checks its grant again through one [`Gate`], which records each
+//! refusal the same way so the step record can name the plugin and the capability.
 
-mod archive;
-mod log;
-mod model;
-mod tokens;
+pub mod archive;
+pub mod log;
+pub mod model;
+pub mod tokens;
 
-pub use archive::ArchiveScope;
-pub use log::LogBudget;
+pub use archive::{ArchiveCapability, ArchiveError};
+pub use log::LogCapability;
+pub use model::{CompletionError, ModelCapability};
+pub use tokens::TokensCapability;
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -101,4 +106,84 @@ impl Grants {
     }
 }
 
-impl crate::wit_edge::types::Host for crate::engine::CallState {}
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Capability::Log => "log",
+            Capability::Tokens => "tokens",
+            Capability::Model => "model",
+            Capability::ArchiveRead => "archive:read",
+            Capability::ArchiveWrite => "archive:write",
+        })
+    }
+}
+
+/// A call a plugin made without the grant it needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// `name@version`.
+    pub plugin: Arc<str>,
+    pub capability: Capability,
+    /// What it tried, e.g. "count tokens".
+    pub action: &'static str,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "plugin {} may not {}: the policy does not grant it `{}`", self.plugin, self.action, self.capability)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// One capability's grant check for one call. Every capability refuses through `check`, so
+/// every refusal is logged and recorded alike.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    plugin: Arc<str>,
+    grants: Grants,
+    refused: Vec<Refusal>,
+}
+
+impl Gate {
+    pub fn new(plugin: Arc<str>, grants: Grants) -> Self {
+        Gate { plugin, grants, refused: Vec::new() }
+    }
+
+    /// Allows the call if any of `needed` is granted; else records and returns the refusal.
+    pub fn check(&mut self, needed: &[Capability], action: &'static str) -> Result<(), Refusal> {
+        if needed.iter().any(|c| self.grants.has(*c)) {
+            return Ok(());
+        }
+        let refusal = Refusal { plugin: self.plugin.clone(), capability: needed[0], action };
+        tracing::warn!(plugin = %self.plugin, capability = %refusal.capability, "{refusal}");
+        if !self.refused.contains(&refusal) {
+            self.refused.push(refusal.clone());
+        }
+        Err(refusal)
+    }
+
+    pub fn plugin(&self) -> &str {
+        &self.plugin
+    }
+
+    /// Refusals recorded during the call, first of each kind.
+    pub fn refused(&self) -> &[Refusal] {
+        &self.refused
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gate_records_each_refusal_once_and_names_plugin_and_capability() {
+        let mut gate = Gate::new("p@1".into(), Grants::new([Capability::Log]));
+        assert!(gate.check(&[Capability::Log], "log").is_ok());
+        let refusal = gate.check(&[Capability::Model], "call a model").unwrap_err();
+        assert_eq!(refusal.to_string(), "plugin p@1 may not call a model: the policy does not grant it `model`");
+        gate.check(&[Capability::Model], "call a model").unwrap_err();
+        assert_eq!(gate.refused().len(), 1);
+    }
+}

@@ -1,33 +1,46 @@
 //! `model`: completions through the policy's endpoint or the embedder's provider, bounded by
-//! the step's deadline. Not granted → `denied` (only optional importers can get there).
+//! the step's deadline.
 
-use crate::capabilities::Capability;
-use crate::engine::CallState;
-use crate::model::{ChatMessage, ModelError as DomainError, ModelRequest};
-use crate::wit_edge::model::{CompletionRequest, Host, ModelError};
+use std::sync::Arc;
+use std::time::Instant;
 
-impl Host for CallState {
-    fn complete(&mut self, request: CompletionRequest) -> wasmtime::Result<Result<String, ModelError>> {
-        if !self.grants.has(Capability::Model) {
-            return Ok(Err(ModelError::Denied("the policy does not grant `model` to this plugin".into())));
+use super::{Capability, Gate, Refusal};
+use crate::model::{ModelError, ModelProvider, ModelRequest};
+
+pub struct ModelCapability {
+    gate: Gate,
+    provider: Option<Arc<dyn ModelProvider>>,
+    deadline: Instant,
+    /// Set when a model call ran out of time: the step then ends as `timeout`.
+    pub timed_out: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompletionError {
+    Denied(Refusal),
+    Model(ModelError),
+}
+
+impl ModelCapability {
+    pub fn new(gate: Gate, provider: Option<Arc<dyn ModelProvider>>, deadline: Instant) -> Self {
+        ModelCapability { gate, provider, deadline, timed_out: false }
+    }
+
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    pub fn complete(&mut self, request: &ModelRequest) -> Result<String, CompletionError> {
+        self.gate.check(&[Capability::Model], "call a model").map_err(CompletionError::Denied)?;
+        let Some(provider) = self.provider.clone() else {
+            return Err(CompletionError::Model(ModelError::Unavailable("no model is configured (add a [model] section to the policy)".into())));
+        };
+        let started = Instant::now();
+        let answer = provider.complete(request, self.deadline);
+        tracing::debug!(plugin = %self.gate.plugin(), model = %provider.describe(), millis = started.elapsed().as_millis() as u64, ok = answer.is_ok(), "model call");
+        if answer == Err(ModelError::Timeout) {
+            self.timed_out = true;
         }
-        let Some(provider) = self.model.clone() else {
-            return Ok(Err(ModelError::Unavailable("no model is configured (add a [model] section to the policy)".into())));
-        };
-        let request = ModelRequest {
-            messages: request.messages.into_iter().map(|m| ChatMessage { role: m.role, content: m.content }).collect(),
-            max_tokens: request.max_tokens,
-        };
-        let started = std::time::Instant::now();
-        let answer = provider.complete(&request, self.deadline);
-        tracing::debug!(plugin = %self.plugin, model = %provider.describe(), millis = started.elapsed().as_millis() as u64, ok = answer.is_ok(), "model call");
-        Ok(answer.map_err(|e| match e {
-            DomainError::Unavailable(why) => ModelError::Unavailable(why),
-            DomainError::Timeout => {
-                self.model_timed_out = true;
-                ModelError::Timeout
-            }
-            DomainError::Failed(why) => ModelError::Failed(why),
-        }))
+        answer.map_err(CompletionError::Model)
     }
 }

@@ -1,16 +1,25 @@
 //! `tokens`: exact counts by the host's tokenizer, so plugins and host agree on sizes.
 
-use crate::capabilities::Capability;
-use crate::engine::CallState;
-use crate::wit_edge::tokens::Host;
+use super::{Capability, Gate, Refusal};
+use crate::tokenizer::Tokenizer;
 
-impl Host for CallState {
-    fn count(&mut self, text: String) -> wasmtime::Result<u32> {
-        if !self.grants.has(Capability::Tokens) {
-            // Unreachable for a component refused at load time; kept as a second wall.
-            self.denied = Some(format!("plugin {} called `tokens` without a grant", self.plugin));
-            return Ok(0);
-        }
-        Ok(self.tokenizer.count(&text))
+pub struct TokensCapability {
+    gate: Gate,
+    tokenizer: Tokenizer,
+}
+
+impl TokensCapability {
+    pub fn new(gate: Gate, tokenizer: Tokenizer) -> Self {
+        TokensCapability { gate, tokenizer }
+    }
+
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// The count, or the refusal (which ends the call as `denied`: no made-up count).
+    pub fn count(&mut self, text: &str) -> Result<u32, Refusal> {
+        self.gate.check(&[Capability::Tokens], "count tokens")?;
+        Ok(self.tokenizer.count(text))
     }
 }

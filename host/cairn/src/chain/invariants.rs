@@ -138,7 +138,7 @@ mod tests {
     }
 
     fn result(id: &str, call: &str) -> Entry {
-        Entry { parts: vec![Part::ToolResult { call_id: call.into(), content: "x".repeat(400), is_error: false }], ..text(id, Role::Tool) }
+        Entry { parts: vec![Part::ToolResult { call_id: call.into(), content: "x".repeat(400), is_error: false, elided: None }], ..text(id, Role::Tool) }
     }
 
     fn entries() -> Vec<Entry> {

@@ -11,36 +11,13 @@ mod window;
 pub use breaker::{BreakerSettings, CircuitBreaker};
 pub use invariants::{apply, Applied};
 pub use last_resort::{LastResort, LAST_RESORT};
-pub use seed::{HostSeed, SEED_MESSAGES, SEED_MESSAGE_CHARS, SEED_STEP};
+pub use seed::{HostSeed, SEED_STEP};
 pub use window::{safe_cuts, Window};
 
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
+use crate::record::{OutcomeClass, Purpose, StepReport};
 use crate::transcript::Entry;
-
-/// How a step ended. Stable words: harnesses and tests match on them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OutcomeClass {
-    Ok,
-    Trap,
-    Timeout,
-    Oom,
-    Denied,
-    Invalid,
-    Invariant,
-    NoProgress,
-    Unavailable,
-}
-
-impl std::fmt::Display for OutcomeClass {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let word = serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        f.write_str(&word)
-    }
-}
 
 /// Why a step yielded nothing the host could commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,28 +71,6 @@ pub struct StrategyOutput {
     pub retrospective: Option<String>,
 }
 
-/// The record of one step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepReport {
-    pub plugin: String,
-    pub outcome: OutcomeClass,
-    pub millis: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tokens_after: Option<u64>,
-}
-
-/// What the chain is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Purpose {
-    /// Shrink the working context; the verbatim tail stays.
-    Compact,
-    /// Prepare a fresh session seeded from this one.
-    Handover,
-}
-
 /// Everything a step needs to run.
 pub struct StepInput<'a> {
     pub purpose: Purpose,
@@ -131,10 +86,19 @@ pub struct StepInput<'a> {
     pub deadline: std::time::Instant,
 }
 
-/// A step's answer: its proposal (or failure) and the artifacts it asked to store.
+/// A step's answer: its proposal (or failure), the artifacts it asked to store, and the
+/// capabilities it was refused along the way.
+#[derive(Debug)]
 pub struct StepAnswer {
     pub output: Result<StrategyOutput, StepError>,
     pub artifacts: Vec<String>,
+    pub refused: Vec<String>,
+}
+
+impl StepAnswer {
+    pub fn new(output: Result<StrategyOutput, StepError>) -> Self {
+        StepAnswer { output, artifacts: Vec::new(), refused: Vec::new() }
+    }
 }
 
 /// One link of the chain.
@@ -187,7 +151,7 @@ pub fn run(
             };
             if let Some(skip) = skip {
                 tracing::info!(plugin = %name, "{}", skip.message());
-                reports.push(StepReport { plugin: name, outcome: skip.class(), millis: 0, message: Some(skip.message().into()), tokens_after: None });
+                reports.push(StepReport::failed(name, skip.class(), skip.message(), 0, Vec::new()));
                 continue;
             }
         }
@@ -215,14 +179,14 @@ pub fn run(
             Ok((applied, checkpoint, seed, retrospective)) => {
                 breaker.record(&name, OutcomeClass::Ok, breaker_settings);
                 tracing::info!(plugin = %name, millis, tokens_after = applied.tokens_after, "step ok");
-                reports.push(StepReport { plugin: name.clone(), outcome: OutcomeClass::Ok, millis, message: None, tokens_after: Some(applied.tokens_after) });
+                reports.push(StepReport { plugin: name.clone(), outcome: OutcomeClass::Ok, millis, message: None, tokens_after: Some(applied.tokens_after), refused: answer.refused });
                 let committed = Committed { plugin: name, applied, artifacts: answer.artifacts, checkpoint, seed, retrospective };
                 return ChainRun { tokens_before, steps: reports, committed: Some(committed) };
             }
             Err(error) => {
                 breaker.record(&name, error.class(), breaker_settings);
                 tracing::info!(plugin = %name, millis, outcome = %error.class(), "step failed: {}", error.message());
-                reports.push(StepReport { plugin: name, outcome: error.class(), millis, message: Some(error.message().to_string()), tokens_after: None });
+                reports.push(StepReport::failed(name, error.class(), error.message(), millis, answer.refused));
             }
         }
     }

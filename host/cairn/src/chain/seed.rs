@@ -6,9 +6,7 @@ use super::{Step, StepAnswer, StepError, StepInput, StrategyOutput};
 use crate::transcript::{Entry, Origin, Part, Role};
 
 pub const SEED_STEP: &str = "host-seed";
-/// Operator messages quoted in a seed, and how long each may be.
-pub const SEED_MESSAGES: usize = 3;
-pub const SEED_MESSAGE_CHARS: usize = 2_000;
+use cairn_rules::{clip_chars, SEED_MESSAGES, SEED_MESSAGE_CHARS};
 
 pub struct HostSeed;
 
@@ -18,7 +16,7 @@ impl Step for HostSeed {
     }
 
     fn run(&self, input: &StepInput<'_>) -> StepAnswer {
-        StepAnswer { output: seed(input), artifacts: Vec::new() }
+        StepAnswer::new(seed(input))
     }
 
     fn trusted(&self) -> bool {
@@ -44,7 +42,7 @@ fn seed(input: &StepInput<'_>) -> Result<StrategyOutput, StepError> {
         input.archive_id
     );
     for message in recent {
-        text.push_str(&format!("\n[history] {}\n", message.chars().take(SEED_MESSAGE_CHARS).collect::<String>()));
+        text.push_str(&format!("\n[history] {}\n", clip_chars(message, SEED_MESSAGE_CHARS)));
     }
     text.push_str(&format!(
         "\n## Before you continue\nVerify the state of files and version control (git status, git log) before repeating \

@@ -1,8 +1,6 @@
 //! The part of the context a strategy may touch: after the protected head, before the
 //! verbatim tail, both computed by the host.
 
-use std::collections::HashMap;
-
 use crate::transcript::{Entry, Role};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,24 +43,7 @@ fn protected_head(entries: &[Entry]) -> usize {
 }
 
 /// `cuts[i]`: history may be cut just before entry `i` without separating any tool call
-/// from its result. `cuts[len]` is always true.
+/// from its result (the rule plugins get from the SDK, written once in `cairn-rules`).
 pub fn safe_cuts(entries: &[Entry]) -> Vec<bool> {
-    let mut answered_at: HashMap<&str, usize> = HashMap::new();
-    for (i, entry) in entries.iter().enumerate() {
-        for id in entry.tool_result_ids() {
-            answered_at.entry(id).or_insert(i);
-        }
-    }
-    let mut cuts = vec![true; entries.len() + 1];
-    // One past the latest entry answering a call made so far.
-    let mut reach = 0;
-    for (i, entry) in entries.iter().enumerate() {
-        cuts[i] = reach <= i;
-        for id in entry.tool_call_ids() {
-            if let Some(&answer) = answered_at.get(id) {
-                reach = reach.max(answer + 1);
-            }
-        }
-    }
-    cuts
+    cairn_rules::safe_cuts(entries)
 }

@@ -3,6 +3,7 @@
 use wasmtime::Trap;
 
 use super::CallState;
+use crate::capabilities::Refusal;
 
 /// Why a plugin call produced no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,16 +14,26 @@ pub enum CallFailure {
     Denied(String),
 }
 
+impl std::fmt::Display for CallFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallFailure::Trap(why) => write!(f, "trapped: {why}"),
+            CallFailure::Timeout => f.write_str("timed out"),
+            CallFailure::Oom(why) | CallFailure::Denied(why) => f.write_str(why),
+        }
+    }
+}
+
 /// Classifies an error from instantiating or calling a plugin.
 pub fn classify(error: &wasmtime::Error, state: &CallState) -> CallFailure {
     if state.memory.exceeded {
         return CallFailure::Oom(format!("exceeded its memory cap of {} MiB", state.memory.max_bytes >> 20));
     }
-    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) || state.model_timed_out {
+    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) || state.model.timed_out {
         return CallFailure::Timeout;
     }
-    if let Some(denied) = &state.denied {
-        return CallFailure::Denied(denied.clone());
+    if let Some(refusal) = error.downcast_ref::<Refusal>() {
+        return CallFailure::Denied(refusal.to_string());
     }
     // The root cause (e.g. "wasm trap: wasm `unreachable` instruction executed") is stable
     // and short; the backtrace goes to the debug log.

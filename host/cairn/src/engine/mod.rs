@@ -1,21 +1,18 @@
-//! The Wasm runtime: one `wasmtime::Engine` per process, one `Linker` per world (plus a
-//! WASI-enabled twin, used only for components that import WASI), an epoch ticker for
-//! deadlines, and a fresh `Store` per call so a trapped instance is never re-entered.
+//! The Wasm runtime: one `wasmtime::Engine` per process, an epoch ticker for deadlines, and
+//! a fresh `Store` per call so a trapped instance is never re-entered. The linkers for each
+//! contract version live in `wit_edge`.
 
 mod call;
 mod state;
 
 pub use call::{classify, CallFailure};
-pub use state::{CallState, MemoryCap};
+pub use state::{CallState, Services};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use wasmtime::component::{HasSelf, Linker};
-
-use crate::wit_edge;
 
 /// How often the epoch advances; deadlines are whole ticks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
@@ -28,16 +25,7 @@ pub struct Engine {
 
 struct Inner {
     engine: wasmtime::Engine,
-    strategy: Linkers,
-    trigger: Linkers,
-    commit_policy: Linkers,
     ticker_stop: Arc<AtomicBool>,
-}
-
-/// A world's linker without WASI and its twin with a deny-all WASI.
-pub struct Linkers {
-    pub plain: Linker<CallState>,
-    pub with_wasi: Linker<CallState>,
 }
 
 /// Which plugin world a component implements.
@@ -68,31 +56,13 @@ impl Engine {
         config.memory_reservation(1 << 30);
         let engine = wasmtime::Engine::new(&config)?;
 
-        let strategy = Linkers::build(&engine, |l| {
-            wit_edge::strategy::Strategy::add_to_linker::<CallState, HasSelf<CallState>>(l, |s| s)
-        })?;
-        let trigger = Linkers::build(&engine, |l| {
-            wit_edge::trigger::Trigger::add_to_linker::<CallState, HasSelf<CallState>>(l, |s| s)
-        })?;
-        let commit_policy = Linkers::build(&engine, |l| {
-            wit_edge::commit_policy::CommitPolicy::add_to_linker::<CallState, HasSelf<CallState>>(l, |s| s)
-        })?;
-
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_ticker(engine.clone(), ticker_stop.clone());
-        Ok(Engine { inner: Arc::new(Inner { engine, strategy, trigger, commit_policy, ticker_stop }) })
+        Ok(Engine { inner: Arc::new(Inner { engine, ticker_stop }) })
     }
 
     pub fn wasmtime(&self) -> &wasmtime::Engine {
         &self.inner.engine
-    }
-
-    pub fn linkers(&self, world: World) -> &Linkers {
-        match world {
-            World::Strategy => &self.inner.strategy,
-            World::Trigger => &self.inner.trigger,
-            World::CommitPolicy => &self.inner.commit_policy,
-        }
     }
 
     /// A fresh store for one call: the state's memory cap enforced, the deadline armed.
@@ -112,17 +82,6 @@ impl Engine {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.ticker_stop.store(true, Ordering::Relaxed);
-    }
-}
-
-impl Linkers {
-    fn build(engine: &wasmtime::Engine, add_world: impl Fn(&mut Linker<CallState>) -> wasmtime::Result<()>) -> Result<Self> {
-        let mut plain = Linker::new(engine);
-        add_world(&mut plain)?;
-        let mut with_wasi = Linker::new(engine);
-        add_world(&mut with_wasi)?;
-        wasmtime_wasi::p2::add_to_linker_sync(&mut with_wasi)?;
-        Ok(Linkers { plain, with_wasi })
     }
 }
 

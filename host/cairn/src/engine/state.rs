@@ -1,40 +1,55 @@
-//! What a single plugin call's `Store` holds: its limits, its grants and the capability state.
+//! What a single plugin call's `Store` holds: its memory cap, one state per capability (each
+//! with its own grant check), and a deny-all WASI context for components that import WASI.
+
+use std::sync::Arc;
+use std::time::Instant;
 
 use wasmtime::ResourceLimiter;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxView, WasiView};
 
-use std::sync::Arc;
-use std::time::Instant;
-
-use crate::capabilities::{ArchiveScope, Grants, LogBudget};
+use crate::capabilities::{ArchiveCapability, Gate, Grants, LogCapability, ModelCapability, Refusal, TokensCapability};
 use crate::model::ModelProvider;
+use crate::storage::ArchiveView;
 use crate::tokenizer::Tokenizer;
 
 /// Guest output captured from WASI stdout/stderr is kept up to this many bytes.
 const CAPTURED_OUTPUT_BYTES: usize = 64 * 1024;
 
+/// What the host offers one call besides its grants.
+pub struct Services {
+    pub tokenizer: Tokenizer,
+    /// The archive this call's artifacts go into, and the conversation's archive to read.
+    pub archive_id: String,
+    pub archive: Option<Arc<ArchiveView>>,
+    pub model: Option<Arc<dyn ModelProvider>>,
+    /// When the call must be over; host calls (the model) stop by then too.
+    pub deadline: Instant,
+}
+
+impl Services {
+    /// Nothing but the deadline (triggers and commit policies import only `log`).
+    pub fn none(deadline: Instant) -> Self {
+        Services { tokenizer: Tokenizer::default(), archive_id: String::new(), archive: None, model: None, deadline }
+    }
+}
+
 pub struct CallState {
     /// `name@version`, for logs and errors.
-    pub plugin: String,
+    pub plugin: Arc<str>,
     pub memory: MemoryCap,
-    pub grants: Grants,
-    pub tokenizer: Tokenizer,
-    pub archive: ArchiveScope,
-    pub model: Option<Arc<dyn ModelProvider>>,
-    /// When this call must be over; host calls (the model) stop by then too.
-    pub deadline: Instant,
-    pub log: LogBudget,
-    /// Set when the plugin tried a capability it was not granted.
-    pub denied: Option<String>,
-    /// Set when a model call ran out of time: the step then ends as `timeout`.
-    pub model_timed_out: bool,
+    pub log: LogCapability,
+    pub tokens: TokensCapability,
+    pub model: ModelCapability,
+    pub archive: ArchiveCapability,
     wasi: WasiCtx,
     table: ResourceTable,
 }
 
 impl CallState {
-    pub fn new(plugin: String, memory_bytes: usize, grants: Grants, tokenizer: Tokenizer, archive: ArchiveScope, model: Option<Arc<dyn ModelProvider>>, deadline: Instant) -> Self {
+    pub fn new(plugin: &str, memory_bytes: usize, grants: &Grants, services: Services) -> Self {
+        let plugin: Arc<str> = plugin.into();
+        let gate = || Gate::new(plugin.clone(), grants.clone());
         // Deny-all WASI: no preopens, env, args or network; output captured, bounded.
         let wasi = WasiCtx::builder()
             .stdout(MemoryOutputPipe::new(CAPTURED_OUTPUT_BYTES))
@@ -44,19 +59,20 @@ impl CallState {
             .allow_ip_name_lookup(false)
             .build();
         CallState {
-            plugin,
             memory: MemoryCap { max_bytes: memory_bytes, exceeded: false },
-            grants,
-            tokenizer,
-            archive,
-            model,
-            deadline,
-            log: LogBudget::default(),
-            denied: None,
-            model_timed_out: false,
+            log: LogCapability::new(gate()),
+            tokens: TokensCapability::new(gate(), services.tokenizer),
+            model: ModelCapability::new(gate(), services.model, services.deadline),
+            archive: ArchiveCapability::new(gate(), services.archive_id, services.archive),
+            plugin,
             wasi,
             table: ResourceTable::new(),
         }
+    }
+
+    /// Every capability call refused during this call, in capability order.
+    pub fn refusals(&self) -> Vec<Refusal> {
+        [self.log.gate(), self.tokens.gate(), self.model.gate(), self.archive.gate()].into_iter().flat_map(|g| g.refused().iter().cloned()).collect()
     }
 }
 
@@ -73,6 +89,9 @@ pub struct MemoryCap {
     pub exceeded: bool,
 }
 
+/// Tables may hold at most this many elements.
+pub const MAX_TABLE_ELEMENTS: usize = 100_000;
+
 impl ResourceLimiter for MemoryCap {
     fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.max_bytes {
@@ -83,6 +102,6 @@ impl ResourceLimiter for MemoryCap {
     }
 
     fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        Ok(desired <= 100_000)
+        Ok(desired <= MAX_TABLE_ELEMENTS)
     }
 }

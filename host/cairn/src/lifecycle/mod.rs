@@ -5,84 +5,23 @@
 //! state is saved — for every maintenance. State survives crashes; a prepared handover
 //! resumes on the next call.
 
+mod fallback;
 mod state;
 
+pub use crate::record::{AgentRequest, Boundary, CommitDecision, Proposal, RequestKind, TriggerDecision, TriggerInput};
 pub use state::{ConversationState, Prepared};
 
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::chain::{OutcomeClass, Purpose};
 use crate::fault;
-use crate::host::{Cairn, CompactionReport, RunOptions};
-use crate::policy::Policy;
-use crate::storage::{ArchiveId, ConversationKey, ConversationStore, Event, Home, Notice};
-use crate::transcript::{Origin, Transcript};
-
-/// What the agent asked for with its compact or handover tool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AgentRequest {
-    pub kind: RequestKind,
-    /// What must survive.
-    pub preserve: String,
-    /// How to resume afterwards.
-    pub resume: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RequestKind {
-    Compact,
-    Handover,
-}
-
-/// What the trigger sees.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TriggerInput {
-    pub context_tokens: Option<u64>,
-    pub window: u64,
-    pub reserve: u64,
-    pub turn: u32,
-    pub turns_since_maintenance: Option<u32>,
-    pub cooldown_left: u32,
-    pub pending: Option<AgentRequest>,
-    pub recent: Vec<OutcomeClass>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TriggerDecision {
-    None,
-    Advise(String),
-    Compact(String),
-    Handover(String),
-}
-
-/// The moment the commit policy judges.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Boundary {
-    pub turn: u32,
-    pub turn_complete: bool,
-    pub tool_call_outstanding: bool,
-}
-
-/// The swap the commit policy judges (empty before the chain has run).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Proposal {
-    pub strategy: String,
-    pub tokens_before: u64,
-    pub tokens_after: u64,
-    pub replaced_ids: Vec<String>,
-    pub kept_summary_ids: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CommitDecision {
-    Commit,
-    Defer(String),
-    Reject(String),
-}
+use crate::host::{Cairn, RunOptions};
+use crate::policy::CheckedPolicy;
+use crate::record::{CompactionEvent, CompactionReport, Event, Notice, OutcomeClass, Purpose};
+use crate::storage::{ArchiveId, ConversationKey, ConversationStore, Home};
+use crate::transcript::Transcript;
 
 /// How the harness knows the context's size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,23 +79,6 @@ pub struct BoundaryOutcome {
     pub transcript: Transcript,
 }
 
-/// The `[lifecycle]` section of a policy.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LifecycleSettings {
-    pub cooldown_turns: u32,
-    /// After this many maintenances in a row that free too little, automatic maintenance pauses.
-    pub pause_after: u32,
-    /// A maintenance frees "too little" below this share of the context.
-    pub min_freed_ratio: f64,
-}
-
-impl Default for LifecycleSettings {
-    fn default() -> Self {
-        LifecycleSettings { cooldown_turns: 5, pause_after: 3, min_freed_ratio: 0.10 }
-    }
-}
-
 /// The lifecycle API a harness embeds. Cheap to clone; every method is async and runs the
 /// blocking work (Wasm, disk) on tokio's blocking pool.
 #[derive(Clone)]
@@ -167,11 +89,11 @@ pub struct Lifecycle {
 struct Inner {
     cairn: Cairn,
     home: Home,
-    policy: Policy,
+    policy: CheckedPolicy,
 }
 
 impl Lifecycle {
-    pub fn new(cairn: Cairn, home: Home, policy: Policy) -> Self {
+    pub fn new(cairn: Cairn, home: Home, policy: CheckedPolicy) -> Self {
         Lifecycle { inner: Arc::new(Inner { cairn, home, policy }) }
     }
 
@@ -211,6 +133,7 @@ impl Lifecycle {
         let mut store = home.conversation(&report.conversation)?;
         let mut state: ConversationState = store.load_state()?.unwrap_or_default();
         let mut notices = self.recover(&mut store, &mut state)?;
+        let loaded = state.clone();
 
         let mut transcript = report.transcript.clone();
         cairn.tokenizer().count_transcript(&mut transcript);
@@ -235,20 +158,18 @@ impl Lifecycle {
         };
         let mut outcome = BoundaryOutcome { turn: report.turn, advice: None, action: Action::None, usage, report: None, notices: Vec::new(), transcript: transcript.clone() };
 
-        let decision = cairn.trigger(policy, &input)?;
+        let decision = fallback::trigger(cairn, policy, &mut state, &input);
         let (purpose, requested) = match decision {
             TriggerDecision::None => {
                 if input.pending.is_some() && input.cooldown_left > 0 {
                     outcome.action = Action::Deferred(format!("agent request waits for the cooldown ({} turns)", input.cooldown_left));
                 }
-                outcome.notices = notices;
-                return Ok(outcome);
+                return self.settle(&store, &mut state, &loaded, notices, outcome);
             }
             TriggerDecision::Advise(text) => {
                 outcome.advice = Some(text);
                 outcome.action = Action::Advised;
-                outcome.notices = notices;
-                return Ok(outcome);
+                return self.settle(&store, &mut state, &loaded, notices, outcome);
             }
             TriggerDecision::Compact(_) => (Purpose::Compact, state.pending.as_ref().is_some_and(|r| r.kind == RequestKind::Compact)),
             TriggerDecision::Handover(_) => (Purpose::Handover, state.pending.as_ref().is_some_and(|r| r.kind == RequestKind::Handover)),
@@ -256,20 +177,17 @@ impl Lifecycle {
         if input.cooldown_left > 0 {
             // A trigger may not override the cooldown.
             outcome.action = Action::Deferred(format!("cooldown: {} turns left", input.cooldown_left));
-            outcome.notices = notices;
-            return Ok(outcome);
+            return self.settle(&store, &mut state, &loaded, notices, outcome);
         }
         if state.paused && !requested {
             outcome.action = Action::Paused;
-            outcome.notices = notices;
-            return Ok(outcome);
+            return self.settle(&store, &mut state, &loaded, notices, outcome);
         }
         let boundary = Boundary { turn: report.turn, turn_complete: report.turn_complete, tool_call_outstanding: report.tool_call_outstanding };
-        let verdict = cairn.commit_policy(policy, &boundary, &Proposal { tokens_before: usage.unwrap_or(0), ..Proposal::default() })?;
+        let verdict = fallback::commit(cairn, policy, &mut state, &boundary, &Proposal { tokens_before: usage.unwrap_or(0), ..Proposal::default() });
         if let CommitDecision::Defer(why) | CommitDecision::Reject(why) = verdict {
             outcome.action = Action::Deferred(why);
-            outcome.notices = notices;
-            return Ok(outcome);
+            return self.settle(&store, &mut state, &loaded, notices, outcome);
         }
 
         // Reserve the cooldown and record what is being prepared before any work.
@@ -303,6 +221,17 @@ impl Lifecycle {
         Ok(outcome)
     }
 
+    /// Ends a boundary that ran no maintenance: state saved if the trigger or commit policy
+    /// changed it (a fallback notice, a plugin recovered), owed notices delivered.
+    fn settle(&self, store: &ConversationStore, state: &mut ConversationState, loaded: &ConversationState, mut notices: Vec<String>, mut outcome: BoundaryOutcome) -> Result<BoundaryOutcome> {
+        if state != loaded {
+            store.save_state(state)?;
+            notices.extend(deliver(store, state)?);
+        }
+        outcome.notices = notices;
+        Ok(outcome)
+    }
+
     fn maintain(
         &self,
         store: &mut ConversationStore,
@@ -313,7 +242,8 @@ impl Lifecycle {
         boundary: &Boundary,
     ) -> Result<CompactionReport> {
         let Inner { cairn, policy, .. } = self.inner.as_ref();
-        let approve = |proposal: &Proposal| cairn.commit_policy(policy, boundary, proposal).unwrap_or_else(|e| CommitDecision::Reject(e.to_string()));
+        // After the chain the built-in rule has nothing to add: a failing commit policy commits.
+        let approve = |proposal: &Proposal| fallback::ask_commit(cairn, policy, boundary, proposal).unwrap_or(CommitDecision::Commit);
         let options = RunOptions {
             archive_id: Some(archive_id),
             preserve: request.map(|r| r.preserve.as_str()),
@@ -344,7 +274,7 @@ impl Lifecycle {
                 id: format!("paused-{}", run.archive_id),
                 kind: "paused".into(),
                 text: format!("Automatic maintenance is paused: {} passes in a row freed too little. Agent requests still run.", settings.pause_after),
-                at: crate::storage::now_millis(),
+                at: crate::record::now_millis(),
             });
         }
         store.save_state(state)?;
@@ -364,7 +294,7 @@ impl Lifecycle {
             _ => None,
         });
         let run = match recorded {
-            Some(event) => CompactionReport::from_event(store.key(), &event),
+            Some(event) => CompactionReport::from_event(store.key().as_str(), &event),
             None if prepared.purpose == Purpose::Handover => {
                 tracing::warn!(conversation = %store.key(), archive = %prepared.archive_id, "resuming a handover interrupted by a crash");
                 let entries = store.recorded_entries(&prepared.entry_ids).context("resuming the prepared handover")?;
@@ -373,7 +303,7 @@ impl Lifecycle {
                 self.maintain(store, &Transcript::new(entries), Purpose::Handover, archive_id, prepared.request.as_ref(), &boundary)?
             }
             None => {
-                let mut failed = CompactionReport::from_event(store.key(), &crate::storage::CompactionEvent::new(prepared.purpose, &prepared.archive_id, 0, Vec::new()));
+                let mut failed = CompactionReport::from_event(store.key().as_str(), &CompactionEvent::new(prepared.purpose, &prepared.archive_id, 0, Vec::new()));
                 failed.committed_by = None;
                 failed
             }
@@ -408,32 +338,5 @@ fn maintenance_notice(run: &CompactionReport) -> Notice {
         (Some(_), Purpose::Handover) => ("handed-over", format!("Handed over to a fresh session; the previous one is archive {}.", run.archive_id)),
         (None, _) => ("failed", "Context maintenance did not complete; the conversation is unchanged.".to_string()),
     };
-    Notice { id: format!("n-{}", run.archive_id), kind: kind.into(), text, at: crate::storage::now_millis() }
-}
-
-impl Cairn {
-    /// Asks the policy's trigger plugin (none configured: never act automatically).
-    pub fn trigger(&self, policy: &Policy, input: &TriggerInput) -> Result<TriggerDecision> {
-        let Some(spec) = &policy.trigger else { return Ok(TriggerDecision::None) };
-        let plugin = self.plugin_for(policy, spec)?;
-        // A trigger that fails is reported and not obeyed.
-        Ok(plugin.decide_trigger(self.engine(), spec.limits(), spec.grants(), input, &spec.config_json()).unwrap_or_else(|why| {
-            tracing::warn!("{why}");
-            TriggerDecision::None
-        }))
-    }
-
-    /// Asks the policy's commit policy (none configured: commit).
-    pub fn commit_policy(&self, policy: &Policy, boundary: &Boundary, proposal: &Proposal) -> Result<CommitDecision> {
-        let Some(spec) = &policy.commit else { return Ok(CommitDecision::Commit) };
-        let plugin = self.plugin_for(policy, spec)?;
-        Ok(plugin
-            .decide_commit(self.engine(), spec.limits(), spec.grants(), boundary, proposal, &spec.config_json())
-            .unwrap_or_else(CommitDecision::Defer))
-    }
-}
-
-/// Ids of earlier compaction entries that a proposal leaves in the kept range.
-pub fn kept_summary_ids(context: &[crate::transcript::Entry], replacement_ids: &[String]) -> Vec<String> {
-    context.iter().filter(|e| e.origin == Origin::Summary && !replacement_ids.contains(&e.id)).map(|e| e.id.clone()).collect()
+    Notice { id: format!("n-{}", run.archive_id), kind: kind.into(), text, at: crate::record::now_millis() }
 }

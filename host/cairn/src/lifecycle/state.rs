@@ -3,9 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::AgentRequest;
-use crate::chain::{OutcomeClass, Purpose};
-use crate::storage::Notice;
+use crate::record::{AgentRequest, Notice, OutcomeClass, Purpose};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -24,6 +22,9 @@ pub struct ConversationState {
     /// Notices decided with this state and not yet known to be in the outbox; queued (again,
     /// idempotently) on the next call if a crash came in between.
     pub owed_notices: Vec<Notice>,
+    /// Trigger and commit-policy plugins (`name@version`) failing now; the host's rules
+    /// stand in for them until they answer again.
+    pub failing_plugins: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

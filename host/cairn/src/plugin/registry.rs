@@ -7,28 +7,41 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 
 use super::{Manifest, Plugin};
+use crate::chain::{LAST_RESORT, SEED_STEP};
 use crate::engine::Engine;
+use crate::wit_edge::Linkers;
 
-#[derive(Default, Clone)]
 pub struct Registry {
+    engine: Engine,
+    /// Built once: every plugin of every contract version links against these.
+    linkers: Arc<Linkers>,
     plugins: BTreeMap<String, Arc<Plugin>>,
 }
 
 impl Registry {
+    pub fn new(engine: Engine) -> Result<Self> {
+        let linkers = Arc::new(Linkers::new(engine.wasmtime())?);
+        Ok(Registry { engine, linkers, plugins: BTreeMap::new() })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
     /// Adds a plugin from its manifest text and component bytes.
-    pub fn add(&mut self, engine: &Engine, manifest: &str, component: &[u8], source: &str) -> Result<Arc<Plugin>> {
+    pub fn add(&mut self, manifest: &str, component: &[u8], source: &str) -> Result<Arc<Plugin>> {
         let manifest = Manifest::parse(manifest, source)?;
-        if manifest.name == crate::chain::LAST_RESORT {
-            bail!("{source}: the name `{}` is reserved for the host's own last step", manifest.name);
+        if [LAST_RESORT, SEED_STEP].contains(&manifest.name.as_str()) {
+            bail!("{source}: the name `{}` is reserved for the host's own steps", manifest.name);
         }
-        let plugin = Arc::new(Plugin::load(engine, manifest, component, source.to_string())?);
+        let plugin = Arc::new(Plugin::load(&self.engine, &self.linkers, manifest, component, source.to_string())?);
         self.plugins.insert(plugin.manifest.name.clone(), plugin.clone());
         Ok(plugin)
     }
 
     /// Loads every `<name>.wasm` with a `<name>.toml` manifest beside it. A later plugin with
     /// the same name replaces an earlier one (so a directory can override a bundled plugin).
-    pub fn load_dir(&mut self, engine: &Engine, dir: &Path) -> Result<usize> {
+    pub fn load_dir(&mut self, dir: &Path) -> Result<usize> {
         let mut loaded = 0;
         let mut paths: Vec<_> = std::fs::read_dir(dir)
             .with_context(|| format!("reading plugin directory {}", dir.display()))?
@@ -41,7 +54,7 @@ impl Registry {
             let manifest = std::fs::read_to_string(&manifest_path)
                 .with_context(|| format!("{}: every plugin needs a manifest at {}", wasm.display(), manifest_path.display()))?;
             let bytes = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
-            self.add(engine, &manifest, &bytes, &wasm.display().to_string())?;
+            self.add(&manifest, &bytes, &wasm.display().to_string())?;
             loaded += 1;
         }
         Ok(loaded)

@@ -1,5 +1,11 @@
 //! The policy file (TOML): compaction settings and the strategy chain with each step's
-//! plugin, grants, limits and config. Errors cite the file, line and column.
+//! plugin, grants, limits and config. Errors cite the file, line and column. A parsed
+//! [`Policy`] is checked against the host's plugins once ([`CheckedPolicy`]); only a checked
+//! policy runs.
+
+mod checked;
+
+pub use checked::{CheckedPolicy, PolicyStep};
 
 use std::ops::Range;
 use std::time::Duration;
@@ -10,9 +16,25 @@ use toml::Spanned;
 
 use crate::capabilities::{Capability, Grants};
 use crate::chain::BreakerSettings;
-use crate::lifecycle::LifecycleSettings;
 use crate::model::ModelSettings;
 use crate::plugin::StepLimits;
+
+/// The `[lifecycle]` section of a policy.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LifecycleSettings {
+    pub cooldown_turns: u32,
+    /// After this many maintenances in a row that free too little, automatic maintenance pauses.
+    pub pause_after: u32,
+    /// A maintenance frees "too little" below this share of the context.
+    pub min_freed_ratio: f64,
+}
+
+impl Default for LifecycleSettings {
+    fn default() -> Self {
+        LifecycleSettings { cooldown_turns: 5, pause_after: 3, min_freed_ratio: 0.10 }
+    }
+}
 
 /// The embedded default policy (model-free).
 pub const DEFAULT_POLICY: &str = include_str!("default.toml");

@@ -5,12 +5,49 @@
 
 use std::io::Read;
 
+use anyhow::{Context, Result};
 use cap_std::fs::Dir;
 use serde::Serialize;
 
-use super::events::CompactionEvent;
-use super::{ArchiveId, ENTRIES};
+use super::files::{self, open_real_dir};
+use super::{ArchiveId, ArtifactUri};
+use crate::record::CompactionEvent;
 use crate::transcript::{Entry, Part};
+
+const ARCHIVES: &str = "archives";
+/// The originals of an archive's replaced entries, one JSON entry per line.
+const ENTRIES: &str = "entries.jsonl";
+
+/// Writes an archive: the originals of the replaced entries and the artifacts, each file
+/// replaced atomically. Returns the artifact URIs. Called before the compaction event that
+/// commits it; until then readers do not see it.
+pub fn write(dir: &Dir, archive_id: &ArchiveId, originals: &[Entry], artifacts: &[String]) -> Result<Vec<String>> {
+    let folder = format!("{ARCHIVES}/{archive_id}");
+    dir.create_dir_all(&folder)?;
+    files::sync_dir(dir)?;
+    let archive = open_real_dir(dir, &folder)?;
+    let mut lines = Vec::new();
+    for entry in originals {
+        serde_json::to_writer(&mut lines, entry)?;
+        lines.push(b'\n');
+    }
+    files::write_atomically(&archive, ENTRIES, &lines).with_context(|| format!("writing archive {archive_id}"))?;
+    let mut uris = Vec::with_capacity(artifacts.len());
+    for (i, content) in artifacts.iter().enumerate() {
+        let uri = ArtifactUri { archive_id: archive_id.to_string(), index: i as u32 + 1 };
+        files::write_atomically(&archive, &uri.index.to_string(), content.as_bytes()).with_context(|| format!("writing artifact {uri}"))?;
+        uris.push(uri.to_string());
+    }
+    Ok(uris)
+}
+
+/// Artifact `index` of an archive, byte for byte.
+pub fn read_artifact(dir: &Dir, archive_id: &ArchiveId, index: u32) -> std::io::Result<Vec<u8>> {
+    let archive = open_real_dir(dir, &format!("{ARCHIVES}/{archive_id}"))?;
+    let mut bytes = Vec::new();
+    archive.open(index.to_string())?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
 
 pub const SUMMARY_MAX_CHARS: usize = 20_000;
 pub const PAGE_MAX_ENTRIES: usize = 30;
@@ -233,7 +270,7 @@ impl ArchiveView {
     fn entries(&self, id: &ArchiveId) -> Result<Vec<Entry>, ReadError> {
         let unreadable = |e: std::io::Error| ReadError::Unreadable(format!("archive {id}: {e}"));
         let mut text = String::new();
-        match self.dir.open(format!("{}/{id}/{ENTRIES}", super::ARCHIVES)) {
+        match self.dir.open(format!("{ARCHIVES}/{id}/{ENTRIES}")) {
             Ok(mut file) => file.read_to_string(&mut text).map_err(unreadable)?,
             // An archive that set nothing aside (e.g. only a marker) has no entries file.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -254,7 +291,7 @@ pub fn render(entry: &Entry) -> String {
             Part::Text { text } => text.clone(),
             Part::Thinking { text } => format!("[thinking] {text}"),
             Part::ToolCall { id, name, args } => format!("[tool call {name} {id}] {args}"),
-            Part::ToolResult { call_id, content, is_error } => {
+            Part::ToolResult { call_id, content, is_error, .. } => {
                 format!("[tool result {call_id}{}]\n{content}", if *is_error { " (error)" } else { "" })
             }
             Part::Image { reference } => format!("[image {reference}]"),

@@ -2,37 +2,37 @@
 //! Everything below it is reached through that handle with paths built only from validated
 //! ids, so nothing from input can name a file outside the home.
 //!
-//! Layout: `conversations/<key>/events.jsonl` (append-only event log) and
-//! `conversations/<key>/archives/<archive-id>/<n>` (artifacts, written once).
+//! Layout of `conversations/<key>/`, one module per part:
+//! - `events.jsonl` — the append-only event log (`log`);
+//! - `archives/<archive-id>/` — originals and artifacts of each compaction (`archive`);
+//! - `state.json` — the lifecycle's small state, replaced atomically (`state`);
+//! - `outbox.jsonl`, `acks.jsonl` — notices for the harness and their acknowledgements (`outbox`).
+//!
+//! `files` holds the primitives they share: one JSONL appender, one torn-tail-aware line
+//! reader, atomic replacement through a uniquely named temporary file.
 
 pub mod archive;
-mod events;
+mod files;
 mod ids;
+mod log;
+mod outbox;
+mod state;
 
 pub use archive::ArchiveView;
-pub use events::{now_millis, CompactionEvent, Event, Notice, Sessions};
 pub use ids::{session_id, ArchiveId, ArtifactUri, ConversationKey, IdError};
 
 use std::collections::HashSet;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::Dir;
 
+use crate::record::{CompactionEvent, Event, Notice};
 use crate::transcript::Entry;
+use files::open_real_dir;
 
 const CONVERSATIONS: &str = "conversations";
-const EVENTS: &str = "events.jsonl";
-/// Small mutable state (cooldown, pending request, prepared handover), replaced atomically.
-const STATE: &str = "state.json";
-/// Notices for the harness, append-only; acknowledgements beside them.
-const OUTBOX: &str = "outbox.jsonl";
-const ACKS: &str = "acks.jsonl";
-pub(crate) const ARCHIVES: &str = "archives";
-/// The originals of an archive's replaced entries, one JSON entry per line.
-pub(crate) const ENTRIES: &str = "entries.jsonl";
 
 /// The storage home.
 pub struct Home {
@@ -105,7 +105,7 @@ pub struct ConversationStore {
 
 impl ConversationStore {
     fn load(dir: Dir, key: ConversationKey, path: PathBuf) -> Result<Self> {
-        let events = events::load(&dir, EVENTS, &path.join(EVENTS))?;
+        let events = log::load(&dir, &path.join(log::EVENTS))?;
         let known_entries = events
             .iter()
             .filter_map(|e| match e {
@@ -143,7 +143,7 @@ impl ConversationStore {
         self.committed()
             .rev()
             .find_map(|c| c.sessions.as_ref().map(|s| s.target.clone()))
-            .unwrap_or_else(|| ids::session_id(self.key.as_str(), "initial"))
+            .unwrap_or_else(|| session_id(self.key.as_str(), "initial"))
     }
 
     /// Appends the entries the record has not seen yet. Returns how many were new.
@@ -153,7 +153,7 @@ impl ConversationStore {
             return Ok(0);
         }
         let count = new.len();
-        self.append(Event::Snapshot { at: events::now_millis(), source: source.to_string(), entries: new })?;
+        self.append(Event::Snapshot { at: crate::record::now_millis(), source: source.to_string(), entries: new })?;
         Ok(count)
     }
 
@@ -161,16 +161,8 @@ impl ConversationStore {
         self.append(Event::Compaction(Box::new(event)))
     }
 
-    /// One JSON line, then fsync: an event is either wholly in the log or (torn by a crash)
-    /// dropped on the next load.
     fn append(&mut self, event: Event) -> Result<()> {
-        let mut line = serde_json::to_vec(&event)?;
-        line.push(b'\n');
-        let mut file = self
-            .dir
-            .open_with(EVENTS, OpenOptions::new().create(true).append(true))
-            .with_context(|| format!("opening {}", self.path.join(EVENTS).display()))?;
-        file.write_all(&line).and_then(|_| file.sync_data()).with_context(|| format!("appending to {}", self.path.join(EVENTS).display()))?;
+        log::append(&self.dir, &self.path.join(log::EVENTS), &event)?;
         if let Event::Snapshot { entries, .. } = &event {
             self.known_entries.extend(entries.iter().map(|e| e.id.clone()));
         }
@@ -182,71 +174,32 @@ impl ConversationStore {
     /// to a temporary name, synced, then renamed). Returns the artifact URIs. Called before
     /// the compaction event that commits it; until then readers do not see it.
     pub fn write_archive(&self, archive_id: &ArchiveId, originals: &[Entry], artifacts: &[String]) -> Result<Vec<String>> {
-        let folder = format!("{ARCHIVES}/{archive_id}");
-        self.dir.create_dir_all(&folder)?;
-        let archive = open_real_dir(&self.dir, &folder)?;
-        let mut lines = Vec::new();
-        for entry in originals {
-            serde_json::to_writer(&mut lines, entry)?;
-            lines.push(b'\n');
-        }
-        write_atomically(&archive, ENTRIES, &lines).with_context(|| format!("writing archive {archive_id}"))?;
-        let mut uris = Vec::with_capacity(artifacts.len());
-        for (i, content) in artifacts.iter().enumerate() {
-            let uri = ArtifactUri { archive_id: archive_id.to_string(), index: i as u32 + 1 };
-            write_atomically(&archive, &uri.index.to_string(), content.as_bytes()).with_context(|| format!("writing artifact {uri}"))?;
-            uris.push(uri.to_string());
-        }
-        Ok(uris)
+        archive::write(&self.dir, archive_id, originals, artifacts)
     }
 
     /// The conversation's state document, if one was saved.
     pub fn load_state<T: serde::de::DeserializeOwned>(&self) -> Result<Option<T>> {
-        let mut text = String::new();
-        match self.dir.open(STATE) {
-            Ok(mut file) => file.read_to_string(&mut text)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("opening {}", self.path.join(STATE).display())),
-        };
-        serde_json::from_str(&text).map(Some).with_context(|| format!("{}: not a valid state document", self.path.join(STATE).display()))
+        state::load(&self.dir, &self.path.join(state::STATE))
     }
 
-    /// Replaces the state document atomically (temporary file, fsync, rename).
+    /// Replaces the state document atomically.
     pub fn save_state<T: serde::Serialize>(&self, state: &T) -> Result<()> {
-        write_atomically(&self.dir, STATE, &serde_json::to_vec_pretty(state)?).with_context(|| format!("saving {}", self.path.join(STATE).display()))
+        state::save(&self.dir, &self.path.join(state::STATE), state)
     }
 
-    /// Queues a notice unless one with its id is already queued (delivery is at least once,
-    /// and a retried maintenance queues the same id).
+    /// Queues a notice unless one with its id is already queued.
     pub fn queue_notice(&self, notice: &Notice) -> Result<bool> {
-        if self.notices(true)?.iter().any(|n| n.id == notice.id) {
-            return Ok(false);
-        }
-        append_line(&self.dir, OUTBOX, &serde_json::to_vec(notice)?).with_context(|| format!("queueing notice {}", notice.id))?;
-        Ok(true)
+        outbox::queue(&self.dir, &self.path, notice)
     }
 
     /// Queued notices, oldest first; acknowledged ones only when `include_acked`.
     pub fn notices(&self, include_acked: bool) -> Result<Vec<Notice>> {
-        let acked: HashSet<String> = read_lines(&self.dir, ACKS)?.into_iter().collect();
-        let mut notices = Vec::new();
-        for line in read_lines(&self.dir, OUTBOX)? {
-            let notice: Notice = serde_json::from_str(&line).with_context(|| format!("{}: bad notice line", self.path.join(OUTBOX).display()))?;
-            if include_acked || !acked.contains(&notice.id) {
-                notices.push(notice);
-            }
-        }
-        Ok(notices)
+        outbox::notices(&self.dir, &self.path, include_acked)
     }
 
     /// The harness saw this notice; it is not delivered again.
     pub fn ack_notice(&self, id: &str) -> Result<()> {
-        if !self.notices(true)?.iter().any(|n| n.id == id) {
-            bail!("no notice {id:?} in conversation {}", self.key);
-        }
-        let mut line = serde_json::to_vec(id)?;
-        line.retain(|b| *b != b'\n');
-        append_line(&self.dir, ACKS, &line)
+        outbox::ack(&self.dir, &self.path, id).with_context(|| format!("conversation {}", self.key))
     }
 
     /// The entries the record holds under these ids, in the order given (for resuming work
@@ -279,60 +232,11 @@ impl ConversationStore {
     /// The stored original, byte for byte.
     pub fn read_artifact(&self, uri: &ArtifactUri) -> Result<Vec<u8>> {
         let archive_id: ArchiveId = uri.archive_id.parse()?;
-        let not_found = || format!("artifact not found: {uri} in conversation {}", self.key);
         if !self.has_archive(archive_id.as_str()) {
-            bail!(not_found());
+            bail!("artifact not found: {uri} in conversation {}", self.key);
         }
-        let archive = open_real_dir(&self.dir, &format!("{ARCHIVES}/{archive_id}")).with_context(not_found)?;
-        let mut file = archive.open(uri.index.to_string()).with_context(not_found)?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)?;
-        Ok(bytes)
+        archive::read_artifact(&self.dir, &archive_id, uri.index).with_context(|| format!("artifact not found: {uri} in conversation {}", self.key))
     }
-}
-
-/// One line, appended and synced.
-fn append_line(dir: &Dir, name: &str, bytes: &[u8]) -> Result<()> {
-    let mut line = bytes.to_vec();
-    line.push(b'\n');
-    let mut file = dir.open_with(name, OpenOptions::new().create(true).append(true))?;
-    file.write_all(&line)?;
-    file.sync_data()?;
-    Ok(())
-}
-
-/// The complete lines of a small append-only file (a torn last line is ignored).
-fn read_lines(dir: &Dir, name: &str) -> Result<Vec<String>> {
-    let mut text = String::new();
-    match dir.open(name) {
-        Ok(mut file) => file.read_to_string(&mut text)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
-    };
-    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
-    Ok(complete.lines().filter(|l| !l.trim().is_empty()).map(|l| {
-        // Acks are stored as JSON strings.
-        serde_json::from_str::<String>(l).unwrap_or_else(|_| l.to_string())
-    }).collect())
-}
-
-fn write_atomically(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let temp = format!("{name}.tmp");
-    let mut file = dir.open_with(&temp, OpenOptions::new().write(true).create(true).truncate(true))?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    dir.rename(&temp, dir, name)?;
-    // The rename itself must reach the disk before anything that depends on it.
-    dir.open(".")?.sync_all()
-}
-
-/// Opens a directory below `dir` that is not a symlink. cap-std already refuses any path that
-/// would leave the home; this also keeps a planted link from aliasing another conversation.
-fn open_real_dir(dir: &Dir, path: &str) -> std::io::Result<Dir> {
-    if dir.symlink_metadata(path)?.file_type().is_symlink() {
-        return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, format!("{path} is a symlink")));
-    }
-    dir.open_dir(path)
 }
 
 #[cfg(test)]
@@ -398,7 +302,7 @@ mod tests {
         let home = Home::open(dir.path()).unwrap();
         assert!(home.find_artifact(&uris[1].parse().unwrap()).is_err(), "not readable before its event commits it");
         let mut s = store(dir.path());
-        let mut event = CompactionEvent::new(crate::chain::Purpose::Compact, id.as_str(), 2, vec![]);
+        let mut event = CompactionEvent::new(crate::record::Purpose::Compact, id.as_str(), 2, vec![]);
         event.committed_by = Some("p@1".into());
         event.artifacts = uris.clone();
         s.record_compaction(event).unwrap();

@@ -36,7 +36,15 @@ pub enum Part {
     Thinking { text: String },
     /// `args` is the JSON text of the arguments, kept as written.
     ToolCall { id: String, name: String, args: String },
-    ToolResult { call_id: String, content: String, is_error: bool },
+    ToolResult {
+        call_id: String,
+        content: String,
+        is_error: bool,
+        /// Set when compaction set the original content aside: its `artifact://` URI
+        /// (`content` is then a short placeholder).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        elided: Option<String>,
+    },
     Image { reference: String },
     /// Content set aside by compaction; `uri` recovers it (`artifact://…`).
     Placeholder { text: String, uri: Option<String> },
@@ -96,24 +104,32 @@ impl Entry {
         })
     }
 
-    /// All the text the model would read in this entry, for token counting.
+    /// All the text the model would read in this entry, for token counting (the rule
+    /// plugins share, from `cairn-rules`).
     pub fn model_text(&self) -> String {
-        let mut out = String::new();
-        for part in &self.parts {
-            match part {
-                Part::Text { text } | Part::Thinking { text } => out.push_str(text),
-                Part::ToolCall { name, args, .. } => {
-                    out.push_str(name);
-                    out.push(' ');
-                    out.push_str(args);
-                }
-                Part::ToolResult { content, .. } => out.push_str(content),
-                Part::Image { reference } => out.push_str(reference),
-                Part::Placeholder { text, .. } => out.push_str(text),
-            }
-            out.push('\n');
-        }
-        out
+        cairn_rules::entry_text(self)
+    }
+
+    /// The recovery URIs of content compaction set aside in this entry.
+    pub fn elided_uris(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolResult { elided: Some(uri), .. } | Part::Placeholder { uri: Some(uri), .. } => Some(uri.as_str()),
+            _ => None,
+        })
+    }
+}
+
+impl cairn_rules::RuleEntry for Entry {
+    fn parts(&self) -> impl Iterator<Item = cairn_rules::PartRef<'_>> {
+        use cairn_rules::PartRef;
+        self.parts.iter().map(|p| match p {
+            Part::Text { text } => PartRef::Text(text),
+            Part::Thinking { text } => PartRef::Thinking(text),
+            Part::ToolCall { id, name, args } => PartRef::ToolCall { id, name, args },
+            Part::ToolResult { call_id, content, .. } => PartRef::ToolResult { call_id, content },
+            Part::Image { reference } => PartRef::Image(reference),
+            Part::Placeholder { text, .. } => PartRef::Placeholder(text),
+        })
     }
 }
 

@@ -67,7 +67,7 @@ fn assistant(id: String, text: String, call_id: &str, name: &str, args: &str) ->
 
 fn tool_result(id: String, call_id: &str, content: String) -> Entry {
     Entry {
-        parts: vec![Part::ToolResult { call_id: call_id.into(), content, is_error: false }],
+        parts: vec![Part::ToolResult { call_id: call_id.into(), content, is_error: false, elided: None }],
         ..Entry::text(id, Role::Tool, Origin::Tool, "")
     }
 }

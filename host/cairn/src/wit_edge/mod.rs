@@ -1,41 +1,81 @@
-//! The only place generated WIT types exist on the host: `bindgen!` per world, and the
-//! conversions to and from the domain types. Nothing outside this module names a WIT type.
+//! The WIT edge: the only place that knows the plugin contract's generated types. One
+//! private module per contract version (`v0_1_0/`: bindings, conversions, `Host` impls,
+//! typed calls); this file picks the version a component was built against and offers calls
+//! in domain types only. Adding contract 0.2.0 means a `v0_2_0/` module beside `v0_1_0/`, a
+//! variant in [`PluginPre`] and its linkers in [`Linkers`]; 0.1.0 plugins keep loading.
 
-pub mod convert;
+mod v0_1_0;
 
-/// `cairn:compaction@0.1.0`, world `strategy` (also generates the shared interfaces).
-pub mod strategy {
-    wasmtime::component::bindgen!({
-        path: "../../wit/0.1.0",
-        world: "strategy",
-        imports: { default: trappable },
-    });
+use anyhow::{bail, Result};
+use wasmtime::component::Component;
+use wasmtime::Store;
+
+use crate::chain::{StepError, StepInput, StrategyOutput};
+use crate::engine::{CallState, World};
+use crate::record::{Boundary, CommitDecision, Proposal, TriggerDecision, TriggerInput};
+
+/// The contract versions this host links, oldest first.
+pub const CONTRACT_VERSIONS: &[&str] = &[v0_1_0::VERSION];
+
+/// The linkers of every contract version, built once per engine.
+pub struct Linkers {
+    v0_1_0: v0_1_0::Linkers,
 }
 
-/// `cairn:compaction@0.1.0`, world `trigger`.
-pub mod trigger {
-    wasmtime::component::bindgen!({
-        path: "../../wit/0.1.0",
-        world: "trigger",
-        imports: { default: trappable },
-        with: {
-            "cairn:compaction/types": super::strategy::cairn::compaction::types,
-            "cairn:compaction/log": super::strategy::cairn::compaction::log,
-        },
-    });
+impl Linkers {
+    pub fn new(engine: &wasmtime::Engine) -> Result<Self> {
+        Ok(Linkers { v0_1_0: v0_1_0::Linkers::new(engine)? })
+    }
 }
 
-/// `cairn:compaction@0.1.0`, world `commit-policy`.
-pub mod commit_policy {
-    wasmtime::component::bindgen!({
-        path: "../../wit/0.1.0",
-        world: "commit-policy",
-        imports: { default: trappable },
-        with: {
-            "cairn:compaction/types": super::strategy::cairn::compaction::types,
-            "cairn:compaction/log": super::strategy::cairn::compaction::log,
-        },
-    });
+/// A compiled plugin ready to instantiate, for the contract version it was built against.
+pub enum PluginPre {
+    V0_1_0(v0_1_0::Pre),
 }
 
-pub use strategy::cairn::compaction::{archive, log, model, tokens, types};
+impl PluginPre {
+    /// Links `component` as a `world` plugin of the contract version its imports name.
+    pub fn new(linkers: &Linkers, engine: &wasmtime::Engine, component: &Component, world: World, uses_wasi: bool) -> Result<Self> {
+        match contract_version(engine, component)?.as_deref() {
+            None | Some(v0_1_0::VERSION) => Ok(PluginPre::V0_1_0(v0_1_0::Pre::new(&linkers.v0_1_0, component, world, uses_wasi)?)),
+            Some(other) => bail!(
+                "it was built against cairn:compaction@{other}; this host links {}",
+                CONTRACT_VERSIONS.iter().map(|v| format!("@{v}")).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+
+    /// Runs a strategy. The outer error is a trap (or a refusal that ended the call); the
+    /// inner one is what the plugin answered.
+    pub fn compact(&self, store: &mut Store<CallState>, input: &StepInput<'_>, config: &str) -> wasmtime::Result<Result<StrategyOutput, StepError>> {
+        match self {
+            PluginPre::V0_1_0(pre) => pre.compact(store, input, config),
+        }
+    }
+
+    pub fn decide_trigger(&self, store: &mut Store<CallState>, input: &TriggerInput, config: &str) -> wasmtime::Result<TriggerDecision> {
+        match self {
+            PluginPre::V0_1_0(pre) => pre.decide_trigger(store, input, config),
+        }
+    }
+
+    pub fn decide_commit(&self, store: &mut Store<CallState>, boundary: &Boundary, proposal: &Proposal, config: &str) -> wasmtime::Result<CommitDecision> {
+        match self {
+            PluginPre::V0_1_0(pre) => pre.decide_commit(store, boundary, proposal, config),
+        }
+    }
+}
+
+/// The `@x.y.z` of the `cairn:compaction` interfaces a component imports, if any.
+fn contract_version(engine: &wasmtime::Engine, component: &Component) -> Result<Option<String>> {
+    let mut found: Option<String> = None;
+    for (name, _) in component.component_type().imports(engine) {
+        let Some(versioned) = name.strip_prefix("cairn:compaction/") else { continue };
+        let version = versioned.split_once('@').map(|(_, v)| v.to_string()).unwrap_or_default();
+        match &found {
+            Some(seen) if *seen != version => bail!("it imports both cairn:compaction@{seen} and @{version}"),
+            _ => found = Some(version),
+        }
+    }
+    Ok(found)
+}

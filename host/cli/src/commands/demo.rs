@@ -4,7 +4,6 @@
 use anyhow::{ensure, Result};
 use cairn::storage::{ArtifactUri, ConversationKey, Home};
 use cairn::transcript::{formats, sample, Part, Transcript};
-use cairn::Policy;
 
 use crate::setup;
 
@@ -28,7 +27,7 @@ pub fn run(args: Args) -> Result<()> {
     let home = Home::open(&temp.path().join("home"))?;
     let mut store = home.conversation(&ConversationKey::parse("demo")?)?;
     println!("Generated a coding session: {} entries over {} operator turns ({}).\n", transcript.entries.len(), args.turns, input_path.display());
-    let report = cairn.compact(&Policy::default_policy(), &mut store, &transcript, "demo session")?;
+    let report = cairn.compact(&cairn.default_policy()?, &mut store, &transcript, "demo session")?;
     super::compact::print_report(&report, "demo session", &home);
 
     if let Some((before, after, uri)) = first_elision(&transcript, &report.transcript) {
@@ -59,10 +58,7 @@ fn first_elision(before: &Transcript, after: &Transcript) -> Option<(String, Str
         })
         .collect();
     after.entries.iter().flat_map(|e| e.parts.iter()).find_map(|p| match p {
-        Part::ToolResult { call_id, content, .. } if originals.get(call_id.as_str()) != Some(&content.as_str()) => {
-            let uri = content.split("recover: ").nth(1)?.trim_end_matches(']').to_string();
-            Some((originals[call_id.as_str()].to_string(), content.clone(), uri))
-        }
+        Part::ToolResult { call_id, content, elided: Some(uri), .. } => Some((originals.get(call_id.as_str())?.to_string(), content.clone(), uri.clone())),
         _ => None,
     })
 }

@@ -54,10 +54,18 @@ struct Point {
 }
 
 #[derive(Serialize)]
+struct Threshold {
+    label: String,
+    tokens: u64,
+}
+
+#[derive(Serialize)]
 struct Simulation {
     file: String,
     window: u64,
     turns: u32,
+    /// The trigger's thresholds in tokens, read from the policy.
+    thresholds: Vec<Threshold>,
     events: Vec<Event>,
     series: Vec<Point>,
     max_tokens: u64,
@@ -70,12 +78,13 @@ pub fn run(args: Args) -> Result<()> {
     let temp = tempfile::tempdir()?;
     let home = Home::open(args.home.as_deref().unwrap_or(temp.path()))?;
     let (cairn, policy) = setup::host_and_policy(&args.plugin_dir, args.policy.as_deref())?;
+    let thresholds = thresholds(&policy, args.window, args.reserve);
     let lifecycle = Lifecycle::new(cairn, home, policy);
     let key = ConversationKey::derive(&format!("simulate-{}", args.file.file_stem().unwrap_or_default().to_string_lossy()));
 
     let turns = transcript.entries.iter().map(|e| e.turn).max().unwrap_or(0);
     let mut context: Vec<Entry> = Vec::new();
-    let mut sim = Simulation { file: name, window: args.window, turns, events: Vec::new(), series: Vec::new(), max_tokens: 0 };
+    let mut sim = Simulation { file: name, window: args.window, turns, thresholds, events: Vec::new(), series: Vec::new(), max_tokens: 0 };
     for turn in 0..=turns {
         context.extend(transcript.entries.iter().filter(|e| e.turn == turn).cloned());
         let outcome = lifecycle.boundary_blocking(BoundaryReport {
@@ -123,6 +132,28 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// The levels the policy's trigger acts at: every `*_at` share of the window in its config
+/// (trigger-default's advise/compact/handover), else the window minus the reserve (Pi's rule).
+fn thresholds(policy: &cairn::CheckedPolicy, window: u64, reserve: u64) -> Vec<Threshold> {
+    let mut found: Vec<Threshold> = policy
+        .policy()
+        .trigger
+        .iter()
+        .flat_map(|spec| spec.config.iter())
+        .filter_map(|(key, value)| {
+            let share = value.as_float().filter(|s| *s > 0.0 && *s <= 1.0)?;
+            let what = key.strip_suffix("_at")?;
+            Some(Threshold { label: format!("{:.0}% {what}", share * 100.0), tokens: (window as f64 * share) as u64 })
+        })
+        .collect();
+    if found.is_empty() && policy.trigger.is_some() {
+        let reserve = policy.policy().trigger.as_ref().and_then(|t| t.config.get("reserve_tokens")).and_then(|v| v.as_integer()).map_or(reserve, |r| r as u64);
+        found.push(Threshold { label: "window − reserve".into(), tokens: window.saturating_sub(reserve) });
+    }
+    found.sort_by_key(|t| std::cmp::Reverse(t.tokens));
+    found
+}
+
 /// Whether the context ends with a tool call still waiting for its result.
 fn outstanding_call(context: &[Entry]) -> bool {
     let answered: std::collections::HashSet<&str> = context.iter().flat_map(|e| e.tool_result_ids()).collect();
@@ -142,8 +173,9 @@ fn draw(sim: &Simulation, path: &Path) -> Result<()> {
         .build_cartesian_2d(0u32..sim.turns.max(1), 0u64..top)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     chart.configure_mesh().x_desc("turn").y_desc("tokens").draw().map_err(|e| anyhow::anyhow!("{e}"))?;
-    for (share, color, label) in [(1.0, RED, "window"), (0.90, MAGENTA, "90% handover"), (0.75, RGBColor(230, 120, 0), "75% compact"), (0.60, RGBColor(200, 170, 0), "60% advice")] {
-        let y = (sim.window as f64 * share) as u64;
+    let palette = [MAGENTA, RGBColor(230, 120, 0), RGBColor(200, 170, 0), CYAN];
+    let lines = std::iter::once(("window".to_string(), sim.window, RED)).chain(sim.thresholds.iter().zip(palette.iter().cycle()).map(|(t, c)| (t.label.clone(), t.tokens, *c)));
+    for (label, y, color) in lines {
         chart
             .draw_series(LineSeries::new([(0, y), (sim.turns, y)], color.stroke_width(1)))
             .map_err(|e| anyhow::anyhow!("{e}"))?

@@ -96,6 +96,7 @@ mod tests {
                         call_id: "c1".into(),
                         content: "a\nb".into(),
                         is_error: false,
+                        elided: None,
                     },
                     Part::Placeholder {
                         text: "[set aside]".into(),

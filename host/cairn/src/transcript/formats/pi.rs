@@ -268,6 +268,7 @@ fn convert_message(id: &str, m: &Message) -> Result<Option<Entry>, String> {
                 call_id,
                 content: text.join("\n"),
                 is_error: m.is_error,
+                elided: None,
             }];
             parts.extend(images);
             entry(id, Role::Tool, Origin::Tool, parts)
@@ -504,7 +505,8 @@ mod tests {
                 Part::ToolResult {
                     call_id: "c1".into(),
                     content: "out1\nout2".into(),
-                    is_error: true
+                    is_error: true,
+                    elided: None,
                 },
                 Part::Image {
                     reference: "image/png image, 4 bytes base64".into()
@@ -624,10 +626,9 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
     fn real_large_session() {
-        let Some(files) = real_files("pi", "jsonl") else {
-            return;
-        };
+        let files = real_files("pi", "jsonl");
         let (name, text) = files
             .iter()
             .find(|(n, _)| n == "pi-mono__large-session.jsonl")
@@ -649,10 +650,9 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
     fn real_session_with_compactions() {
-        let Some(files) = real_files("pi", "jsonl") else {
-            return;
-        };
+        let files = real_files("pi", "jsonl");
         let (name, text) = files
             .iter()
             .find(|(n, _)| n == "pi-mono__before-compaction.jsonl")

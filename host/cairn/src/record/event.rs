@@ -1,13 +1,9 @@
-//! The append-only event log of one conversation (`events.jsonl`).
+//! What the durable record holds: the entries it has seen, every compaction attempt, and the
+//! notices for the harness.
 
-use std::io::{Read, Write};
-use std::path::Path;
-
-use anyhow::{Context, Result};
-use cap_std::fs::{Dir, OpenOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::chain::{Purpose, StepReport};
+use super::{Purpose, StepReport};
 use crate::transcript::Entry;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -99,40 +95,4 @@ pub struct Notice {
 
 pub fn now_millis() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
-
-/// Reads the log. A torn last line (a crash mid-append) is cut off and the log repaired;
-/// a bad line anywhere else is corruption and an error naming the line.
-pub fn load(dir: &Dir, name: &str, shown: &Path) -> Result<Vec<Event>> {
-    let mut text = String::new();
-    match dir.open(name) {
-        Ok(mut file) => {
-            file.read_to_string(&mut text).with_context(|| format!("reading {}", shown.display()))?;
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("opening {}", shown.display())),
-    }
-    let mut events = Vec::new();
-    let mut good_len = 0;
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    for (i, line) in lines.iter().enumerate() {
-        let complete = line.ends_with('\n');
-        match serde_json::from_str::<Event>(line.trim_end()) {
-            Ok(event) if complete => {
-                events.push(event);
-                good_len += line.len();
-            }
-            _ if i + 1 == lines.len() => {
-                tracing::warn!(log = %shown.display(), line = i + 1, "dropping a torn last line of the event log");
-                let mut file = dir.open_with(name, OpenOptions::new().write(true))?;
-                file.set_len(good_len as u64)?;
-                file.flush()?;
-                file.sync_all()?;
-            }
-            Ok(_) | Err(_) => {
-                anyhow::bail!("{}:{}: corrupt event log line (not a Cairn event)", shown.display(), i + 1)
-            }
-        }
-    }
-    Ok(events)
 }

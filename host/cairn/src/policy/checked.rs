@@ -1,0 +1,84 @@
+//! A policy checked against the host's plugins: every name resolves to a loaded plugin of the
+//! right world, every step grants what its plugin cannot do without, every config is
+//! converted once. Compaction, handover and the lifecycle accept only this type, so a broken
+//! policy is refused when loaded (naming file:line:column), never at the first boundary.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Result};
+
+use super::{Policy, StepSpec};
+use crate::capabilities::Grants;
+use crate::chain::{LAST_RESORT, SEED_STEP};
+use crate::engine::World;
+use crate::plugin::{Plugin, Registry, StepLimits};
+
+/// One step of a checked policy: the plugin it runs and how.
+#[derive(Clone)]
+pub struct PolicyStep {
+    pub plugin: Arc<Plugin>,
+    pub grants: Grants,
+    pub limits: StepLimits,
+    /// The step's config as the JSON text the plugin receives ("" for none).
+    pub config: String,
+}
+
+#[derive(Clone)]
+pub struct CheckedPolicy {
+    policy: Arc<Policy>,
+    /// The compaction chain, without the host's `last-resort` (which always ends it).
+    pub chain: Vec<PolicyStep>,
+    /// The handover chain, without the host's `host-seed` (which always ends it).
+    pub handover: Vec<PolicyStep>,
+    pub trigger: Option<PolicyStep>,
+    pub commit: Option<PolicyStep>,
+}
+
+impl Deref for CheckedPolicy {
+    type Target = Policy;
+
+    fn deref(&self) -> &Policy {
+        &self.policy
+    }
+}
+
+impl CheckedPolicy {
+    pub fn check(policy: Policy, plugins: &Registry) -> Result<Self> {
+        let trigger = policy.trigger.as_ref().map(|spec| step(&policy, plugins, spec, World::Trigger)).transpose()?;
+        let commit = policy.commit.as_ref().map(|spec| step(&policy, plugins, spec, World::CommitPolicy)).transpose()?;
+        let chain = steps(&policy, plugins, &policy.chain, LAST_RESORT)?;
+        let handover = steps(&policy, plugins, &policy.handover, SEED_STEP)?;
+        Ok(CheckedPolicy { policy: Arc::new(policy), chain, handover, trigger, commit })
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+}
+
+/// A chain's steps; naming the host's own closing step is allowed and changes nothing.
+fn steps(policy: &Policy, plugins: &Registry, specs: &[StepSpec], host_step: &str) -> Result<Vec<PolicyStep>> {
+    specs.iter().filter(|spec| spec.plugin.get_ref() != host_step).map(|spec| step(policy, plugins, spec, World::Strategy)).collect()
+}
+
+fn step(policy: &Policy, plugins: &Registry, spec: &StepSpec, world: World) -> Result<PolicyStep> {
+    let name = spec.plugin.get_ref();
+    let at = policy.at(spec.plugin.span());
+    let plugin = plugins.get(name).ok_or_else(|| {
+        let known: Vec<&str> = plugins.iter().filter(|p| p.manifest.kind == world).map(|p| p.manifest.name.as_str()).collect();
+        anyhow!("{at}: unknown {world} plugin `{name}` (known: {})", known.join(", "))
+    })?;
+    if plugin.manifest.kind != world {
+        bail!("{at}: plugin `{name}` is a {} plugin, not a {world}", plugin.manifest.kind);
+    }
+    let grants = spec.grants();
+    if let Some(interface) = plugin.ungranted_import(&grants) {
+        let grant = match interface {
+            crate::capabilities::Interface::Archive => "archive:read\" or \"archive:write".to_string(),
+            other => other.to_string(),
+        };
+        bail!("{at}: plugin `{name}` needs the `{interface}` capability, which this step does not grant (add \"{grant}\" to its grants)");
+    }
+    Ok(PolicyStep { plugin: plugin.clone(), grants, limits: spec.limits(), config: spec.config_json() })
+}

@@ -1,0 +1,13 @@
+//! The record types every layer shares: how steps ended, the events of the durable record,
+//! the lifecycle's questions and answers, and the report of one compaction. Nothing here
+//! depends on anything above `transcript`.
+
+mod decision;
+mod event;
+mod report;
+mod step;
+
+pub use decision::{kept_summary_ids, AgentRequest, Boundary, CommitDecision, Proposal, RequestKind, TriggerDecision, TriggerInput};
+pub use event::{now_millis, CompactionEvent, Event, Notice, Sessions};
+pub use report::CompactionReport;
+pub use step::{OutcomeClass, Purpose, StepReport};

@@ -1,0 +1,57 @@
+//! How each step of a chain ended, and what a chain was for.
+
+use serde::{Deserialize, Serialize};
+
+/// How a step ended. Stable words: harnesses and tests match on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutcomeClass {
+    Ok,
+    Trap,
+    Timeout,
+    Oom,
+    Denied,
+    Invalid,
+    Invariant,
+    NoProgress,
+    Unavailable,
+}
+
+impl std::fmt::Display for OutcomeClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let word = serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        f.write_str(&word)
+    }
+}
+
+/// What the chain is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Purpose {
+    /// Shrink the working context; the verbatim tail stays.
+    Compact,
+    /// Prepare a fresh session seeded from this one.
+    Handover,
+}
+
+/// The record of one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepReport {
+    pub plugin: String,
+    pub outcome: OutcomeClass,
+    pub millis: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_after: Option<u64>,
+    /// Capabilities the plugin called without a grant (each refused with `denied`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
+}
+
+impl StepReport {
+    pub fn failed(plugin: String, outcome: OutcomeClass, message: &str, millis: u64, refused: Vec<String>) -> Self {
+        StepReport { plugin, outcome, millis, message: Some(message.to_string()), tokens_after: None, refused }
+    }
+}
+

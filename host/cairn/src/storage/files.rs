@@ -1,0 +1,108 @@
+//! The file primitives every part of storage uses: one appender for JSONL files, one reader
+//! that tells complete lines from a torn tail, atomic replacement, and symlink-refusing opens.
+
+use std::io::{Read, Write};
+
+use cap_std::fs::{Dir, OpenOptions};
+
+/// Appends one line (a newline is added) and syncs it to disk.
+pub fn append_line(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let mut line = Vec::with_capacity(bytes.len() + 1);
+    line.extend_from_slice(bytes);
+    line.push(b'\n');
+    let mut file = dir.open_with(name, OpenOptions::new().create(true).append(true))?;
+    file.write_all(&line)?;
+    file.sync_data()
+}
+
+/// The lines of an append-only file.
+#[derive(Debug, Default)]
+pub struct Lines {
+    /// Complete lines (newline-terminated), numbered from 1, blank ones left out.
+    pub complete: Vec<(usize, String)>,
+    /// Bytes up to the end of the last complete line.
+    pub complete_len: u64,
+    /// A last line without its newline: a write still in progress or torn by a crash.
+    pub torn: Option<String>,
+}
+
+/// Reads an append-only file; a missing file has no lines.
+pub fn read_lines(dir: &Dir, name: &str) -> std::io::Result<Lines> {
+    let mut text = String::new();
+    match dir.open(name) {
+        Ok(mut file) => file.read_to_string(&mut text)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lines::default()),
+        Err(e) => return Err(e),
+    };
+    let mut lines = Lines::default();
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        match line.strip_suffix('\n') {
+            Some(complete) => {
+                lines.complete_len += line.len() as u64;
+                if !complete.trim().is_empty() {
+                    lines.complete.push((i + 1, complete.to_string()));
+                }
+            }
+            None => lines.torn = Some(line.to_string()),
+        }
+    }
+    Ok(lines)
+}
+
+/// Replaces `name` atomically: a uniquely named temporary file in the same directory, synced,
+/// then renamed over it (cap-tempfile), and the directory synced so the rename is durable.
+pub fn write_atomically(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let mut temp = cap_tempfile::TempFile::new(dir)?;
+    temp.as_file_mut().write_all(bytes)?;
+    temp.as_file_mut().sync_all()?;
+    temp.replace(name)?;
+    sync_dir(dir)
+}
+
+/// Makes a directory's entries (a create or rename in it) durable.
+pub fn sync_dir(dir: &Dir) -> std::io::Result<()> {
+    dir.open(".")?.sync_all()
+}
+
+/// Opens a directory below `dir` that is not a symlink. cap-std already refuses any path that
+/// would leave the home; this also keeps a planted link from aliasing another conversation.
+pub fn open_real_dir(dir: &Dir, path: &str) -> std::io::Result<Dir> {
+    if dir.symlink_metadata(path)?.file_type().is_symlink() {
+        return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, format!("{path} is a symlink")));
+    }
+    dir.open_dir(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> (tempfile::TempDir, Dir) {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(temp.path(), cap_std::ambient_authority()).unwrap();
+        (temp, dir)
+    }
+
+    #[test]
+    fn a_torn_tail_is_told_apart_from_complete_lines() {
+        let (_t, dir) = dir();
+        append_line(&dir, "f", b"one").unwrap();
+        append_line(&dir, "f", b"two").unwrap();
+        let mut file = dir.open_with("f", OpenOptions::new().append(true)).unwrap();
+        file.write_all(b"thr").unwrap();
+        let lines = read_lines(&dir, "f").unwrap();
+        assert_eq!(lines.complete, vec![(1, "one".to_string()), (2, "two".to_string())]);
+        assert_eq!(lines.complete_len, 8);
+        assert_eq!(lines.torn.as_deref(), Some("thr"));
+        assert!(read_lines(&dir, "missing").unwrap().complete.is_empty());
+    }
+
+    #[test]
+    fn atomic_writes_replace_whole_files_and_leave_no_temporaries() {
+        let (temp, dir) = dir();
+        write_atomically(&dir, "state.json", b"first").unwrap();
+        write_atomically(&dir, "state.json", b"second").unwrap();
+        assert_eq!(std::fs::read(temp.path().join("state.json")).unwrap(), b"second");
+        assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 1);
+    }
+}
