@@ -211,3 +211,51 @@ fn a_wasi_component_gets_a_deny_all_sandbox() {
     }
     assert_eq!(report.steps[1].outcome, OutcomeClass::Ok);
 }
+
+#[test]
+fn every_capability_refusal_is_recorded_alike_naming_plugin_and_capability() {
+    // misbehave must have `archive`; `log`, `tokens` and `model` are optional, so a policy may
+    // leave them out and the plugin's calls are refused at run time.
+    for (mode, capability, action) in [
+        ("log", "log", "log"),
+        ("tokens", "tokens", "count tokens"),
+        ("model", "model", "call a model"),
+        ("write-artifact", "archive:write", "store artifacts"),
+    ] {
+        let policy = format!("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:read\"]\nconfig = {{ mode = \"{mode}\" }}\n{SHAKE}");
+        let (report, _dir) = compact(&policy);
+        let step = &report.steps[0];
+        assert_eq!(step.outcome, OutcomeClass::Denied, "{mode}: {step:#?}");
+        assert_eq!(step.refused, vec![capability.to_string()], "{mode}");
+        let message = step.message.as_deref().unwrap();
+        assert_eq!(message, format!("plugin misbehave@0.1.0 may not {action}: the policy does not grant it `{capability}`"), "{mode}");
+        assert!(report.steps[1].plugin.starts_with("shake-elide@"), "the chain goes on after {mode}");
+        assert_eq!(report.steps[1].outcome, OutcomeClass::Ok);
+    }
+}
+
+#[test]
+fn granted_capabilities_are_not_refused() {
+    let policy = format!("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:read\", \"tokens\", \"log\"]\nconfig = {{ mode = \"tokens\" }}\n{SHAKE}");
+    let (report, _dir) = compact(&policy);
+    assert_eq!(report.steps[0].outcome, OutcomeClass::Invalid, "the fixture reports its count as a failure");
+    assert!(report.steps[0].message.as_deref().unwrap().contains("counted 2"), "{:#?}", report.steps[0]);
+    assert!(report.steps[0].refused.is_empty());
+}
+
+#[test]
+fn a_replacement_with_too_many_entries_is_invalid() {
+    let (report, _dir) = compact(&misbehaving("many-entries", ""));
+    assert_eq!(report.steps[0].outcome, OutcomeClass::Invalid, "{:#?}", report.steps);
+    assert!(report.steps[0].message.as_deref().unwrap().contains("replacement is too large"));
+}
+
+#[test]
+fn a_log_flood_is_bounded_and_does_not_stop_the_chain() {
+    let started = std::time::Instant::now();
+    let (report, _dir) = compact(&misbehaving("log-flood", ""));
+    assert_eq!(report.steps[0].outcome, OutcomeClass::Invalid);
+    assert!(report.steps[0].refused.is_empty(), "log is granted");
+    assert_eq!(report.steps[1].outcome, OutcomeClass::Ok);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}

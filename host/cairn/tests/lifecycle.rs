@@ -165,3 +165,77 @@ async fn a_failed_maintenance_is_recorded_and_its_notice_says_nothing_of_the_err
     let store = Home::open(dir.path()).unwrap().conversation(&key()).unwrap();
     assert!(store.events().iter().any(|e| matches!(e, Event::Compaction(c) if c.committed_by.is_none() && c.steps[0].outcome == OutcomeClass::Trap)));
 }
+
+/// A policy whose trigger and commit policy are the misbehaving fixtures (or well-behaved
+/// bundled ones), with tight limits so a loop or a memory bomb ends quickly.
+fn fixture_policy(trigger: &str, commit: &str) -> String {
+    format!(
+        "[[chain]]\nplugin = \"shake-elide\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\n\n\
+         [trigger]\n{trigger}\ngrants = [\"log\"]\nmemory_mib = 16\ntimeout_ms = 300\n\n\
+         [commit]\n{commit}\ngrants = [\"log\"]\nmemory_mib = 16\ntimeout_ms = 300\n"
+    )
+}
+
+fn misbehaving(plugin: &str, mode: &str) -> String {
+    format!("plugin = \"{plugin}\"\nconfig = {{ mode = \"{mode}\" }}")
+}
+
+#[tokio::test]
+async fn a_failing_trigger_fails_open_to_the_reserve_rule_with_one_notice() {
+    let t = sample::coding_session(10);
+    for (mode, class) in [("trap", "trap"), ("loop", "timeout"), ("oom", "oom"), ("garbage", "invalid")] {
+        let dir = tempfile::tempdir().unwrap();
+        let life = lifecycle(dir.path(), &fixture_policy(&misbehaving("misbehave-trigger", mode), "plugin = \"commit-turn-boundary\""));
+        // Plenty of room: the reserve rule does nothing, and the lifecycle still answers.
+        let started = std::time::Instant::now();
+        let calm = life.boundary(report(3, window_for(&t, 0.2), Usage::Counted, &t)).await.unwrap();
+        assert_eq!(calm.action, Action::None, "{mode}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "{mode}: took {:?}", started.elapsed());
+        let notices = life.take_notices(key()).await.unwrap();
+        assert_eq!(notices.len(), 1, "{mode}: {notices:?}");
+        assert_eq!(notices[0].kind, "plugin-failed");
+        assert!(notices[0].text.contains(&format!("misbehave-trigger@0.1.0 failed ({class})")), "{mode}: {}", notices[0].text);
+
+        // Past the reserve: the host's rule compacts, and no second notice for the same streak.
+        let full = life.boundary(report(4, window_for(&t, 0.99), Usage::Counted, &t)).await.unwrap();
+        assert_eq!(full.action, Action::Compacted, "{mode}: {full:?}");
+        let kinds: Vec<String> = life.take_notices(key()).await.unwrap().into_iter().map(|n| n.kind).collect();
+        assert_eq!(kinds, ["plugin-failed", "compacted"], "{mode}");
+    }
+}
+
+#[tokio::test]
+async fn a_failing_commit_policy_falls_back_to_the_boundary_rule() {
+    let t = sample::coding_session(10);
+    for (mode, class) in [("trap", "trap"), ("loop", "timeout"), ("oom", "oom"), ("garbage", "invalid")] {
+        let dir = tempfile::tempdir().unwrap();
+        let life = lifecycle(dir.path(), &fixture_policy(&misbehaving("misbehave-trigger", "compact"), &misbehaving("misbehave-commit", mode)));
+        let mut busy = report(3, window_for(&t, 0.5), Usage::Counted, &t);
+        busy.tool_call_outstanding = true;
+        let outcome = life.boundary(busy).await.unwrap();
+        assert!(matches!(&outcome.action, Action::Deferred(why) if why.contains("tool call")), "{mode}: {outcome:?}");
+        let notices = life.take_notices(key()).await.unwrap();
+        assert!(notices[0].text.contains(&format!("misbehave-commit@0.1.0 failed ({class})")), "{mode}: {}", notices[0].text);
+
+        let quiet = life.boundary(report(4, window_for(&t, 0.5), Usage::Counted, &t)).await.unwrap();
+        assert_eq!(quiet.action, Action::Compacted, "{mode}: {quiet:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_trigger_that_answers_again_is_obeyed_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = sample::coding_session(10);
+    let life = lifecycle(dir.path(), &fixture_policy(&misbehaving("misbehave-trigger", "trap"), "plugin = \"commit-turn-boundary\""));
+    life.boundary(report(3, window_for(&t, 0.2), Usage::Counted, &t)).await.unwrap();
+    let store = Home::open(dir.path()).unwrap().conversation(&key()).unwrap();
+    let state: cairn::lifecycle::ConversationState = store.load_state().unwrap().unwrap();
+    assert_eq!(state.failing_plugins, ["misbehave-trigger@0.1.0"]);
+
+    // The same home under a policy whose trigger works: the failure streak ends.
+    let life = lifecycle(dir.path(), &fixture_policy(&misbehaving("misbehave-trigger", "compact"), "plugin = \"commit-turn-boundary\""));
+    let outcome = life.boundary(report(4, window_for(&t, 0.2), Usage::Counted, &t)).await.unwrap();
+    assert_eq!(outcome.action, Action::Compacted, "the working trigger's decision is obeyed");
+    let state: cairn::lifecycle::ConversationState = store.load_state().unwrap().unwrap();
+    assert!(state.failing_plugins.is_empty());
+}

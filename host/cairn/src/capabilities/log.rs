@@ -42,3 +42,28 @@ impl LogCapability {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capabilities::Grants;
+
+    #[test]
+    fn lines_past_the_budget_are_counted_and_dropped() {
+        let mut log = LogCapability::new(Gate::new("p@1".into(), Grants::new([Capability::Log])));
+        for _ in 0..MAX_LINES_PER_CALL + 250 {
+            log.log(tracing::Level::INFO, &"x".repeat(MAX_LINE_CHARS * 3));
+        }
+        assert_eq!(log.lines, MAX_LINES_PER_CALL);
+        assert_eq!(log.dropped, 250);
+        assert!(log.gate().refused().is_empty());
+    }
+
+    #[test]
+    fn without_the_grant_a_line_is_refused_and_recorded() {
+        let mut log = LogCapability::new(Gate::new("p@1".into(), Grants::default()));
+        log.log(tracing::Level::INFO, "hello");
+        assert_eq!(log.lines, 0);
+        assert_eq!(log.gate().refused()[0].capability, Capability::Log);
+    }
+}

@@ -105,3 +105,18 @@ impl ResourceLimiter for MemoryCap {
         Ok(desired <= MAX_TABLE_ELEMENTS)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_past_the_cap_is_refused_and_remembered_and_tables_are_capped() {
+        let mut cap = MemoryCap { max_bytes: 1 << 20, exceeded: false };
+        assert!(cap.memory_growing(0, 1 << 20, None).unwrap());
+        assert!(cap.memory_growing(0, (1 << 20) + 1, None).is_err());
+        assert!(cap.exceeded, "the overrun is reported as oom");
+        assert!(cap.table_growing(0, MAX_TABLE_ELEMENTS, None).unwrap());
+        assert!(!cap.table_growing(0, MAX_TABLE_ELEMENTS + 1, None).unwrap());
+    }
+}

@@ -11,6 +11,10 @@ use crate::engine::{classify, CallFailure, CallState, Engine, Services};
 use crate::record::{Boundary, CommitDecision, Proposal, TriggerDecision, TriggerInput};
 use crate::wit_edge::PluginPre;
 
+/// The longest advice or reason a trigger or commit policy may answer with: it ends up in a
+/// turn, a log line and the record.
+pub const MAX_DECISION_CHARS: usize = 4_000;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StepLimits {
     pub memory_bytes: usize,
@@ -48,12 +52,28 @@ impl Plugin {
     /// Asks a trigger plugin what to do at this boundary.
     pub fn decide_trigger(&self, engine: &Engine, limits: StepLimits, grants: &Grants, input: &TriggerInput, config: &str) -> Result<TriggerDecision, StepError> {
         let services = Services::none(Instant::now() + limits.timeout);
-        self.call(engine, limits.memory_bytes, limits.timeout, grants, services, |pre, store| pre.decide_trigger(store, input, config)).0
+        let decision = self.call(engine, limits.memory_bytes, limits.timeout, grants, services, |pre, store| pre.decide_trigger(store, input, config)).0?;
+        match &decision {
+            TriggerDecision::Advise(text) | TriggerDecision::Compact(text) | TriggerDecision::Handover(text) => self.bounded(text)?,
+            TriggerDecision::None => {}
+        }
+        Ok(decision)
     }
 
     /// Asks a commit-policy plugin whether the swap may happen now.
     pub fn decide_commit(&self, engine: &Engine, limits: StepLimits, grants: &Grants, boundary: &Boundary, proposal: &Proposal, config: &str) -> Result<CommitDecision, StepError> {
         let services = Services::none(Instant::now() + limits.timeout);
-        self.call(engine, limits.memory_bytes, limits.timeout, grants, services, |pre, store| pre.decide_commit(store, boundary, proposal, config)).0
+        let decision = self.call(engine, limits.memory_bytes, limits.timeout, grants, services, |pre, store| pre.decide_commit(store, boundary, proposal, config)).0?;
+        if let CommitDecision::Defer(text) | CommitDecision::Reject(text) = &decision {
+            self.bounded(text)?;
+        }
+        Ok(decision)
+    }
+
+    fn bounded(&self, text: &str) -> Result<(), StepError> {
+        if text.len() > MAX_DECISION_CHARS {
+            return Err(StepError::Invalid(self.says(format!("answered with {} bytes of text; at most {MAX_DECISION_CHARS} are accepted", text.len()))));
+        }
+        Ok(())
     }
 }
