@@ -54,6 +54,19 @@ fn simulating_a_real_session_follows_the_seed_policy() {
     assert!(sim["series"].as_array().unwrap().iter().all(|p| p["tokens_before"].as_u64().unwrap() <= window));
     let svg = std::fs::read_to_string(&plot).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("75% compact") && svg.contains("<circle"), "the plot shows thresholds and events");
+    assert!(sim["thresholds"].as_array().unwrap().iter().any(|t| t["label"] == "75% compact" && t["tokens"] == 96_000), "{:#}", sim["thresholds"]);
+}
+
+#[test]
+fn simulate_draws_the_thresholds_of_the_policy_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("session.jsonl");
+    std::fs::write(&session, formats::write_cairn(&sample::coding_session(8))).unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, cairn::policy::DEFAULT_POLICY.replace("compact_at = 0.75", "compact_at = 0.5")).unwrap();
+    let sim = ok(&["simulate", session.to_str().unwrap(), "--window", "100000", "--json", "--policy", policy.to_str().unwrap()]);
+    let labels: Vec<(&str, u64)> = sim["thresholds"].as_array().unwrap().iter().map(|t| (t["label"].as_str().unwrap(), t["tokens"].as_u64().unwrap())).collect();
+    assert_eq!(labels, [("90% handover", 90_000), ("60% advise", 60_000), ("50% compact", 50_000)]);
 }
 
 /// Every place a crash can cut a maintenance short.
