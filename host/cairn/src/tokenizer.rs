@@ -27,9 +27,30 @@ impl std::fmt::Debug for Tokenizer {
 /// Per-message framing the chat formats add around each entry.
 const ENTRY_OVERHEAD: u32 = 4;
 
+/// Text is counted in pieces of at most this many bytes: tiktoken's pre-tokenizing regex
+/// overflows its stack on a long enough run of whitespace (a million spaces panics), and
+/// memory stays bounded whatever the input.
+const PIECE_BYTES: usize = 16 * 1024;
+
 impl Tokenizer {
+    /// The token count of any text; total (never panics). Pieces are cut where the
+    /// tokenizer's own pre-tokenizer would cut, so counts are exact except inside a single
+    /// run of whitespace or symbols longer than a piece.
     pub fn count(&self, text: &str) -> u32 {
-        self.bpe.encode_ordinary(text).len() as u32
+        let total: usize = pieces(text).map(|piece| self.bpe.encode_ordinary(piece).len()).sum();
+        u32::try_from(total).unwrap_or(u32::MAX)
+    }
+
+    /// The count, or `None` once `deadline` passes (checked between pieces).
+    pub fn count_until(&self, text: &str, deadline: std::time::Instant) -> Option<u32> {
+        let mut total = 0usize;
+        for piece in pieces(text) {
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            total += self.bpe.encode_ordinary(piece).len();
+        }
+        Some(u32::try_from(total).unwrap_or(u32::MAX))
     }
 
     /// Fills in every entry's `tokens`.
@@ -40,8 +61,42 @@ impl Tokenizer {
     }
 
     pub fn count_entry(&self, entry: &mut crate::transcript::Entry) {
-        entry.tokens = self.count(&entry.model_text()) + ENTRY_OVERHEAD;
+        entry.tokens = self.count(&entry.model_text()).saturating_add(ENTRY_OVERHEAD);
     }
+}
+
+/// Splits `text` into pieces of at most [`PIECE_BYTES`], each cut where the o200k
+/// pre-tokenizer ends a token whatever follows: right after a word or number, before a
+/// space or a punctuation mark (not `'`, which starts contractions), or after a newline
+/// between alphanumerics (a newline after punctuation belongs to it). Only a 16 KiB run
+/// without any such place is cut at a char boundary, where a count may be off by one.
+pub fn pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let cut = if rest.len() <= PIECE_BYTES { rest.len() } else { cut_point(rest) };
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
+    })
+}
+
+fn cut_point(text: &str) -> usize {
+    let b = text.as_bytes();
+    let alnum = |i: usize| b[i].is_ascii_alphanumeric();
+    let boundary = |i: usize| match b[i] {
+        b' ' => !b[i + 1].is_ascii_whitespace(),
+        b'\n' => alnum(i + 1),
+        b'\'' => false,
+        c => c.is_ascii_punctuation(),
+    };
+    (2..PIECE_BYTES)
+        .rev()
+        .find(|&i| alnum(i - 1) && boundary(i))
+        .map(|i| if b[i] == b'\n' { i + 1 } else { i })
+        .unwrap_or_else(|| (1..=PIECE_BYTES).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(PIECE_BYTES))
 }
 
 #[cfg(test)]
@@ -55,5 +110,40 @@ mod tests {
         assert_eq!(t.count("hello world"), 2);
         // A long repeated word compresses far below chars/4.
         assert!(t.count(&"token ".repeat(1000)) <= 1001);
+    }
+
+    #[test]
+    fn counting_is_total_on_hostile_text() {
+        let t = Tokenizer::default();
+        // Each of these panicked inside tiktoken before (regex stack overflow).
+        for hostile in [" ".repeat(2_000_000), "\n".repeat(2_000_000), " \n\t".repeat(700_000), "é".repeat(1_000_000), "a".repeat(3_000_000)] {
+            let n = t.count(&hostile);
+            assert!(n > 0 && (n as usize) <= hostile.len(), "{n}");
+        }
+    }
+
+    #[test]
+    fn cutting_into_pieces_keeps_ordinary_counts_exact() {
+        let t = Tokenizer::default();
+        let text = "fn main() {\n    println!(\"hello, world\");\n}\n// a comment with words\n".repeat(3_000);
+        assert!(text.len() > 8 * PIECE_BYTES);
+        assert_eq!(t.count(&text), t.bpe.encode_ordinary(&text).len() as u32);
+        let prose = "The quick brown fox jumps over the lazy dog; it's 42 degrees. ".repeat(2_000);
+        assert_eq!(t.count(&prose), t.bpe.encode_ordinary(&prose).len() as u32);
+        assert_eq!(pieces(&prose).collect::<String>(), prose);
+    }
+
+    #[test]
+    #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
+    fn piecewise_counts_equal_whole_counts_on_every_real_transcript() {
+        let t = Tokenizer::default();
+        let mut long = 0;
+        for (sub, ext) in [("pi", "jsonl"), ("openai-chat", "json"), ("claude-code", "jsonl")] {
+            for (name, text) in crate::transcript::formats::test_support::real_files(sub, ext) {
+                long += text.len() / PIECE_BYTES;
+                assert_eq!(t.count(&text), t.bpe.encode_ordinary(&text).len() as u32, "{name}");
+            }
+        }
+        assert!(long > 10, "the files are long enough to be cut");
     }
 }

@@ -259,3 +259,24 @@ fn a_log_flood_is_bounded_and_does_not_stop_the_chain() {
     assert_eq!(report.steps[1].outcome, OutcomeClass::Ok);
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }
+
+#[test]
+fn a_plugin_sleeping_inside_wasi_ends_by_its_deadline() {
+    let policy = format!("[[chain]]\nplugin = \"wasi-probe\"\ntimeout_ms = 500\nconfig = {{ mode = \"sleep\" }}\n{SHAKE}");
+    let started = std::time::Instant::now();
+    let (report, _dir) = compact(&policy);
+    assert_eq!(report.steps[0].outcome, OutcomeClass::Timeout, "{:#?}", report.steps);
+    // Before the fix the probe slept the full 30 s inside the host's poll.
+    assert!(report.steps[0].millis < 1_500, "took {} ms against a 500 ms timeout", report.steps[0].millis);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[test]
+fn a_huge_token_count_is_refused_and_the_chain_goes_on() {
+    let policy = format!("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:read\", \"tokens\"]\nconfig = {{ mode = \"count-huge\" }}\n{SHAKE}");
+    let started = std::time::Instant::now();
+    let (report, _dir) = compact(&policy);
+    assert_eq!(report.steps[0].outcome, OutcomeClass::Trap, "{:#?}", report.steps);
+    assert!(report.steps[0].message.as_deref().unwrap().contains("at most 8388608"), "{:#?}", report.steps[0]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+}

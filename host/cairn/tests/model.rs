@@ -86,6 +86,129 @@ fn client_errors_are_not_retried_and_never_echo_the_key() {
     assert!(!provider(Wire::Openai, &server.base_url, 0, 1).describe().contains(KEY));
 }
 
+/// Panics if `message` carries the key in any case, or any 8-character run of it.
+fn assert_keyless(message: &str) {
+    let message = message.to_lowercase();
+    let key = KEY.to_lowercase();
+    for window in key.as_bytes().windows(8) {
+        let window = std::str::from_utf8(window).unwrap();
+        assert!(!message.contains(window), "{window:?} of the key escaped in {message:?}");
+    }
+}
+
+/// The key as `request` carried it, for an endpoint to echo.
+fn key_sent(wire: Wire, request: &support::loopback::Request) -> String {
+    match wire {
+        Wire::Openai => request.header("authorization").unwrap_or("").trim_start_matches("Bearer ").to_string(),
+        Wire::Anthropic => request.header("x-api-key").unwrap_or("").to_string(),
+    }
+}
+
+#[test]
+fn redirects_are_not_followed_and_the_key_stays_with_the_endpoint() {
+    for wire in [Wire::Openai, Wire::Anthropic] {
+        for status in [301, 302, 303, 307, 308] {
+            let elsewhere = Loopback::start(move |_, _| Reply::ok(if wire == Wire::Openai { openai_reply("stolen") } else { anthropic_reply("stolen") }));
+            let host_port = elsewhere.base_url.trim_start_matches("http://").to_string();
+            let server = Loopback::start(move |_, r| Reply::redirect(status, format!("http://spy:hunter2@{host_port}{}", r.path)));
+            let err = provider(wire, &server.base_url, 2, 5_000).complete(&request(), soon()).unwrap_err();
+            let ModelError::Failed(message) = &err else { panic!("{wire:?} {status}: {err:?}") };
+            assert!(message.contains(&status.to_string()) && message.contains("redirected") && message.contains("does not follow redirects"), "{message}");
+            assert!(!message.contains("hunter2") && !message.contains(&elsewhere.base_url[7..]), "the Location stays out: {message}");
+            assert_eq!(server.count(), 1, "{wire:?} {status}: a redirect is a failure, not retried");
+            assert_eq!(elsewhere.count(), 0, "{wire:?} {status}: the redirect target got a request (and the key)");
+            assert_eq!(key_sent(wire, &server.requests.lock().unwrap()[0]), KEY, "the configured endpoint did get the key");
+        }
+    }
+}
+
+#[test]
+fn a_redirecting_endpoint_fails_the_model_step_and_says_why() {
+    let elsewhere = Loopback::start(|_, _| Reply::ok(openai_reply(SUMMARY)));
+    let target = format!("{}/v1/chat/completions", elsewhere.base_url);
+    let server = Loopback::start(move |_, _| Reply::redirect(302, target.clone()));
+    let (report, _dir) = compact_with(&host(), &model_policy(&server.base_url, 10_000));
+    let message = report.steps[0].message.as_deref().unwrap_or_default();
+    assert!(message.contains("302") && message.contains("redirected"), "{:#?}", report.steps);
+    assert_ne!(report.steps[0].outcome, OutcomeClass::Ok);
+    assert_eq!(elsewhere.count(), 0);
+    assert!(report.committed_by.is_some(), "the chain still commits");
+}
+
+#[test]
+fn error_bodies_echoing_the_key_in_any_form_are_redacted() {
+    type Echo = fn(&str) -> String;
+    let echoes: [(&str, Echo); 4] = [
+        ("exact", |k| k.to_string()),
+        ("upper-cased", |k| k.to_uppercase()),
+        ("first 12 chars", |k| k[..12].to_string()),
+        ("middle 8 chars, mixed case", |k| format!("{}{}", k[3..7].to_uppercase(), &k[7..11])),
+    ];
+    for wire in [Wire::Openai, Wire::Anthropic] {
+        for (what, echo) in echoes {
+            for status in [400, 401, 500] {
+                // In the provider's own `error.message`, and in a body that is not.
+                for json in [true, false] {
+                    let server = Loopback::start(move |_, r| {
+                        let echoed = echo(&key_sent(wire, r));
+                        let body = if json {
+                            serde_json::json!({ "type": "error", "error": { "type": "authentication_error", "message": format!("invalid x-api-key {echoed} (Bearer {echoed})") } }).to_string()
+                        } else {
+                            format!("<html>denied for {echoed}</html>")
+                        };
+                        Reply::status(status, body)
+                    });
+                    let err = provider(wire, &server.base_url, 0, 5_000).complete(&request(), soon()).unwrap_err();
+                    let message = match &err {
+                        ModelError::Failed(m) if status < 500 => m,
+                        ModelError::Unavailable(m) if status >= 500 => m,
+                        _ => panic!("{wire:?} {status}: {err:?}"),
+                    };
+                    assert!(message.contains(&status.to_string()), "{message}");
+                    assert_keyless(message);
+                    assert_keyless(&err.to_string());
+                    assert_keyless(&format!("{err:?}"));
+                    if json {
+                        assert!(message.contains("invalid x-api-key"), "the provider's message is kept: {message}");
+                    } else {
+                        assert!(!message.contains("denied") && !message.contains("<html>"), "{what}: raw bytes of a foreign body: {message}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_completion_echoing_the_key_does_not_hand_it_on() {
+    for wire in [Wire::Openai, Wire::Anthropic] {
+        let server = Loopback::start(move |_, r| {
+            let text = format!("your key is {} or {}", key_sent(wire, r).to_uppercase(), &KEY[..12]);
+            Reply::ok(if wire == Wire::Openai { openai_reply(&text) } else { anthropic_reply(&text) })
+        });
+        let answer = provider(wire, &server.base_url, 0, 5_000).complete(&request(), soon()).unwrap();
+        assert!(answer.starts_with("your key is "), "{answer}");
+        assert_keyless(&answer);
+    }
+}
+
+#[test]
+fn huge_error_bodies_give_short_messages() {
+    const HUGE: usize = 7 << 20;
+    for wire in [Wire::Openai, Wire::Anthropic] {
+        for json in [true, false] {
+            let server = Loopback::start(move |_, _| {
+                let bulk = "x".repeat(HUGE);
+                Reply::status(400, if json { serde_json::json!({ "error": { "message": bulk } }).to_string() } else { bulk })
+            });
+            let err = provider(wire, &server.base_url, 0, 20_000).complete(&request(), soon()).unwrap_err();
+            let ModelError::Failed(message) = &err else { panic!("{wire:?}: {err:?}") };
+            assert!(message.contains("400"), "{message}");
+            assert!(message.len() < 1024 && err.to_string().len() < 1024, "{wire:?} json={json}: {} bytes", message.len());
+        }
+    }
+}
+
 #[test]
 fn malformed_bodies_fail_clearly() {
     for body in ["not json", r#"{"choices":[]}"#] {
@@ -100,7 +223,7 @@ fn malformed_bodies_fail_clearly() {
 
 #[test]
 fn slow_responses_time_out_and_refused_connections_are_unavailable() {
-    let server = Loopback::start(|_, _| Reply { status: 200, body: openai_reply("late"), delay: Duration::from_secs(3) });
+    let server = Loopback::start(|_, _| Reply::slow(openai_reply("late"), Duration::from_secs(3)));
     let started = Instant::now();
     let err = provider(Wire::Openai, &server.base_url, 2, 300).complete(&request(), soon()).unwrap_err();
     assert_eq!(err, ModelError::Timeout);
@@ -176,7 +299,7 @@ fn a_refused_connection_makes_the_model_steps_unavailable_and_the_chain_commits(
 
 #[test]
 fn a_slow_model_hits_the_step_deadline_as_timeout() {
-    let server = Loopback::start(|_, _| Reply { status: 200, body: openai_reply(SUMMARY), delay: Duration::from_secs(4) });
+    let server = Loopback::start(|_, _| Reply::slow(openai_reply(SUMMARY), Duration::from_secs(4)));
     let (report, _dir) = compact_with(&host(), &model_policy(&server.base_url, 500));
     assert_eq!(report.steps[0].outcome, OutcomeClass::Timeout, "{:#?}", report.steps);
     assert!(report.steps[0].millis < 3_000);
@@ -228,7 +351,7 @@ fn repeated_malfunctions_open_the_circuit_and_the_report_says_so() {
 
 #[test]
 fn a_spent_chain_budget_skips_the_remaining_plugins() {
-    let server = Loopback::start(|_, _| Reply { status: 200, body: openai_reply("x"), delay: Duration::from_secs(4) });
+    let server = Loopback::start(|_, _| Reply::slow(openai_reply("x"), Duration::from_secs(4)));
     let mut policy = model_policy(&server.base_url, 10_000);
     policy.compaction.chain_timeout_ms = 400;
     let (report, _dir) = compact_with(&host(), &policy);

@@ -12,7 +12,7 @@ pub mod tokens;
 pub use archive::{ArchiveCapability, ArchiveError};
 pub use log::LogCapability;
 pub use model::{CompletionError, ModelCapability};
-pub use tokens::TokensCapability;
+pub use tokens::{CountError, TokensCapability};
 
 use std::collections::BTreeSet;
 use std::fmt;

@@ -29,7 +29,8 @@ pub fn classify(error: &wasmtime::Error, state: &CallState) -> CallFailure {
     if state.memory.exceeded {
         return CallFailure::Oom(format!("exceeded its memory cap of {} MiB", state.memory.max_bytes >> 20));
     }
-    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) || state.model.timed_out {
+    let deadline_passed = std::time::Instant::now() >= state.deadline;
+    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) || state.model.timed_out || state.tokens.timed_out || deadline_passed {
         return CallFailure::Timeout;
     }
     if let Some(refusal) = error.downcast_ref::<Refusal>() {

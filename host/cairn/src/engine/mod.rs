@@ -4,6 +4,7 @@
 
 mod call;
 mod state;
+pub mod wasi;
 
 pub use call::{classify, CallFailure};
 pub use state::{CallState, Services};

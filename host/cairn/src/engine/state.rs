@@ -42,6 +42,8 @@ pub struct CallState {
     pub tokens: TokensCapability,
     pub model: ModelCapability,
     pub archive: ArchiveCapability,
+    /// When the call must be over; host calls that could block stop by then.
+    pub deadline: Instant,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -61,9 +63,10 @@ impl CallState {
         CallState {
             memory: MemoryCap { max_bytes: memory_bytes, exceeded: false },
             log: LogCapability::new(gate()),
-            tokens: TokensCapability::new(gate(), services.tokenizer),
+            tokens: TokensCapability::new(gate(), services.tokenizer, services.deadline),
             model: ModelCapability::new(gate(), services.model, services.deadline),
             archive: ArchiveCapability::new(gate(), services.archive_id, services.archive),
+            deadline: services.deadline,
             plugin,
             wasi,
             table: ResourceTable::new(),

@@ -142,7 +142,7 @@ impl Lifecycle {
             Usage::Counted => Some(transcript.total_tokens()),
             Usage::Reported { tokens, entries_after } => {
                 let after = &transcript.entries[transcript.entries.len().saturating_sub(entries_after)..];
-                Some(tokens + after.iter().map(|e| e.tokens as u64).sum::<u64>())
+                Some(tokens.saturating_add(after.iter().map(|e| e.tokens as u64).sum::<u64>()))
             }
         };
         let settings = &policy.lifecycle;
@@ -194,7 +194,7 @@ impl Lifecycle {
         let archive_id = ArchiveId::generate(store.key());
         let request = if requested { state.pending.take() } else { None };
         state.last_maintenance_turn = Some(report.turn);
-        state.cooldown_until_turn = report.turn + settings.cooldown_turns;
+        state.cooldown_until_turn = report.turn.saturating_add(settings.cooldown_turns);
         state.prepared = Some(Prepared {
             purpose,
             archive_id: archive_id.to_string(),

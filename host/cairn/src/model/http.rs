@@ -1,20 +1,29 @@
 //! The HTTP transport shared by both wire formats: per-attempt timeouts clipped to the
 //! caller's deadline, bounded retries with exponential backoff on 429/5xx and transport
 //! failures, and no retry on other client errors.
+//!
+//! The key goes to the configured endpoint and nowhere else: redirects are not followed (a
+//! 3xx answer is a failure), and every message the provider hands on (HTTP, transport and
+//! parse errors, and the completion itself) is clipped and stripped of key material first.
 
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use super::redact::{clip, Redactor, MAX_ENDPOINT_BYTES};
 use super::{anthropic, openai, ModelError, ModelProvider, ModelRequest, Wire};
 
 const BACKOFF_START: Duration = Duration::from_millis(200);
 const MAX_RESPONSE_BYTES: u64 = 8 << 20;
+/// The most bytes of any error message the provider hands on.
+const MAX_MESSAGE_BYTES: usize = 512;
 
 pub struct HttpProvider {
     wire: Wire,
     base_url: String,
     model: String,
     api_key: Option<Secret>,
+    /// Built from the key; `None` without one.
+    redactor: Option<Redactor>,
     timeout: Duration,
     max_retries: u32,
     agent: ureq::Agent,
@@ -31,8 +40,10 @@ impl fmt::Debug for Secret {
 
 impl HttpProvider {
     pub fn new(wire: Wire, base_url: &str, model: &str, api_key: Option<String>, timeout: Duration, max_retries: u32) -> Self {
-        let agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        // No redirects: a 3xx comes back as a response, and the key never follows a Location.
+        let agent = ureq::Agent::config_builder().http_status_as_error(false).max_redirects(0).build().into();
         HttpProvider {
+            redactor: api_key.as_deref().map(Redactor::new),
             wire,
             base_url: base_url.trim_end_matches('/').to_string(),
             model: model.to_string(),
@@ -70,26 +81,29 @@ impl HttpProvider {
             Err(e) => Attempt::Transport(e.to_string()),
         }
     }
-}
 
-impl HttpProvider {
-    /// Endpoints sometimes echo the key in errors; it must not travel on to a plugin.
-    fn redact(&self, message: String) -> String {
-        match &self.api_key {
-            Some(key) if !key.0.is_empty() => message.replace(&key.0, "***"),
-            _ => message,
+    /// Endpoints sometimes echo the key, whole, upper-cased or cut short; it must not travel on
+    /// to a log, a plugin or the record.
+    fn redact(&self, text: &str) -> String {
+        match &self.redactor {
+            Some(redactor) => redactor.redact(text),
+            None => text.to_string(),
         }
     }
-}
 
-enum Attempt {
-    Answer(u16, String),
-    TimedOut,
-    Transport(String),
-}
+    /// What leaves the provider as an error (or goes to the log): bounded, and free of key
+    /// material. Clipping comes
+    /// first so redaction stays cheap; a key cut by the clip still goes, as a run of it.
+    fn sanitize(&self, error: ModelError) -> ModelError {
+        let clean = |message: String| self.redact(&clip(&message, MAX_MESSAGE_BYTES));
+        match error {
+            ModelError::Unavailable(m) => ModelError::Unavailable(clean(m)),
+            ModelError::Failed(m) => ModelError::Failed(clean(m)),
+            ModelError::Timeout => ModelError::Timeout,
+        }
+    }
 
-impl ModelProvider for HttpProvider {
-    fn complete(&self, request: &ModelRequest, deadline: Instant) -> Result<String, ModelError> {
+    fn call(&self, request: &ModelRequest, deadline: Instant) -> Result<String, ModelError> {
         let mut backoff = BACKOFF_START;
         let mut last = ModelError::Unavailable("no attempt was made".into());
         for attempt in 0..=self.max_retries {
@@ -104,8 +118,14 @@ impl ModelProvider for HttpProvider {
                         Wire::Anthropic => anthropic::parse(&body),
                     };
                 }
+                Attempt::Answer(status, _) if (300..400).contains(&status) => {
+                    // The Location is not quoted: it may carry credentials of its own.
+                    return Err(ModelError::Failed(format!(
+                        "HTTP {status}: the endpoint redirected; Cairn does not follow redirects for model calls (set base_url to the final address)"
+                    )));
+                }
                 Attempt::Answer(status, body) => {
-                    let message = self.redact(format!("HTTP {status}: {}", error_message(&body)));
+                    let message = format!("HTTP {status}: {}", error_message(&body));
                     if status == 429 || status >= 500 {
                         ModelError::Unavailable(message)
                     } else {
@@ -113,9 +133,9 @@ impl ModelProvider for HttpProvider {
                     }
                 }
                 Attempt::TimedOut => return Err(ModelError::Timeout),
-                Attempt::Transport(why) => ModelError::Unavailable(self.redact(why)),
+                Attempt::Transport(why) => ModelError::Unavailable(why),
             };
-            tracing::debug!(model = %self.describe(), attempt, "model call failed: {retryable}");
+            tracing::debug!(model = %self.describe(), attempt, "model call failed: {}", self.sanitize(retryable.clone()));
             last = retryable;
             if attempt < self.max_retries {
                 std::thread::sleep(backoff.min(deadline.saturating_duration_since(Instant::now())));
@@ -124,16 +144,35 @@ impl ModelProvider for HttpProvider {
         }
         Err(last)
     }
+}
+
+enum Attempt {
+    Answer(u16, String),
+    TimedOut,
+    Transport(String),
+}
+
+impl ModelProvider for HttpProvider {
+    fn complete(&self, request: &ModelRequest, deadline: Instant) -> Result<String, ModelError> {
+        match self.call(request, deadline) {
+            // A completion that echoes the key must not hand it to the plugin either.
+            Ok(text) => Ok(self.redact(&text)),
+            Err(e) => Err(self.sanitize(e)),
+        }
+    }
 
     fn describe(&self) -> String {
         format!("{:?} {} at {}", self.wire, self.model, self.base_url)
     }
 }
 
-/// The provider's error message if the body carries one (both APIs use `error.message`).
+/// The provider's error message if the body carries one (both APIs use `error.message`),
+/// clipped; otherwise only the body's size: raw bytes of an unknown body never go into a
+/// message.
 fn error_message(body: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
-        .unwrap_or_else(|| body.chars().take(200).collect())
+    match serde_json::from_str::<serde_json::Value>(body).ok().as_ref().and_then(|v| v["error"]["message"].as_str()) {
+        Some(message) => clip(message, MAX_ENDPOINT_BYTES),
+        None if body.is_empty() => "empty body".to_string(),
+        None => format!("a body of {} bytes without error.message", body.len()),
+    }
 }

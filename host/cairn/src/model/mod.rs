@@ -6,6 +6,7 @@
 mod anthropic;
 mod http;
 mod openai;
+mod redact;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

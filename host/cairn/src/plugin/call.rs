@@ -35,7 +35,12 @@ impl Plugin {
     ) -> (Result<T, StepError>, CallState) {
         let state = CallState::new(self.label(), memory_bytes, grants, services);
         let mut store = engine.store(state, timeout);
-        let answer = f(&self.pre, &mut store).map_err(|error| self.failure(classify(&error, store.data()), timeout));
+        let answer = match f(&self.pre, &mut store) {
+            Err(error) => Err(self.failure(classify(&error, store.data()), timeout)),
+            // An answer that comes after the deadline (a host call held it back) is too late.
+            Ok(_) if std::time::Instant::now() > store.data().deadline => Err(self.failure(CallFailure::Timeout, timeout)),
+            Ok(answer) => Ok(answer),
+        };
         (answer, store.into_data())
     }
 

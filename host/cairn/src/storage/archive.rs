@@ -181,7 +181,7 @@ impl ArchiveView {
         if offset > entries.len() {
             return Err(ReadError::Invalid(format!("offset {offset} is past the archive's {} entries", entries.len())));
         }
-        let end = (offset + limit).min(entries.len());
+        let end = offset.saturating_add(limit).min(entries.len());
         let slices = entries[offset..end]
             .iter()
             .enumerate()
@@ -253,7 +253,7 @@ impl ArchiveView {
             .collect();
         hits.sort_by(|a, b| b.score.total_cmp(&a.score));
         let total = hits.len();
-        let end = (offset + limit).min(total);
+        let end = offset.saturating_add(limit).min(total);
         let page = if offset < total { hits.drain(offset..end).collect() } else { Vec::new() };
         Ok(Hits { hits: page, total, next_offset: (end < total).then_some(end), clamped: (!clamped.is_empty()).then(|| clamped.join("; ")) })
     }

@@ -1,5 +1,6 @@
-//! A loopback HTTP/1.1 server for model tests: each request is recorded and answered by a
-//! closure, which may also stall to simulate a slow model.
+//! A loopback HTTP/1.1 server for model tests: each request is recorded (per server, so a test
+//! can tell which server got which request) and answered by a closure, which may also stall
+//! to simulate a slow model or send extra headers such as a redirect's `Location`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -23,15 +24,27 @@ pub struct Reply {
     pub status: u16,
     pub body: String,
     pub delay: Duration,
+    /// Sent after `content-type`, `content-length` and `connection`.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Reply {
     pub fn ok(body: impl Into<String>) -> Self {
-        Reply { status: 200, body: body.into(), delay: Duration::ZERO }
+        Reply::status(200, body)
     }
 
     pub fn status(status: u16, body: impl Into<String>) -> Self {
-        Reply { status, body: body.into(), delay: Duration::ZERO }
+        Reply { status, body: body.into(), delay: Duration::ZERO, headers: Vec::new() }
+    }
+
+    /// `body` after `delay`.
+    pub fn slow(body: impl Into<String>, delay: Duration) -> Self {
+        Reply { delay, ..Reply::ok(body) }
+    }
+
+    /// A redirect (`status` is 301, 302, 303, 307 or 308) to `location`.
+    pub fn redirect(status: u16, location: impl Into<String>) -> Self {
+        Reply { headers: vec![("location".into(), location.into())], ..Reply::status(status, "") }
     }
 }
 
@@ -91,14 +104,13 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<Request>>, answer: &(dyn Fn(usize, 
     };
     let reply = answer(n, &request);
     std::thread::sleep(reply.delay);
+    let mut head = format!("HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n", reply.status, reply.body.len());
+    for (name, value) in &reply.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
     let mut stream = stream;
-    let _ = write!(
-        stream,
-        "HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{}",
-        reply.status,
-        reply.body.len(),
-        reply.body
-    );
+    let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(reply.body.as_bytes()));
 }
 
 /// An OpenAI chat completion carrying `text`.

@@ -93,7 +93,7 @@ impl WorldLinkers {
         add_imports(&mut plain, world)?;
         let mut with_wasi = Linker::new(engine);
         add_imports(&mut with_wasi, world)?;
-        wasmtime_wasi::p2::add_to_linker_sync(&mut with_wasi)?;
+        crate::engine::wasi::add_to_linker(&mut with_wasi)?;
         Ok(WorldLinkers { plain, with_wasi })
     }
 }
