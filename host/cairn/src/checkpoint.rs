@@ -18,7 +18,8 @@ pub fn validate(json: &str) -> Result<(), String> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!("checkpoint does not match the schema: {}", problems.join("; ")))
+        // Schema errors quote the plugin's values: clip them like any plugin text.
+        Err(crate::record::clip_message(&format!("checkpoint does not match the schema: {}", problems.join("; "))))
     }
 }
 

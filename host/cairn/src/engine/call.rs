@@ -26,7 +26,8 @@ impl std::fmt::Display for CallFailure {
 
 /// Classifies an error from instantiating or calling a plugin.
 pub fn classify(error: &wasmtime::Error, state: &CallState) -> CallFailure {
-    if state.memory.exceeded {
+    // Too many memories, tables or instances for the limiter: wasmtime's own words.
+    if state.memory.exceeded || error.root_cause().to_string().contains("resource limit exceeded") {
         return CallFailure::Oom(format!("exceeded its memory cap of {} MiB", state.memory.max_bytes >> 20));
     }
     let deadline_passed = std::time::Instant::now() >= state.deadline;

@@ -61,7 +61,7 @@ impl CallState {
             .allow_ip_name_lookup(false)
             .build();
         CallState {
-            memory: MemoryCap { max_bytes: memory_bytes, exceeded: false },
+            memory: MemoryCap::new(memory_bytes),
             log: LogCapability::new(gate()),
             tokens: TokensCapability::new(gate(), services.tokenizer, services.deadline),
             model: ModelCapability::new(gate(), services.model, services.deadline),
@@ -85,27 +85,63 @@ impl WasiView for CallState {
     }
 }
 
-/// Caps linear memory per call and remembers whether the cap was hit, so the failure is
-/// reported as `oom` rather than a generic trap.
+/// Caps the memory of a whole call — every linear memory and table of every instance in the
+/// component, together — and remembers whether the cap was hit, so the failure is reported
+/// as `oom` rather than a generic trap.
 pub struct MemoryCap {
     pub max_bytes: usize,
     pub exceeded: bool,
+    /// Bytes of linear memory and table elements (counted at 8 bytes each) in use.
+    used: usize,
 }
 
-/// Tables may hold at most this many elements.
+/// Tables may hold at most this many elements each.
 pub const MAX_TABLE_ELEMENTS: usize = 100_000;
+/// A component built by a normal toolchain has one or two memories (an adapter may add one)
+/// and a few tables; a plugin may have at most these.
+pub const MAX_MEMORIES: usize = 4;
+pub const MAX_TABLES: usize = 16;
+pub const MAX_INSTANCES: usize = 32;
+const TABLE_ELEMENT_BYTES: usize = 8;
 
-impl ResourceLimiter for MemoryCap {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        if desired > self.max_bytes {
-            self.exceeded = true;
-            wasmtime::bail!("out of memory: the plugin asked for {desired} bytes, its cap is {}", self.max_bytes);
-        }
-        Ok(true)
+impl MemoryCap {
+    pub fn new(max_bytes: usize) -> Self {
+        MemoryCap { max_bytes, exceeded: false, used: 0 }
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        Ok(desired <= MAX_TABLE_ELEMENTS)
+    fn grow(&mut self, current: usize, desired: usize, what: &str) -> wasmtime::Result<bool> {
+        let total = self.used.saturating_add(desired.saturating_sub(current));
+        if total > self.max_bytes {
+            self.exceeded = true;
+            wasmtime::bail!("out of memory: growing a {what} would take the call to {total} bytes, its cap is {}", self.max_bytes);
+        }
+        self.used = total;
+        Ok(true)
+    }
+}
+
+impl ResourceLimiter for MemoryCap {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        self.grow(current, desired, "memory")
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > MAX_TABLE_ELEMENTS {
+            return Ok(false);
+        }
+        self.grow(current.saturating_mul(TABLE_ELEMENT_BYTES), desired.saturating_mul(TABLE_ELEMENT_BYTES), "table")
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
     }
 }
 
@@ -114,12 +150,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn memory_past_the_cap_is_refused_and_remembered_and_tables_are_capped() {
-        let mut cap = MemoryCap { max_bytes: 1 << 20, exceeded: false };
-        assert!(cap.memory_growing(0, 1 << 20, None).unwrap());
-        assert!(cap.memory_growing(0, (1 << 20) + 1, None).is_err());
+    fn the_cap_covers_every_memory_and_table_of_the_call_together() {
+        let mut cap = MemoryCap::new(4 << 20);
+        assert!(cap.memory_growing(0, 2 << 20, None).unwrap());
+        assert!(cap.memory_growing(2 << 20, 3 << 20, None).unwrap(), "growth counts the difference");
+        // A second memory of 2 MiB would take the call past 4 MiB, though it is under on its own.
+        assert!(cap.memory_growing(0, 2 << 20, None).is_err());
         assert!(cap.exceeded, "the overrun is reported as oom");
-        assert!(cap.table_growing(0, MAX_TABLE_ELEMENTS, None).unwrap());
+
+        let mut cap = MemoryCap::new(1 << 20);
         assert!(!cap.table_growing(0, MAX_TABLE_ELEMENTS + 1, None).unwrap());
+        assert!(cap.table_growing(0, 1_000, None).unwrap());
+        assert!(cap.memory_growing(0, (1 << 20) - 8_000, None).unwrap());
+        assert!(cap.memory_growing(0, 64 << 10, None).is_err(), "tables count toward the cap");
+        assert_eq!((cap.memories(), cap.tables()), (MAX_MEMORIES, MAX_TABLES));
     }
 }

@@ -51,7 +51,24 @@ pub struct StepReport {
 
 impl StepReport {
     pub fn failed(plugin: String, outcome: OutcomeClass, message: &str, millis: u64, refused: Vec<String>) -> Self {
-        StepReport { plugin, outcome, millis, message: Some(message.to_string()), tokens_after: None, refused }
+        StepReport { plugin, outcome, millis, message: Some(clip_message(message)), tokens_after: None, refused }
     }
+}
+
+/// The longest message from a plugin or an endpoint that reaches the record, a log line or
+/// the terminal.
+pub const MAX_MESSAGE_CHARS: usize = 2_000;
+
+/// Room for what the host adds around a clipped message (a prefix naming the plugin), so
+/// clipping again changes nothing.
+const CLIP_SLACK: usize = 256;
+
+/// `text` cut to [`MAX_MESSAGE_CHARS`], saying how long it was; text up to that length plus a
+/// little slack is left alone.
+pub fn clip_message(text: &str) -> String {
+    if text.len() <= MAX_MESSAGE_CHARS + CLIP_SLACK {
+        return text.to_string();
+    }
+    format!("{}… ({} bytes in all)", cairn_rules::clip_chars(text, MAX_MESSAGE_CHARS), text.len())
 }
 

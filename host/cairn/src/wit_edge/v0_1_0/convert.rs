@@ -4,7 +4,7 @@ use super::bindings::{archive as wit_archive, model as wit_model, types as wit};
 use crate::capabilities::ArchiveError;
 use crate::chain::{StepError, StepInput, StrategyOutput};
 use crate::model::{ChatMessage, ModelError, ModelRequest};
-use crate::record::{AgentRequest, Boundary, CommitDecision, OutcomeClass, Proposal, Purpose, RequestKind, TriggerDecision, TriggerInput};
+use crate::record::{clip_message, AgentRequest, Boundary, CommitDecision, OutcomeClass, Proposal, Purpose, RequestKind, TriggerDecision, TriggerInput};
 use crate::storage::archive::{EntrySlice, Hit, Hits, Page, ReadError, Summary};
 use crate::transcript::{Entry, Origin, Part, Role};
 
@@ -116,9 +116,10 @@ pub fn strategy_result(result: Result<wit::Outcome, wit::StrategyError>) -> Resu
             seed: o.seed,
             retrospective: o.retrospective,
         }),
-        Err(wit::StrategyError::Unavailable(why)) => Err(StepError::Unavailable(why)),
-        Err(wit::StrategyError::NothingToDo(why)) => Err(StepError::NoProgress(why)),
-        Err(wit::StrategyError::Failed(why)) => Err(StepError::Invalid(format!("plugin reported failure: {why}"))),
+        // A plugin's own words are clipped before they reach a log line or the record.
+        Err(wit::StrategyError::Unavailable(why)) => Err(StepError::Unavailable(clip_message(&why))),
+        Err(wit::StrategyError::NothingToDo(why)) => Err(StepError::NoProgress(clip_message(&why))),
+        Err(wit::StrategyError::Failed(why)) => Err(StepError::Invalid(format!("plugin reported failure: {}", clip_message(&why)))),
     }
 }
 
