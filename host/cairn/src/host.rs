@@ -2,11 +2,12 @@
 //! the circuit breaker, and runs compactions and handovers: snapshot → window → chain →
 //! checked outcome → archive → durable record.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use anyhow::Result;
 
-use crate::chain::{self, BreakerSettings, CircuitBreaker, HostSeed, LastResort, Step, StepError, StepInput, Window};
+use crate::chain::{self, Applied, BreakerSettings, CircuitBreaker, HostSeed, LastResort, Step, StepError, StepInput, Window};
 use crate::engine::Engine;
 use crate::model::{ModelError, ModelProvider, ModelRequest};
 use crate::plugin::{Plugin, Registry, WasmStrategy};
@@ -198,29 +199,24 @@ impl Cairn {
             deadline: settings.chain_deadline(),
         };
         let steps = self.steps(policy, purpose);
-        let run = chain::run(&steps, &input, &self.tokenizer, &self.breaker, settings.breaker());
+        let seeds = store.seed_ids();
+        let known: HashSet<&str> = transcript.entries.iter().map(|e| e.id.as_str()).collect();
+        // The commit policy judges each checked outcome as the chain produces it.
+        let proposal = |plugin: &str, applied: &Applied| Proposal {
+            strategy: plugin.to_string(),
+            tokens_before,
+            tokens_after: applied.tokens_after,
+            replaced_ids: transcript.entries[applied.first..=applied.last].iter().map(|e| e.id.clone()).collect(),
+            kept_summary_ids: kept_summary_ids(&applied.context, &applied.replacement.iter().filter(|e| !known.contains(e.id.as_str())).collect::<Vec<_>>(), &seeds),
+        };
+        let approve = options.approve.map(|approve| move |plugin: &str, applied: &Applied| approve(&proposal(plugin, applied)));
+        let run = chain::run(&steps, &input, &self.tokenizer, &self.breaker, settings.breaker(), approve.as_ref().map(|a| a as chain::Approve<'_>));
 
         let mut event = CompactionEvent::new(purpose, archive_id.as_str(), tokens_before, run.steps.clone());
-        let verdict = match (&run.committed, options.approve) {
-            (Some(committed), Some(approve)) => {
-                let replacement_ids: Vec<String> = committed.applied.replacement.iter().map(|e| e.id.clone()).collect();
-                approve(&Proposal {
-                    strategy: committed.plugin.clone(),
-                    tokens_before,
-                    tokens_after: committed.applied.tokens_after,
-                    replaced_ids: transcript.entries[committed.applied.first..=committed.applied.last].iter().map(|e| e.id.clone()).collect(),
-                    kept_summary_ids: kept_summary_ids(&committed.applied.context, &replacement_ids),
-                })
-            }
-            _ => CommitDecision::Commit,
-        };
-        if let CommitDecision::Defer(why) | CommitDecision::Reject(why) = verdict {
-            tracing::info!(conversation = %store.key(), "commit policy refused the outcome: {why}");
-            event.rejected = Some(why);
-        }
+        event.rejected = run.refused;
         let committed = match run.committed {
-            Some(committed) if event.rejected.is_none() => committed,
-            _ => {
+            Some(committed) => committed,
+            None => {
                 store.record_compaction(event.clone())?;
                 let mut report = CompactionReport::from_event(store.key().as_str(), &event);
                 report.transcript = transcript;

@@ -143,7 +143,7 @@ fn shake_elide_keeps_every_original_recoverable_and_records_the_event() {
     assert!(resolved >= 10, "only {resolved} placeholders");
 
     // The record survives reopening: a snapshot, then the compaction with its steps.
-    let store = home.conversation(&key).unwrap();
+    let store = home.existing_conversation(&key).unwrap();
     let events = store.events();
     assert!(matches!(&events[0], Event::Snapshot { entries, .. } if entries.len() == before.entries.len()));
     let Event::Compaction(event) = &events[1] else { panic!("second event is not a compaction") };
@@ -191,7 +191,7 @@ fn when_nothing_can_be_committed_the_attempt_is_still_recorded() {
     assert_eq!(outcomes(&report), vec![("misbehave".into(), OutcomeClass::Trap), ("last-resort".into(), OutcomeClass::NoProgress)]);
     assert_eq!(report.committed_by, None);
     assert_eq!(report.tokens_after, report.tokens_before);
-    let store = home.conversation(&key).unwrap();
+    let store = home.existing_conversation(&key).unwrap();
     let Event::Compaction(event) = &store.events()[1] else { panic!("no compaction event") };
     assert_eq!(event.committed_by, None);
     assert!(event.artifacts.is_empty() && event.forgotten.is_empty());

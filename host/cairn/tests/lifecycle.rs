@@ -47,7 +47,7 @@ async fn unknown_usage_means_no_automatic_action() {
     let outcome = life.boundary(report(10, window_for(&t, 0.99), Usage::Unknown, &t)).await.unwrap();
     assert_eq!(outcome.action, Action::None);
     assert_eq!(outcome.usage, None);
-    let store = Home::open(dir.path()).unwrap().conversation(&key()).unwrap();
+    let store = Home::open(dir.path()).unwrap().existing_conversation(&key()).unwrap();
     assert!(store.events().is_empty(), "nothing ran");
 }
 
@@ -162,7 +162,7 @@ async fn a_failed_maintenance_is_recorded_and_its_notice_says_nothing_of_the_err
     let notices = life.take_notices(key()).await.unwrap();
     assert_eq!(notices[0].kind, "failed");
     assert!(!notices[0].text.contains("trap") && !notices[0].text.contains("misbehave"), "{}", notices[0].text);
-    let store = Home::open(dir.path()).unwrap().conversation(&key()).unwrap();
+    let store = Home::open(dir.path()).unwrap().existing_conversation(&key()).unwrap();
     assert!(store.events().iter().any(|e| matches!(e, Event::Compaction(c) if c.committed_by.is_none() && c.steps[0].outcome == OutcomeClass::Trap)));
 }
 
@@ -228,7 +228,7 @@ async fn a_trigger_that_answers_again_is_obeyed_again() {
     let t = sample::coding_session(10);
     let life = lifecycle(dir.path(), &fixture_policy(&misbehaving("misbehave-trigger", "trap"), "plugin = \"commit-turn-boundary\""));
     life.boundary(report(3, window_for(&t, 0.2), Usage::Counted, &t)).await.unwrap();
-    let store = Home::open(dir.path()).unwrap().conversation(&key()).unwrap();
+    let store = Home::open(dir.path()).unwrap().existing_conversation(&key()).unwrap();
     let state: cairn::lifecycle::ConversationState = store.load_state().unwrap().unwrap();
     assert_eq!(state.failing_plugins, ["misbehave-trigger@0.1.0"]);
 
@@ -238,4 +238,101 @@ async fn a_trigger_that_answers_again_is_obeyed_again() {
     assert_eq!(outcome.action, Action::Compacted, "the working trigger's decision is obeyed");
     let state: cairn::lifecycle::ConversationState = store.load_state().unwrap().unwrap();
     assert!(state.failing_plugins.is_empty());
+}
+
+/// The default policy with a summary step (checkpoint-json, deterministic without a model)
+/// before shake-elide's elision.
+fn summary_then_elide() -> String {
+    default_policy().replace(
+        "[[chain]]\nplugin = \"shake-elide\"",
+        "[[chain]]\nplugin = \"checkpoint-json\"\ngrants = [\"log\", \"tokens\"]\n\n[[chain]]\nplugin = \"shake-elide\"",
+    )
+}
+
+/// `t` with an earlier compaction's summary, pinned, right after the system prompt: no new
+/// outcome can replace it.
+fn with_old_summary(t: &Transcript) -> Transcript {
+    let mut entries = t.entries.clone();
+    let mut summary = cairn::transcript::Entry::text("old-summary", cairn::transcript::Role::User, cairn::transcript::Origin::Summary, "## Goal\nan earlier summary");
+    summary.pinned = true;
+    entries.insert(1, summary);
+    Transcript::new(entries)
+}
+
+#[tokio::test]
+async fn a_refused_outcome_passes_the_turn_to_the_next_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let life = lifecycle(dir.path(), &summary_then_elide());
+    let t = with_old_summary(&sample::coding_session(10));
+    let outcome = life.boundary(report(10, window_for(&t, 0.80), Usage::Counted, &t)).await.unwrap();
+    assert_eq!(outcome.action, Action::Compacted, "{outcome:#?}");
+    let steps = &outcome.report.as_ref().unwrap().steps;
+    // A new summary beside the old one would leave it stale: refused; the elision beside it
+    // is fine and commits.
+    assert_eq!(steps[0].outcome, OutcomeClass::Rejected, "{steps:#?}");
+    assert!(steps[0].message.as_deref().unwrap().contains("old-summary"));
+    assert!(steps[1].plugin.starts_with("shake-elide@") && steps[1].outcome == OutcomeClass::Ok, "{steps:#?}");
+}
+
+#[tokio::test]
+async fn a_summary_beside_a_handover_seed_is_not_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let life = lifecycle(dir.path(), &summary_then_elide());
+    let t = sample::coding_session(10);
+    life.request(key(), AgentRequest { kind: RequestKind::Handover, preserve: String::new(), resume: String::new() }).await.unwrap();
+    let handed = life.boundary(report(10, window_for(&t, 0.3), Usage::Counted, &t)).await.unwrap();
+    assert_eq!(handed.action, Action::HandedOver, "{handed:#?}");
+    // The new session: its seed, then a long stretch of new work.
+    let later = sample::coding_session(10);
+    let mut entries = handed.transcript.entries.clone();
+    entries.extend(later.entries.iter().skip(1).map(|e| cairn::transcript::Entry { id: format!("new-{}", e.id), ..e.clone() }));
+    let next = Transcript::new(entries);
+    let outcome = life.boundary(report(20, window_for(&next, 0.80), Usage::Counted, &next)).await.unwrap();
+    assert_eq!(outcome.action, Action::Compacted, "{outcome:#?}");
+    let steps = &outcome.report.as_ref().unwrap().steps;
+    assert!(steps[0].plugin.starts_with("checkpoint-json@") && steps[0].outcome == OutcomeClass::Ok, "{steps:#?}");
+}
+
+#[tokio::test]
+async fn a_pause_ends_after_its_turns_by_the_switch_or_by_a_successful_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = default_policy()
+        .replace("cooldown_turns = 5", "cooldown_turns = 1")
+        .replace("min_freed_ratio = 0.10", "min_freed_ratio = 0.99\nresume_after_turns = 4");
+    let life = lifecycle(dir.path(), &policy);
+    let t = sample::coding_session(10);
+    let window = window_for(&t, 0.80);
+    for turn in 1..=3 {
+        life.boundary(report(turn, window, Usage::Counted, &t)).await.unwrap();
+    }
+    assert_eq!(life.boundary(report(4, window, Usage::Counted, &t)).await.unwrap().action, Action::Paused);
+    // Paused at turn 3: four turns later it resumes by itself, with a notice.
+    assert_ne!(life.boundary(report(7, window, Usage::Counted, &t)).await.unwrap().action, Action::Paused);
+    let kinds: Vec<String> = life.take_notices(key()).await.unwrap().into_iter().map(|n| n.kind).collect();
+    assert!(kinds.contains(&"resumed".to_string()), "{kinds:?}");
+
+    // The operator's switch.
+    let dir = tempfile::tempdir().unwrap();
+    let life = lifecycle(dir.path(), &policy.replace("resume_after_turns = 4", "resume_after_turns = 0"));
+    for turn in 1..=3 {
+        life.boundary(report(turn, window, Usage::Counted, &t)).await.unwrap();
+    }
+    assert_eq!(life.boundary(report(40, window, Usage::Counted, &t)).await.unwrap().action, Action::Paused, "0 never resumes by itself");
+    life.resume(key()).await.unwrap();
+    assert_ne!(life.boundary(report(41, window, Usage::Counted, &t)).await.unwrap().action, Action::Paused);
+}
+
+#[tokio::test]
+async fn owed_notices_reach_the_outbox_when_notices_are_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let life = lifecycle(dir.path(), &default_policy());
+    // A crash between saving the state and queueing its notice leaves it owed.
+    let home = Home::open(dir.path()).unwrap();
+    let store = home.conversation(&key()).unwrap();
+    let owed = cairn::record::Notice { id: "n-owed".into(), kind: "compacted".into(), text: "owed".into(), at: 1 };
+    store.save_state(&cairn::lifecycle::ConversationState { owed_notices: vec![owed], ..Default::default() }).unwrap();
+    drop(store);
+    let notices = life.take_notices(key()).await.unwrap();
+    assert_eq!(notices.iter().map(|n| n.id.as_str()).collect::<Vec<_>>(), ["n-owed"]);
+    assert_eq!(life.deliver_owed_notices().unwrap(), 0, "delivered once");
 }

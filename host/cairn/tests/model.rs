@@ -285,7 +285,7 @@ fn a_reply_without_the_sections_is_invalid_and_the_checkpoint_commits() {
     let checkpoint: serde_json::Value = serde_json::from_str(report.checkpoint.as_deref().unwrap()).unwrap();
     assert_eq!(checkpoint["negative_constraints"][0], "never commit directly to main");
     // The checkpoint is in the durable record.
-    let store = Home::open(dir.path()).unwrap().conversation(&ConversationKey::parse("model").unwrap()).unwrap();
+    let store = Home::open(dir.path()).unwrap().existing_conversation(&ConversationKey::parse("model").unwrap()).unwrap();
     let Event::Compaction(event) = &store.events()[1] else { panic!() };
     assert_eq!(event.checkpoint, report.checkpoint);
 }

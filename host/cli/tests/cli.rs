@@ -343,3 +343,77 @@ fn bad_input_gets_a_clear_error_naming_the_file_and_line() {
     let err = fails(&["artifact", "artifact://a-0123456789abcdef/1", "--home", s(&home)]);
     assert!(err.contains("not found"), "{err}");
 }
+
+#[test]
+fn numbers_at_their_limits_never_panic_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let session = dir.path().join("session.jsonl");
+    std::fs::write(&session, formats::write_cairn(&cairn::transcript::sample::coding_session(6))).unwrap();
+    ok(&["compact", s(&session), "--home", s(&home), "--conversation", "limits"]);
+    let max = u64::MAX.to_string();
+    ok(&["history", "--home", s(&home), "--conversation", "limits", "search", "ledger", "--offset", &max]);
+    let out = cairn(&["history", "--home", s(&home), "--conversation", "limits", "page", "a-0123456789abcdef", "--offset", &max, "--char-offset", &max]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&out.stderr));
+    let turn = u32::MAX.to_string();
+    let out = ok(&["boundary", s(&session), "--home", s(&home), "--conversation", "limits", "--turn", &turn, "--window", &max, "--reported-tokens", &max]);
+    assert!(out.contains("\"usage\""), "{out}");
+    ok(&["boundary", s(&session), "--home", s(&home), "--conversation", "limits", "--turn", &turn, "--window", "1000", "--reported-tokens", &max]);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_plugin_dir_reads_only_regular_files_of_bounded_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::fs::write(plugins.join("zero.toml"), "name = \"zero\"\nkind = \"strategy\"\nversion = \"0.1.0\"\n").unwrap();
+    std::os::unix::fs::symlink("/dev/zero", plugins.join("zero.wasm")).unwrap();
+    let started = std::time::Instant::now();
+    let err = fails(&["plugins", "list", "--plugin-dir", s(&plugins)]);
+    assert!(err.contains("zero.wasm is not a regular file"), "{err}");
+
+    std::fs::remove_file(plugins.join("zero.wasm")).unwrap();
+    let fifo = plugins.join("zero.wasm");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let err = fails(&["plugins", "list", "--plugin-dir", s(&plugins)]);
+    assert!(err.contains("zero.wasm is not a regular file"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "no hang on a FIFO");
+}
+
+#[cfg(unix)]
+#[test]
+fn one_broken_conversation_does_not_hide_the_artifacts_of_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let session = dir.path().join("session.jsonl");
+    std::fs::write(&session, formats::write_cairn(&cairn::transcript::sample::coding_session(10))).unwrap();
+    let report: Value = serde_json::from_str(&ok(&["compact", s(&session), "--json", "--home", s(&home), "--conversation", "zz-good"])).unwrap();
+    let uri = report["artifacts"][0].as_str().unwrap().to_string();
+    // Sorted before the good one: a planted symlink and a conversation with a corrupt log.
+    std::os::unix::fs::symlink("/etc", home.join("conversations/aa-planted")).unwrap();
+    std::fs::create_dir(home.join("conversations/ab-corrupt")).unwrap();
+    std::fs::write(home.join("conversations/ab-corrupt/events.jsonl"), "not json\n").unwrap();
+    let stored = ok(&["artifact", &uri, "--home", s(&home)]);
+    assert!(!stored.is_empty());
+}
+
+#[test]
+fn a_compaction_only_the_last_resort_could_commit_is_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let fixture = cairn_bundle::FIXTURES.iter().find(|p| p.manifest.contains("name = \"misbehave\"")).unwrap();
+    std::fs::write(plugins.join("misbehave.wasm"), fixture.component).unwrap();
+    std::fs::write(plugins.join("misbehave.toml"), fixture.manifest).unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:read\"]\nconfig = { mode = \"trap\" }\n").unwrap();
+    let session = dir.path().join("session.jsonl");
+    std::fs::write(&session, formats::write_cairn(&cairn::transcript::sample::coding_session(10))).unwrap();
+    let home = dir.path().join("home");
+    let args = ["compact", s(&session), "--home", s(&home), "--policy", s(&policy), "--plugin-dir", s(&plugins)];
+    let report: Value = serde_json::from_str(&ok(&[&args[..], &["--json"]].concat())).unwrap();
+    assert_eq!(report["degraded"], true, "{report:#}");
+    let out = cairn(&args);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: no strategy could compact"), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -89,10 +89,25 @@ pub fn apply(entries: &[Entry], window: &Window, output: StrategyOutput, archive
 }
 
 /// Every way the context's tool calls and results fail to pair up: a call with no later
-/// result, a result with no earlier call, a call answered twice, a duplicated call id.
-/// Compared before and after, so a plugin is blamed only for what it broke.
+/// result, a result with no earlier call, a call answered twice, a duplicated call id, a
+/// result that does not directly follow its call (providers require the results right after
+/// the calling message, with nothing else between). Compared before and after, so a plugin is
+/// blamed only for what it broke.
 pub fn pairing_problems(entries: &[Entry]) -> BTreeSet<String> {
     let mut problems = BTreeSet::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let mut calls: HashSet<&str> = entry.tool_call_ids().collect();
+        // The run of result-carrying entries right after the call.
+        for next in entries[i + 1..].iter().take_while(|e| e.tool_result_ids().next().is_some()) {
+            for id in next.tool_result_ids() {
+                calls.remove(id);
+            }
+        }
+        let later: HashSet<&str> = entries[i + 1..].iter().flat_map(|e| e.tool_result_ids()).collect();
+        for id in calls.into_iter().filter(|id| later.contains(id)) {
+            problems.insert(format!("the result of tool call {id} does not directly follow it"));
+        }
+    }
     let mut open: HashSet<&str> = HashSet::new();
     let mut seen_calls: HashSet<&str> = HashSet::new();
     let mut answered: HashSet<&str> = HashSet::new();
@@ -125,6 +140,16 @@ fn clip(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_must_directly_follow_its_call() {
+        let call = |id: &str| Entry { parts: vec![Part::ToolCall { id: "c".into(), name: "bash".into(), args: "{}".into() }], ..text(id, Role::Assistant) };
+        let result = |id: &str| Entry { parts: vec![Part::ToolResult { call_id: "c".into(), content: "ok".into(), is_error: false, elided: None }], ..text(id, Role::Tool) };
+        let adjacent = [call("1"), result("2"), text("3", Role::User)];
+        assert!(pairing_problems(&adjacent).is_empty());
+        let apart = [call("1"), text("3", Role::User), result("2")];
+        assert_eq!(pairing_problems(&apart).into_iter().collect::<Vec<_>>(), ["the result of tool call c does not directly follow it"]);
+    }
     use crate::transcript::{Origin, Part, Role};
 
     fn text(id: &str, role: Role) -> Entry {

@@ -128,17 +128,27 @@ pub struct ChainRun {
     pub tokens_before: u64,
     pub steps: Vec<StepReport>,
     pub committed: Option<Committed>,
+    /// Why the commit policy refused the last outcome it was shown, if it refused one.
+    pub refused: Option<String>,
 }
 
-/// Runs the steps in order; stops at the first outcome that passes every check. Untrusted
-/// steps are skipped once the chain's budget is spent or while their circuit is open.
+/// The commit policy's word on one checked outcome: `Reject` passes the turn to the next
+/// step; `Defer` (not now, whatever the outcome) ends the chain.
+pub type Approve<'a> = &'a dyn Fn(&str, &Applied) -> crate::record::CommitDecision;
+
+/// Runs the steps in order; stops at the first outcome that passes every check and the
+/// commit policy. Untrusted steps are skipped once the chain's budget is spent or while their
+/// circuit is open.
 pub fn run(
     steps: &[Box<dyn Step>],
     input: &StepInput<'_>,
     tokenizer: &crate::tokenizer::Tokenizer,
     breaker: &CircuitBreaker,
     breaker_settings: BreakerSettings,
+    approve: Option<Approve<'_>>,
 ) -> ChainRun {
+    use crate::record::CommitDecision;
+    let mut refused = None;
     let tokens_before: u64 = input.entries.iter().map(|e| e.tokens as u64).sum();
     let mut reports = Vec::new();
     for step in steps {
@@ -178,10 +188,21 @@ pub fn run(
         match checked {
             Ok((applied, checkpoint, seed, retrospective)) => {
                 breaker.record(&name, OutcomeClass::Ok, breaker_settings);
+                let verdict = approve.map_or(CommitDecision::Commit, |approve| approve(&name, &applied));
+                if let CommitDecision::Defer(why) | CommitDecision::Reject(why) = &verdict {
+                    tracing::info!(plugin = %name, "the commit policy refused the outcome: {why}");
+                    let message = format!("the commit policy refused it: {why}");
+                    reports.push(StepReport { message: Some(message), outcome: OutcomeClass::Rejected, ..StepReport::failed(name, OutcomeClass::Rejected, "", millis, answer.refused) });
+                    refused = Some(why.clone());
+                    if matches!(verdict, CommitDecision::Defer(_)) {
+                        break;
+                    }
+                    continue;
+                }
                 tracing::info!(plugin = %name, millis, tokens_after = applied.tokens_after, "step ok");
                 reports.push(StepReport { plugin: name.clone(), outcome: OutcomeClass::Ok, millis, message: None, tokens_after: Some(applied.tokens_after), refused: answer.refused });
                 let committed = Committed { plugin: name, applied, artifacts: answer.artifacts, checkpoint, seed, retrospective };
-                return ChainRun { tokens_before, steps: reports, committed: Some(committed) };
+                return ChainRun { tokens_before, steps: reports, committed: Some(committed), refused: None };
             }
             Err(error) => {
                 breaker.record(&name, error.class(), breaker_settings);
@@ -190,5 +211,5 @@ pub fn run(
             }
         }
     }
-    ChainRun { tokens_before, steps: reports, committed: None }
+    ChainRun { tokens_before, steps: reports, committed: None, refused }
 }

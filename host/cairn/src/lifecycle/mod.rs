@@ -108,16 +108,34 @@ impl Lifecycle {
         tokio::task::spawn_blocking(move || this.request_blocking(&conversation, request)).await?
     }
 
-    /// Notices not yet acknowledged, oldest first. Delivery is at least once: a notice comes
-    /// back (with the same id) until it is acknowledged.
+    /// Notices not yet acknowledged, oldest first (see [`take_notices`]).
     pub async fn take_notices(&self, conversation: ConversationKey) -> Result<Vec<Notice>> {
         let this = self.clone();
-        tokio::task::spawn_blocking(move || this.inner.home.conversation(&conversation)?.notices(false)).await?
+        tokio::task::spawn_blocking(move || take_notices(&this.inner.home, &conversation)).await?
     }
 
     pub async fn acknowledge(&self, conversation: ConversationKey, notice_id: String) -> Result<()> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || this.inner.home.conversation(&conversation)?.ack_notice(&notice_id)).await?
+    }
+
+    /// Lifts an automatic pause (the operator's switch), with a notice.
+    pub async fn resume(&self, conversation: ConversationKey) -> Result<()> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || resume(&this.inner.home, &conversation)).await?
+    }
+
+    /// Moves notices owed by every conversation into its outbox: a long-running host calls
+    /// this at start-up, so notices decided just before a crash reach the harness even if
+    /// that conversation never reports another boundary.
+    pub fn deliver_owed_notices(&self) -> Result<usize> {
+        let mut delivered = 0;
+        for key in self.inner.home.conversations()? {
+            let store = self.inner.home.conversation(&key)?;
+            let mut state: ConversationState = store.load_state()?.unwrap_or_default();
+            delivered += deliver(&store, &mut state)?.len();
+        }
+        Ok(delivered)
     }
 
     pub fn request_blocking(&self, conversation: &ConversationKey, request: AgentRequest) -> Result<()> {
@@ -132,7 +150,26 @@ impl Lifecycle {
         let Inner { cairn, home, policy } = self.inner.as_ref();
         let mut store = home.conversation(&report.conversation)?;
         let mut state: ConversationState = store.load_state()?.unwrap_or_default();
-        let mut notices = self.recover(&mut store, &mut state)?;
+        let (mut notices, resumed) = self.recover(&mut store, &mut state)?;
+        if let Some(run) = resumed.filter(|r| r.purpose == Purpose::Handover && r.committed_by.is_some()) {
+            // The harness never saw this handover's outcome: it gets it now, in place of
+            // whatever it reported against the old session.
+            return Ok(BoundaryOutcome {
+                turn: report.turn,
+                advice: None,
+                action: Action::HandedOver,
+                usage: Some(run.tokens_after),
+                transcript: run.transcript.clone(),
+                report: Some(run),
+                notices,
+            });
+        }
+        let settings = &policy.lifecycle;
+        if let Some(since) = state.paused_at_turn.filter(|_| state.paused && settings.resume_after_turns > 0) {
+            if report.turn.saturating_sub(since) >= settings.resume_after_turns {
+                state.resume(&format!("paused for {} turns", settings.resume_after_turns), format!("resumed-{}-{}", report.conversation, report.turn));
+            }
+        }
         let loaded = state.clone();
 
         let mut transcript = report.transcript.clone();
@@ -145,7 +182,6 @@ impl Lifecycle {
                 Some(tokens.saturating_add(after.iter().map(|e| e.tokens as u64).sum::<u64>()))
             }
         };
-        let settings = &policy.lifecycle;
         let input = TriggerInput {
             context_tokens: usage,
             window: report.window,
@@ -207,7 +243,7 @@ impl Lifecycle {
         fault::point("reserved");
 
         let run = self.maintain(&mut store, &transcript, purpose, archive_id, request.as_ref(), &boundary)?;
-        notices.extend(self.finish(&mut store, &mut state, &run)?);
+        notices.extend(self.finish(&mut store, &mut state, &run, request.is_some())?);
         outcome.action = match (&run.committed_by, purpose) {
             (None, _) => Action::Failed,
             (Some(_), Purpose::Compact) => Action::Compacted,
@@ -257,23 +293,43 @@ impl Lifecycle {
     }
 
     /// After a maintenance: progress bookkeeping, state saved, then the notice.
-    fn finish(&self, store: &mut ConversationStore, state: &mut ConversationState, run: &CompactionReport) -> Result<Vec<String>> {
+    fn finish(&self, store: &mut ConversationStore, state: &mut ConversationState, run: &CompactionReport, requested: bool) -> Result<Vec<String>> {
         let settings = &self.inner.policy.lifecycle;
         let freed = run.tokens_before.saturating_sub(run.tokens_after);
         let enough = run.committed_by.is_some() && freed as f64 >= run.tokens_before as f64 * settings.min_freed_ratio;
-        state.no_progress_streak = if enough { 0 } else { state.no_progress_streak + 1 };
+        if enough && requested {
+            state.resume("an agent request freed enough", format!("resumed-{}", run.archive_id));
+        }
+        state.no_progress_streak = if enough { 0 } else { state.no_progress_streak.saturating_add(1) };
         let pausing = !state.paused && state.no_progress_streak >= settings.pause_after;
         state.paused |= pausing;
+        if pausing {
+            state.paused_at_turn = state.last_maintenance_turn;
+        }
         state.recent.push(run.steps.last().map(|s| s.outcome).unwrap_or(OutcomeClass::NoProgress));
         let keep = state.recent.len().saturating_sub(8);
         state.recent.drain(..keep);
         state.prepared = None;
         state.owed_notices.push(maintenance_notice(run));
+        if run.degraded {
+            state.owed_notices.push(Notice {
+                id: format!("degraded-{}", run.archive_id),
+                kind: "degraded".into(),
+                text: format!(
+                    "No strategy could compact this conversation; the host's last resort dropped the {} oldest entries from the working context. They are kept in archive {}.",
+                    run.replaced, run.archive_id
+                ),
+                at: crate::record::now_millis(),
+            });
+        }
         if pausing {
             state.owed_notices.push(Notice {
                 id: format!("paused-{}", run.archive_id),
                 kind: "paused".into(),
-                text: format!("Automatic maintenance is paused: {} passes in a row freed too little. Agent requests still run.", settings.pause_after),
+                text: format!(
+                    "Automatic maintenance is paused: {} passes in a row freed too little. Agent requests still run; it resumes after {} turns, or when resumed.",
+                    settings.pause_after, settings.resume_after_turns
+                ),
                 at: crate::record::now_millis(),
             });
         }
@@ -287,14 +343,22 @@ impl Lifecycle {
     /// Finishes what a crash interrupted: a prepared handover is run again (same archive id,
     /// same entries); a compaction whose event is recorded gets its bookkeeping and notice;
     /// one that never got that far counts as a failed attempt.
-    fn recover(&self, store: &mut ConversationStore, state: &mut ConversationState) -> Result<Vec<String>> {
-        let Some(prepared) = state.prepared.clone() else { return deliver(store, state) };
+    fn recover(&self, store: &mut ConversationStore, state: &mut ConversationState) -> Result<(Vec<String>, Option<CompactionReport>)> {
+        let Some(prepared) = state.prepared.clone() else { return Ok((deliver(store, state)?, None)) };
         let recorded = store.events().iter().find_map(|e| match e {
             Event::Compaction(c) if c.archive_id == prepared.archive_id => Some(c.as_ref().clone()),
             _ => None,
         });
         let run = match recorded {
-            Some(event) => CompactionReport::from_event(store.key().as_str(), &event),
+            Some(event) => {
+                let mut run = CompactionReport::from_event(store.key().as_str(), &event);
+                // What the harness would have been handed: the prepared context with the
+                // recorded outcome applied.
+                if let Ok(entries) = store.recorded_entries(&prepared.entry_ids) {
+                    run.transcript = Transcript::new(event.applied_to(&entries));
+                }
+                run
+            }
             None if prepared.purpose == Purpose::Handover => {
                 tracing::warn!(conversation = %store.key(), archive = %prepared.archive_id, "resuming a handover interrupted by a crash");
                 let entries = store.recorded_entries(&prepared.entry_ids).context("resuming the prepared handover")?;
@@ -308,8 +372,28 @@ impl Lifecycle {
                 failed
             }
         };
-        self.finish(store, state, &run)
+        let notices = self.finish(store, state, &run, prepared.request.is_some())?;
+        Ok((notices, Some(run)))
     }
+}
+
+/// Notices not yet acknowledged, oldest first, after moving any owed ones (decided just
+/// before a crash) into the outbox. Delivery is at least once: a notice comes back, with the
+/// same id, until it is acknowledged. Needs no host, so the CLI calls it directly.
+pub fn take_notices(home: &Home, conversation: &ConversationKey) -> Result<Vec<Notice>> {
+    let store = home.conversation(conversation)?;
+    let mut state: ConversationState = store.load_state()?.unwrap_or_default();
+    deliver(&store, &mut state)?;
+    store.notices(false)
+}
+
+/// Lifts an automatic pause (the operator's switch), with a notice.
+pub fn resume(home: &Home, conversation: &ConversationKey) -> Result<()> {
+    let store = home.conversation(conversation)?;
+    let mut state: ConversationState = store.load_state()?.unwrap_or_default();
+    state.resume("resumed by the operator", format!("resumed-{conversation}-{}", crate::record::now_millis()));
+    store.save_state(&state)?;
+    deliver(&store, &mut state).map(|_| ())
 }
 
 /// Moves owed notices into the outbox (a notice already there is not queued twice), then

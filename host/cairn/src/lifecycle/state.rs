@@ -15,6 +15,8 @@ pub struct ConversationState {
     pub pending: Option<AgentRequest>,
     pub no_progress_streak: u32,
     pub paused: bool,
+    /// The turn automatic maintenance paused at.
+    pub paused_at_turn: Option<u32>,
     /// A maintenance whose cooldown is reserved and whose outcome is not yet bookkept.
     pub prepared: Option<Prepared>,
     /// The last outcomes, newest last, for the trigger.
@@ -35,4 +37,17 @@ pub struct Prepared {
     /// The working context's entry ids, to rebuild it from the record after a crash.
     pub entry_ids: Vec<String>,
     pub request: Option<AgentRequest>,
+}
+
+impl ConversationState {
+    /// Ends a pause, owing a notice that says why.
+    pub fn resume(&mut self, why: &str, id: String) {
+        if !self.paused {
+            return;
+        }
+        self.paused = false;
+        self.paused_at_turn = None;
+        self.no_progress_streak = 0;
+        self.owed_notices.push(Notice { id, kind: "resumed".into(), text: format!("Automatic maintenance resumes: {why}."), at: crate::record::now_millis() });
+    }
 }

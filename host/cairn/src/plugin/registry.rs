@@ -51,9 +51,10 @@ impl Registry {
         paths.sort();
         for wasm in paths {
             let manifest_path = wasm.with_extension("toml");
-            let manifest = std::fs::read_to_string(&manifest_path)
+            let manifest = read_regular(&manifest_path, MAX_MANIFEST_BYTES)
                 .with_context(|| format!("{}: every plugin needs a manifest at {}", wasm.display(), manifest_path.display()))?;
-            let bytes = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
+            let manifest = String::from_utf8(manifest).with_context(|| format!("{}: not UTF-8", manifest_path.display()))?;
+            let bytes = read_regular(&wasm, MAX_COMPONENT_BYTES).with_context(|| format!("reading {}", wasm.display()))?;
             self.add(&manifest, &bytes, &wasm.display().to_string())?;
             loaded += 1;
         }
@@ -67,4 +68,29 @@ impl Registry {
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Plugin>> {
         self.plugins.values()
     }
+}
+
+/// A plugin directory's files are read only if they are regular files (not a FIFO, a device
+/// or a link to one) and at most this large.
+const MAX_COMPONENT_BYTES: u64 = 64 << 20;
+const MAX_MANIFEST_BYTES: u64 = 64 << 10;
+
+fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Opened without blocking, so a FIFO cannot hang the host before it is refused.
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32).open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        bail!("{} is not a regular file", path.display());
+    }
+    if metadata.len() > max {
+        bail!("{} is {} bytes; plugin files may be at most {max}", path.display(), metadata.len());
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        bail!("{} grew past {max} bytes while being read", path.display());
+    }
+    Ok(bytes)
 }

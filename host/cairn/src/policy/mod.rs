@@ -28,11 +28,14 @@ pub struct LifecycleSettings {
     pub pause_after: u32,
     /// A maintenance frees "too little" below this share of the context.
     pub min_freed_ratio: f64,
+    /// A pause ends by itself this many turns after it began (0: only a resume or a
+    /// successful agent request ends it).
+    pub resume_after_turns: u32,
 }
 
 impl Default for LifecycleSettings {
     fn default() -> Self {
-        LifecycleSettings { cooldown_turns: 5, pause_after: 3, min_freed_ratio: 0.10 }
+        LifecycleSettings { cooldown_turns: 5, pause_after: 3, min_freed_ratio: 0.10, resume_after_turns: 20 }
     }
 }
 

@@ -1,6 +1,8 @@
 //! What triggers and commit policies are asked and what they answer, in domain terms (the WIT
 //! edge converts them); shared by the lifecycle that asks and the host that runs the chain.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 
 use super::OutcomeClass;
@@ -69,7 +71,14 @@ pub enum CommitDecision {
     Reject(String),
 }
 
-/// Ids of earlier compaction entries that a proposal leaves in the kept range.
-pub fn kept_summary_ids(context: &[Entry], replacement_ids: &[String]) -> Vec<String> {
-    context.iter().filter(|e| e.origin == Origin::Summary && !replacement_ids.contains(&e.id)).map(|e| e.id.clone()).collect()
+/// Ids of earlier summaries a proposal leaves in the kept range while it adds a summary of
+/// its own: they would go stale beside the new one. An outcome that adds no summary (an
+/// elision) makes nothing stale, and a handover seed (`seeds`) starts a session: it never goes
+/// stale.
+pub fn kept_summary_ids(context: &[Entry], added: &[&Entry], seeds: &HashSet<String>) -> Vec<String> {
+    if !added.iter().any(|e| e.origin == Origin::Summary) {
+        return Vec::new();
+    }
+    let added: HashSet<&str> = added.iter().map(|e| e.id.as_str()).collect();
+    context.iter().filter(|e| e.origin == Origin::Summary && !added.contains(e.id.as_str()) && !seeds.contains(&e.id)).map(|e| e.id.clone()).collect()
 }

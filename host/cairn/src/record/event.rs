@@ -13,6 +13,9 @@ pub enum Event {
     Snapshot { at: u64, source: String, entries: Vec<Entry> },
     /// One compaction attempt, committed or not.
     Compaction(Box<CompactionEvent>),
+    /// A kind written by a newer version: kept in the log, skipped when reading.
+    #[serde(other)]
+    Unknown,
 }
 
 /// One compaction or handover attempt.
@@ -56,6 +59,18 @@ pub struct Sessions {
 }
 
 impl CompactionEvent {
+    /// `entries` with this event's outcome applied: the replaced range swapped for the
+    /// replacement (unchanged if the range is not found there).
+    pub fn applied_to(&self, entries: &[Entry]) -> Vec<Entry> {
+        let find = |id: Option<&String>| id.and_then(|id| entries.iter().position(|e| &e.id == id));
+        match (find(self.replaced.first()), find(self.replaced.last())) {
+            (Some(first), Some(last)) if first <= last && self.committed_by.is_some() => {
+                entries[..first].iter().chain(&self.replacement).chain(&entries[last + 1..]).cloned().collect()
+            }
+            _ => entries.to_vec(),
+        }
+    }
+
     /// An attempt that committed nothing yet; the caller fills in what was committed.
     pub fn new(purpose: Purpose, archive_id: &str, tokens_before: u64, steps: Vec<StepReport>) -> Self {
         CompactionEvent {

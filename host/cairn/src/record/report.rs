@@ -3,6 +3,9 @@
 use serde::Serialize;
 
 use super::{CompactionEvent, Purpose, Sessions, StepReport};
+
+/// How the host's last-resort step names itself in the record (`last-resort@<version>`).
+const LAST_RESORT_PREFIX: &str = "last-resort@";
 use crate::transcript::Transcript;
 
 /// What one compaction or handover did.
@@ -16,6 +19,9 @@ pub struct CompactionReport {
     pub steps: Vec<StepReport>,
     /// The plugin whose outcome was committed, if any.
     pub committed_by: Option<String>,
+    /// Set when only the host's last resort could commit: the oldest history was dropped
+    /// (recoverable from the archive) rather than condensed.
+    pub degraded: bool,
     /// How many entries the committed outcome replaced.
     pub replaced: usize,
     /// Ids the working context no longer holds (they stay in the durable record).
@@ -47,6 +53,7 @@ impl CompactionReport {
             tokens_after: event.tokens_after,
             steps: event.steps.clone(),
             committed_by: event.committed_by.clone(),
+            degraded: event.committed_by.as_deref().is_some_and(|p| p.starts_with(LAST_RESORT_PREFIX)),
             replaced: event.replaced.len(),
             forgotten: event.forgotten.clone(),
             artifacts: event.artifacts.clone(),

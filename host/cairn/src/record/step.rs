@@ -15,6 +15,8 @@ pub enum OutcomeClass {
     Invariant,
     NoProgress,
     Unavailable,
+    /// The outcome passed the host's checks; the commit policy refused it.
+    Rejected,
 }
 
 impl std::fmt::Display for OutcomeClass {

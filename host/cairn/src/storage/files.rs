@@ -5,14 +5,20 @@ use std::io::{Read, Write};
 
 use cap_std::fs::{Dir, OpenOptions};
 
-/// Appends one line (a newline is added) and syncs it to disk.
+/// Appends one line (a newline is added) and syncs it to disk; a file created by this call
+/// gets its directory entry synced too.
 pub fn append_line(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     let mut line = Vec::with_capacity(bytes.len() + 1);
     line.extend_from_slice(bytes);
     line.push(b'\n');
+    let created = !dir.exists(name);
     let mut file = dir.open_with(name, OpenOptions::new().create(true).append(true))?;
     file.write_all(&line)?;
-    file.sync_data()
+    file.sync_data()?;
+    if created {
+        sync_dir(dir)?;
+    }
+    Ok(())
 }
 
 /// The lines of an append-only file.

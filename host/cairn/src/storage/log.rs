@@ -10,26 +10,22 @@ use crate::record::Event;
 
 pub const EVENTS: &str = "events.jsonl";
 
-/// Reads the log. A torn last line (a crash mid-append) is cut off and the log repaired;
-/// a bad line anywhere else is corruption and an error naming the line.
-pub fn load(dir: &Dir, shown: &Path) -> Result<Vec<Event>> {
+/// Reads the log. A last line without its newline is a write in progress or one a crash
+/// tore: it is not read, and only a writer (holding the lock, so no write is in progress)
+/// cuts it off. A line of a kind this version does not know is kept and skipped; a line that
+/// is not an event is corruption, an error naming the line.
+pub fn load(dir: &Dir, shown: &Path, writer: bool) -> Result<Vec<Event>> {
     let lines = files::read_lines(dir, EVENTS).with_context(|| format!("reading {}", shown.display()))?;
     let mut events = Vec::with_capacity(lines.complete.len());
-    let last = lines.complete.len();
-    let mut good_len = lines.complete_len;
-    for (n, (number, line)) in lines.complete.iter().enumerate() {
+    for (number, line) in &lines.complete {
         match serde_json::from_str::<Event>(line) {
+            Ok(Event::Unknown) => tracing::debug!(log = %shown.display(), line = number, "skipping an event of a kind this version does not know"),
             Ok(event) => events.push(event),
-            // A complete last line that does not parse, with nothing after it: torn as well.
-            Err(_) if n + 1 == last && lines.torn.is_none() => {
-                good_len -= line.len() as u64 + 1;
-                return repair(dir, shown, *number, good_len).map(|_| events);
-            }
-            Err(_) => anyhow::bail!("{}:{number}: corrupt event log line (not a Cairn event)", shown.display()),
+            Err(e) => anyhow::bail!("{}:{number}: corrupt event log line (not a Cairn event: {e})", shown.display()),
         }
     }
-    if lines.torn.is_some() {
-        repair(dir, shown, last + 1, good_len)?;
+    if lines.torn.is_some() && writer {
+        repair(dir, shown, lines.complete.last().map_or(1, |(n, _)| n + 1), lines.complete_len)?;
     }
     Ok(events)
 }

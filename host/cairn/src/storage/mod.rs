@@ -14,6 +14,7 @@
 pub mod archive;
 mod files;
 mod ids;
+mod lock;
 mod log;
 mod outbox;
 mod state;
@@ -53,20 +54,28 @@ impl Home {
         &self.path
     }
 
-    /// Opens one conversation's store, creating it on first use, and loads its log.
+    /// Opens one conversation to write, creating it on first use: waits for the conversation's
+    /// lock (one writer at a time, across processes), then loads its log, repairing a tail a
+    /// crashed writer left torn. The lock is held until the store is dropped.
     pub fn conversation(&self, key: &ConversationKey) -> Result<ConversationStore> {
         let conversations = self.dir.open_dir(CONVERSATIONS)?;
-        conversations.create_dir_all(key.as_str()).with_context(|| format!("creating conversation {key}"))?;
+        if !conversations.exists(key.as_str()) {
+            conversations.create_dir_all(key.as_str()).with_context(|| format!("creating conversation {key}"))?;
+            files::sync_dir(&conversations)?;
+        }
         let dir = open_real_dir(&conversations, key.as_str()).with_context(|| format!("opening conversation {key}"))?;
-        ConversationStore::load(dir, key.clone(), self.path.join(CONVERSATIONS).join(key.as_str()))
+        let path = self.path.join(CONVERSATIONS).join(key.as_str());
+        let lock = lock::Writer::acquire(&dir).with_context(|| format!("locking {}", path.display()))?;
+        ConversationStore::load(dir, key.clone(), path, Some(lock))
     }
 
-    /// Opens a conversation that must already exist (reads never create one).
+    /// Opens a conversation that must already exist, to read: no lock, and the record is
+    /// never modified (a line a writer is still appending is simply not read yet).
     pub fn existing_conversation(&self, key: &ConversationKey) -> Result<ConversationStore> {
         let conversations = self.dir.open_dir(CONVERSATIONS)?;
         let dir = open_real_dir(&conversations, key.as_str())
             .with_context(|| format!("no conversation {key} in {}", self.path.display()))?;
-        ConversationStore::load(dir, key.clone(), self.path.join(CONVERSATIONS).join(key.as_str()))
+        ConversationStore::load(dir, key.clone(), self.path.join(CONVERSATIONS).join(key.as_str()), None)
     }
 
     /// The conversations in this home, in name order (invalid folder names are skipped).
@@ -82,10 +91,17 @@ impl Home {
         Ok(keys)
     }
 
-    /// Finds an artifact by URI in whichever conversation holds its archive.
+    /// Finds an artifact by URI in whichever conversation holds its archive. A conversation
+    /// that cannot be read (a planted symlink, a corrupt log) is skipped with a warning.
     pub fn find_artifact(&self, uri: &ArtifactUri) -> Result<Vec<u8>> {
         for key in self.conversations()? {
-            let store = self.existing_conversation(&key)?;
+            let store = match self.existing_conversation(&key) {
+                Ok(store) => store,
+                Err(e) => {
+                    tracing::warn!(conversation = %key, "skipping an unreadable conversation: {e:#}");
+                    continue;
+                }
+            };
             if store.has_archive(&uri.archive_id) {
                 return store.read_artifact(uri);
             }
@@ -96,6 +112,8 @@ impl Home {
 
 /// One conversation's durable record and archives.
 pub struct ConversationStore {
+    /// Held by a store opened to write; `None` for a reader, whose writes are refused.
+    writer: Option<lock::Writer>,
     dir: Dir,
     key: ConversationKey,
     path: PathBuf,
@@ -104,8 +122,8 @@ pub struct ConversationStore {
 }
 
 impl ConversationStore {
-    fn load(dir: Dir, key: ConversationKey, path: PathBuf) -> Result<Self> {
-        let events = log::load(&dir, &path.join(log::EVENTS))?;
+    fn load(dir: Dir, key: ConversationKey, path: PathBuf, writer: Option<lock::Writer>) -> Result<Self> {
+        let events = log::load(&dir, &path.join(log::EVENTS), writer.is_some())?;
         let known_entries = events
             .iter()
             .filter_map(|e| match e {
@@ -114,7 +132,7 @@ impl ConversationStore {
             })
             .flatten()
             .collect();
-        Ok(ConversationStore { dir, key, path, events, known_entries })
+        Ok(ConversationStore { writer, dir, key, path, events, known_entries })
     }
 
     pub fn key(&self) -> &ConversationKey {
@@ -135,6 +153,11 @@ impl ConversationStore {
     /// The checkpoint of the latest committed compaction or handover that has one.
     pub fn latest_checkpoint(&self) -> Option<&str> {
         self.committed().rev().find_map(|c| c.checkpoint.as_deref())
+    }
+
+    /// Ids of the seed entries committed handovers started sessions with.
+    pub fn seed_ids(&self) -> std::collections::HashSet<String> {
+        self.committed().filter(|c| c.purpose == crate::record::Purpose::Handover).flat_map(|c| c.replacement.iter().map(|e| e.id.clone())).collect()
     }
 
     /// The session the conversation is in now: the target of its latest handover, or one
@@ -161,7 +184,16 @@ impl ConversationStore {
         self.append(Event::Compaction(Box::new(event)))
     }
 
+    /// Writing needs the conversation's lock.
+    fn writable(&self) -> Result<()> {
+        match self.writer {
+            Some(_) => Ok(()),
+            None => bail!("conversation {} was opened to read; writing needs Home::conversation", self.key),
+        }
+    }
+
     fn append(&mut self, event: Event) -> Result<()> {
+        self.writable()?;
         log::append(&self.dir, &self.path.join(log::EVENTS), &event)?;
         if let Event::Snapshot { entries, .. } = &event {
             self.known_entries.extend(entries.iter().map(|e| e.id.clone()));
@@ -174,6 +206,7 @@ impl ConversationStore {
     /// to a temporary name, synced, then renamed). Returns the artifact URIs. Called before
     /// the compaction event that commits it; until then readers do not see it.
     pub fn write_archive(&self, archive_id: &ArchiveId, originals: &[Entry], artifacts: &[String]) -> Result<Vec<String>> {
+        self.writable()?;
         archive::write(&self.dir, archive_id, originals, artifacts)
     }
 
@@ -184,11 +217,13 @@ impl ConversationStore {
 
     /// Replaces the state document atomically.
     pub fn save_state<T: serde::Serialize>(&self, state: &T) -> Result<()> {
+        self.writable()?;
         state::save(&self.dir, &self.path.join(state::STATE), state)
     }
 
     /// Queues a notice unless one with its id is already queued.
     pub fn queue_notice(&self, notice: &Notice) -> Result<bool> {
+        self.writable()?;
         outbox::queue(&self.dir, &self.path, notice)
     }
 
@@ -199,6 +234,7 @@ impl ConversationStore {
 
     /// The harness saw this notice; it is not delivered again.
     pub fn ack_notice(&self, id: &str) -> Result<()> {
+        self.writable()?;
         outbox::ack(&self.dir, &self.path, id).with_context(|| format!("conversation {}", self.key))
     }
 
@@ -258,6 +294,7 @@ mod tests {
         let mut s = store(dir.path());
         assert_eq!(s.record_snapshot("a", &[entry("e1"), entry("e2")]).unwrap(), 2);
         assert_eq!(s.record_snapshot("a", &[entry("e1"), entry("e2"), entry("e3")]).unwrap(), 1);
+        drop(s);
         let s = store(dir.path());
         assert_eq!(s.events().len(), 2);
     }
@@ -271,13 +308,59 @@ mod tests {
         let good = std::fs::read(&log).unwrap();
         let mut torn = good.clone();
         torn.extend_from_slice(b"{\"kind\":\"snapshot\",\"at\":1,\"sou");
+        drop(s);
         std::fs::write(&log, &torn).unwrap();
 
         let mut s = store(dir.path());
         assert_eq!(s.events().len(), 1);
         assert_eq!(std::fs::read(&log).unwrap(), good, "the torn tail is cut off on disk");
         s.record_snapshot("a", &[entry("e2")]).unwrap();
+        drop(s);
         assert_eq!(store(dir.path()).events().len(), 2);
+    }
+
+    #[test]
+    fn a_reader_never_modifies_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = store(dir.path());
+        s.record_snapshot("a", &[entry("e1")]).unwrap();
+        drop(s);
+        let log = dir.path().join("conversations/c1/events.jsonl");
+        // A line of a kind from a newer version, then a writer's line still being appended.
+        let mut text = std::fs::read_to_string(&log).unwrap();
+        text.push_str("{\"kind\":\"annotation\",\"at\":2,\"note\":\"from the future\"}\n{\"kind\":\"snapshot\",\"at\":3,\"sou");
+        std::fs::write(&log, &text).unwrap();
+
+        let home = Home::open(dir.path()).unwrap();
+        let reader = home.existing_conversation(&ConversationKey::parse("c1").unwrap()).unwrap();
+        assert_eq!(reader.events().len(), 1, "the unknown kind is skipped, the partial line not read");
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), text, "a reader leaves the file as it is");
+        assert!(reader.save_state(&1).is_err() && reader.ack_notice("x").is_err(), "a reader cannot write");
+
+        // A writer holds the lock, so the partial line is a crashed writer's: it is cut off,
+        // and the line of the unknown kind stays.
+        let writer = store(dir.path());
+        assert_eq!(writer.events().len(), 1);
+        let repaired = std::fs::read_to_string(&log).unwrap();
+        assert!(repaired.contains("from the future") && repaired.ends_with("}\n"), "{repaired}");
+    }
+
+    #[test]
+    fn one_writer_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = store(dir.path());
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let path = dir.path().to_path_buf();
+        let second = std::thread::spawn(move || {
+            let mut s = store(&path);
+            sender.send(()).unwrap();
+            s.record_snapshot("second", &[entry("e2")]).unwrap();
+        });
+        assert!(receiver.recv_timeout(std::time::Duration::from_millis(300)).is_err(), "the second writer waits");
+        drop(first);
+        receiver.recv_timeout(std::time::Duration::from_secs(10)).expect("the second writer gets the lock once the first is gone");
+        second.join().unwrap();
+        assert_eq!(store(dir.path()).events().len(), 1);
     }
 
     #[test]
@@ -285,6 +368,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut s = store(dir.path());
         s.record_snapshot("a", &[entry("e1")]).unwrap();
+        drop(s);
         let log = dir.path().join("conversations/c1/events.jsonl");
         let mut text = String::from("not json\n");
         text.push_str(&std::fs::read_to_string(&log).unwrap());
@@ -301,6 +385,7 @@ mod tests {
         let uris = s.write_archive(&id, &[entry("e1")], &["first".into(), "zweite — ünïcode\n".into()]).unwrap();
         let home = Home::open(dir.path()).unwrap();
         assert!(home.find_artifact(&uris[1].parse().unwrap()).is_err(), "not readable before its event commits it");
+        drop(s);
         let mut s = store(dir.path());
         let mut event = CompactionEvent::new(crate::record::Purpose::Compact, id.as_str(), 2, vec![]);
         event.committed_by = Some("p@1".into());

@@ -135,14 +135,23 @@ pub struct NoticesArgs {
     /// Acknowledge these notice ids (they are not delivered again).
     #[arg(long)]
     ack: Vec<String>,
+    /// Lift an automatic pause of maintenance first (a notice says so).
+    #[arg(long)]
+    resume: bool,
 }
 
+/// Prints the notices not yet acknowledged, after moving owed ones to the outbox.
 pub fn notices(args: NoticesArgs) -> Result<()> {
     let home = Home::open(&setup::home_path(args.home))?;
-    let store = home.existing_conversation(&ConversationKey::parse(&args.conversation)?)?;
+    let key = ConversationKey::parse(&args.conversation)?;
+    if args.resume {
+        cairn::lifecycle::resume(&home, &key)?;
+    }
+    let store = home.conversation(&key)?;
     for id in &args.ack {
         store.ack_notice(id)?;
     }
-    println!("{}", serde_json::to_string_pretty(&store.notices(false)?)?);
+    drop(store);
+    println!("{}", serde_json::to_string_pretty(&cairn::lifecycle::take_notices(&home, &key)?)?);
     Ok(())
 }

@@ -54,6 +54,9 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
+    if report.degraded {
+        eprintln!("warning: no strategy could compact {name}; the host's last resort dropped the oldest entries (kept in archive {})", report.archive_id);
+    }
     println!("{name}: {} → {} tokens ({})", report.tokens_before, report.tokens_after, percent(report));
     for step in &report.steps {
         let message = step.message.as_deref().map(|m| format!(" — {m}")).unwrap_or_default();

@@ -150,6 +150,7 @@ impl From<OutcomeClass> for wit::OutcomeClass {
             OutcomeClass::Invariant => wit::OutcomeClass::Invariant,
             OutcomeClass::NoProgress => wit::OutcomeClass::NoProgress,
             OutcomeClass::Unavailable => wit::OutcomeClass::Unavailable,
+            OutcomeClass::Rejected => wit::OutcomeClass::Rejected,
         }
     }
 }
