@@ -28,6 +28,16 @@ fn fails(args: &[&str]) -> String {
 }
 
 
+/// `<dir>/plugins` holding the misbehave fixture as a plugin file.
+fn misbehave_plugin_dir(dir: &Path) -> std::path::PathBuf {
+    let plugins = dir.join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let fixture = cairn_bundle::FIXTURES.iter().find(|p| p.manifest.contains("name = \"misbehave\"")).unwrap();
+    std::fs::write(plugins.join("misbehave.wasm"), fixture.component).unwrap();
+    std::fs::write(plugins.join("misbehave.toml"), fixture.manifest).unwrap();
+    plugins
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -252,11 +262,7 @@ fn compacts_the_openhands_sessions() {
 #[test]
 fn misbehaving_plugins_from_a_plugin_dir_fail_by_class_and_the_chain_completes() {
     let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
-    let fixture = cairn_bundle::FIXTURES.iter().find(|p| p.manifest.contains("name = \"misbehave\"")).unwrap();
-    std::fs::write(plugins.join("misbehave.wasm"), fixture.component).unwrap();
-    std::fs::write(plugins.join("misbehave.toml"), fixture.manifest).unwrap();
+    let plugins = misbehave_plugin_dir(dir.path());
     let mut policy = String::new();
     for (mode, limit) in [("trap", ""), ("loop", "timeout_ms = 300"), ("oom", "memory_mib = 32")] {
         policy += &format!("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:read\"]\n{limit}\nconfig = {{ mode = \"{mode}\" }}\n\n");
@@ -401,11 +407,7 @@ fn one_broken_conversation_does_not_hide_the_artifacts_of_the_others() {
 #[test]
 fn a_compaction_only_the_last_resort_could_commit_is_flagged() {
     let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
-    let fixture = cairn_bundle::FIXTURES.iter().find(|p| p.manifest.contains("name = \"misbehave\"")).unwrap();
-    std::fs::write(plugins.join("misbehave.wasm"), fixture.component).unwrap();
-    std::fs::write(plugins.join("misbehave.toml"), fixture.manifest).unwrap();
+    let plugins = misbehave_plugin_dir(dir.path());
     let policy = dir.path().join("policy.toml");
     std::fs::write(&policy, "[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:read\"]\nconfig = { mode = \"trap\" }\n").unwrap();
     let session = dir.path().join("session.jsonl");
@@ -416,4 +418,23 @@ fn a_compaction_only_the_last_resort_could_commit_is_flagged() {
     assert_eq!(report["degraded"], true, "{report:#}");
     let out = cairn(&args);
     assert!(String::from_utf8_lossy(&out.stderr).contains("warning: no strategy could compact"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_second_start_loads_every_plugin_from_the_code_cache() {
+    let cache = tempfile::tempdir().unwrap();
+    let list = || -> Vec<Value> {
+        let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["plugins", "list", "--json"]).env("CAIRN_CACHE_DIR", cache.path()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert!(list().iter().all(|p| p["cached"] == false), "the first start compiles");
+    let warm = list();
+    assert!(!warm.is_empty() && warm.iter().all(|p| p["cached"] == true), "{warm:#?}");
+    // A corrupt entry is detected and rebuilt; the plugin still loads.
+    let entry = std::fs::read_dir(cache.path()).unwrap().next().unwrap().unwrap().path();
+    std::fs::write(&entry, b"not compiled code").unwrap();
+    let again = list();
+    assert_eq!(again.iter().filter(|p| p["cached"] == false).count(), 1, "{again:#?}");
+    assert!(list().iter().all(|p| p["cached"] == true));
 }

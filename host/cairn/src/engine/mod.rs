@@ -2,9 +2,12 @@
 //! a fresh `Store` per call so a trapped instance is never re-entered. The linkers for each
 //! contract version live in `wit_edge`.
 
+mod cache;
 mod call;
 mod state;
 pub mod wasi;
+
+pub use cache::{CodeCache, Compiled};
 
 pub use call::{classify, CallFailure};
 pub use state::{CallState, Services};
@@ -26,6 +29,7 @@ pub struct Engine {
 
 struct Inner {
     engine: wasmtime::Engine,
+    cache: Option<CodeCache>,
     ticker_stop: Arc<AtomicBool>,
 }
 
@@ -49,7 +53,13 @@ impl std::fmt::Display for World {
 }
 
 impl Engine {
+    /// An engine caching compiled code in [`CodeCache::default_dir`].
     pub fn new() -> Result<Self> {
+        Self::with_cache(CodeCache::default_dir())
+    }
+
+    /// An engine caching compiled code in `cache_dir`, or compiling every time without one.
+    pub fn with_cache(cache_dir: Option<std::path::PathBuf>) -> Result<Self> {
         let mut config = wasmtime::Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
@@ -59,11 +69,20 @@ impl Engine {
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_ticker(engine.clone(), ticker_stop.clone());
-        Ok(Engine { inner: Arc::new(Inner { engine, ticker_stop }) })
+        let cache = cache_dir.map(|dir| CodeCache::new(dir, &engine));
+        Ok(Engine { inner: Arc::new(Inner { engine, cache, ticker_stop }) })
     }
 
     pub fn wasmtime(&self) -> &wasmtime::Engine {
         &self.inner.engine
+    }
+
+    /// Compiles a component (whose hex sha256 is `sha256`), or loads it from the code cache.
+    pub fn component(&self, bytes: &[u8], sha256: &str) -> wasmtime::Result<(wasmtime::component::Component, Compiled)> {
+        match &self.inner.cache {
+            Some(cache) => cache.component(&self.inner.engine, bytes, sha256),
+            None => Ok((wasmtime::component::Component::new(&self.inner.engine, bytes)?, Compiled::Fresh)),
+        }
     }
 
     /// A fresh store for one call: the state's memory cap enforced, the deadline armed.

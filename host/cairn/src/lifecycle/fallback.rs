@@ -91,12 +91,11 @@ fn failing(state: &mut ConversationState, step: &PolicyStep, class: crate::recor
     if state.failing_plugins.contains(&label) {
         return;
     }
-    state.owed_notices.push(Notice {
-        id: format!("plugin-failed-{}-{}", step.plugin.manifest.name, now_millis()),
-        kind: "plugin-failed".into(),
-        text: format!("The {} plugin {label} failed ({class}); {fallback}.", step.plugin.manifest.kind),
-        at: now_millis(),
-    });
+    state.owed_notices.push(Notice::new(
+        format!("plugin-failed-{}-{}", step.plugin.manifest.name, now_millis()),
+        "plugin-failed",
+        format!("The {} plugin {label} failed ({class}); {fallback}.", step.plugin.manifest.kind),
+    ));
     state.failing_plugins.push(label);
 }
 

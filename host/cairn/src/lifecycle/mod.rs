@@ -312,26 +312,24 @@ impl Lifecycle {
         state.prepared = None;
         state.owed_notices.push(maintenance_notice(run));
         if run.degraded {
-            state.owed_notices.push(Notice {
-                id: format!("degraded-{}", run.archive_id),
-                kind: "degraded".into(),
-                text: format!(
+            state.owed_notices.push(Notice::new(
+                format!("degraded-{}", run.archive_id),
+                "degraded",
+                format!(
                     "No strategy could compact this conversation; the host's last resort dropped the {} oldest entries from the working context. They are kept in archive {}.",
                     run.replaced, run.archive_id
                 ),
-                at: crate::record::now_millis(),
-            });
+            ));
         }
         if pausing {
-            state.owed_notices.push(Notice {
-                id: format!("paused-{}", run.archive_id),
-                kind: "paused".into(),
-                text: format!(
+            state.owed_notices.push(Notice::new(
+                format!("paused-{}", run.archive_id),
+                "paused",
+                format!(
                     "Automatic maintenance is paused: {} passes in a row freed too little. Agent requests still run; it resumes after {} turns, or when resumed.",
                     settings.pause_after, settings.resume_after_turns
                 ),
-                at: crate::record::now_millis(),
-            });
+            ));
         }
         store.save_state(state)?;
         fault::point("saved");
@@ -422,5 +420,5 @@ fn maintenance_notice(run: &CompactionReport) -> Notice {
         (Some(_), Purpose::Handover) => ("handed-over", format!("Handed over to a fresh session; the previous one is archive {}.", run.archive_id)),
         (None, _) => ("failed", "Context maintenance did not complete; the conversation is unchanged.".to_string()),
     };
-    Notice { id: format!("n-{}", run.archive_id), kind: kind.into(), text, at: crate::record::now_millis() }
+    Notice::new(format!("n-{}", run.archive_id), kind, text)
 }

@@ -48,6 +48,6 @@ impl ConversationState {
         self.paused = false;
         self.paused_at_turn = None;
         self.no_progress_streak = 0;
-        self.owed_notices.push(Notice { id, kind: "resumed".into(), text: format!("Automatic maintenance resumes: {why}."), at: crate::record::now_millis() });
+        self.owed_notices.push(Notice::new(id, "resumed", format!("Automatic maintenance resumes: {why}.")));
     }
 }

@@ -17,7 +17,7 @@ use wasmtime::component::types::ComponentItem;
 use wasmtime::component::Component;
 
 use crate::capabilities::{Grants, Interface};
-use crate::engine::Engine;
+use crate::engine::{Compiled, Engine};
 use crate::wit_edge::{Linkers, PluginPre};
 
 /// A loaded, validated plugin.
@@ -29,6 +29,8 @@ pub struct Plugin {
     /// Capability interfaces the component imports.
     pub imports: Vec<Interface>,
     pub uses_wasi: bool,
+    /// Whether its compiled code came from the code cache.
+    pub from_cache: bool,
     label: String,
     pre: PluginPre,
 }
@@ -60,13 +62,13 @@ impl Plugin {
                 bail!(context(format!("sha256 mismatch: manifest says {expected}, the component is {sha256}")));
             }
         }
-        let component = Component::new(engine.wasmtime(), bytes).map_err(|e| anyhow::anyhow!(context(format!("not a valid Wasm component: {e}"))))?;
+        let (component, compiled) = engine.component(bytes, &sha256).map_err(|e| anyhow::anyhow!(context(format!("not a valid Wasm component: {e}"))))?;
         let (imports, uses_wasi) = capability_imports(engine, &component).map_err(|e| anyhow::anyhow!(context(format!("{e:#}"))))?;
         if let Some(undeclared) = imports.iter().find(|i| !manifest.declares(i.name())) {
             bail!(context(format!("it imports the `{undeclared}` capability but its manifest does not declare it")));
         }
         let pre = PluginPre::new(linkers, engine.wasmtime(), &component, manifest.kind, uses_wasi).map_err(|e| anyhow::anyhow!(context(format!("{e:#}"))))?;
-        Ok(Plugin { manifest, sha256, source, imports, uses_wasi, label, pre })
+        Ok(Plugin { manifest, sha256, source, imports, uses_wasi, from_cache: compiled == Compiled::FromCache, label, pre })
     }
 }
 

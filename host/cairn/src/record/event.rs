@@ -108,6 +108,13 @@ pub struct Notice {
     pub at: u64,
 }
 
+impl Notice {
+    /// A notice stamped now.
+    pub fn new(id: String, kind: &str, text: String) -> Self {
+        Notice { id, kind: kind.to_string(), text, at: now_millis() }
+    }
+}
+
 pub fn now_millis() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }

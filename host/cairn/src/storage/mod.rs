@@ -12,7 +12,7 @@
 //! reader, atomic replacement through a uniquely named temporary file.
 
 pub mod archive;
-mod files;
+pub(crate) mod files;
 mod ids;
 mod lock;
 mod log;

@@ -30,6 +30,7 @@ pub fn run(command: Command) -> Result<()> {
                 "version": p.manifest.version,
                 "imports": p.imports.iter().map(|i| i.name()).collect::<Vec<_>>(),
                 "wasi": p.uses_wasi,
+                "cached": p.from_cache,
                 "source": p.source,
                 "sha256": p.sha256,
                 "description": p.manifest.description,
@@ -40,12 +41,13 @@ pub fn run(command: Command) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
-    println!("{:<22} {:<14} {:<9} {:<22} source", "name", "kind", "version", "imports");
+    println!("{:<22} {:<14} {:<9} {:<22} {:<8} source", "name", "kind", "version", "imports", "code");
     for p in cairn.plugins() {
         let imports: Vec<_> = p.imports.iter().map(|i| i.name()).collect();
-        println!("{:<22} {:<14} {:<9} {:<22} {}", p.manifest.name, p.manifest.kind.to_string(), p.manifest.version, imports.join(","), p.source);
+        let code = if p.from_cache { "cached" } else { "compiled" };
+        println!("{:<22} {:<14} {:<9} {:<22} {:<8} {}", p.manifest.name, p.manifest.kind.to_string(), p.manifest.version, imports.join(","), code, p.source);
     }
-    println!("{:<22} {:<14} {:<9} {:<22} host (always the compaction chain's last step)", "last-resort", "strategy", env!("CARGO_PKG_VERSION"), "-");
-    println!("{:<22} {:<14} {:<9} {:<22} host (always the handover chain's last step)", "host-seed", "strategy", env!("CARGO_PKG_VERSION"), "-");
+    println!("{:<22} {:<14} {:<9} {:<22} {:<8} host (always the compaction chain's last step)", "last-resort", "strategy", env!("CARGO_PKG_VERSION"), "-", "-");
+    println!("{:<22} {:<14} {:<9} {:<22} {:<8} host (always the handover chain's last step)", "host-seed", "strategy", env!("CARGO_PKG_VERSION"), "-", "-");
     Ok(())
 }

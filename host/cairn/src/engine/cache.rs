@@ -1,0 +1,151 @@
+//! Compiled code cached on disk, so a plugin is compiled once per machine, not once per
+//! process: a Python or JS component takes seconds to compile and milliseconds to load.
+//!
+//! An entry is keyed by the component's sha256 and the engine's
+//! `precompile_compatibility_hash` (wasmtime version, target, settings), and holds a sha256 of
+//! the compiled code followed by the code. The checksum is verified before wasmtime is asked
+//! to load it, so a corrupt, truncated or half-written entry is a miss that is rebuilt —
+//! never a crash and never code run unchecked. Entries are written atomically. The directory
+//! is created private to the user: whoever can write it can run code in the host.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use cap_std::fs::Dir;
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+
+const CHECKSUM_BYTES: usize = 32;
+
+#[derive(Clone)]
+pub struct CodeCache {
+    dir: PathBuf,
+    /// The engine's compatibility, in every key.
+    engine_key: u64,
+}
+
+/// Where a component came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compiled {
+    Fresh,
+    FromCache,
+}
+
+impl CodeCache {
+    /// `$CAIRN_CACHE_DIR`, else `$XDG_CACHE_HOME/cairn`, else `~/.cache/cairn`; none when
+    /// `CAIRN_CACHE_DIR` is empty or no home is known.
+    pub fn default_dir() -> Option<PathBuf> {
+        match std::env::var_os("CAIRN_CACHE_DIR") {
+            Some(dir) if dir.is_empty() => None,
+            Some(dir) => Some(PathBuf::from(dir)),
+            None => std::env::var_os("XDG_CACHE_HOME")
+                .map(|d| PathBuf::from(d).join("cairn"))
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cairn"))),
+        }
+    }
+
+    pub fn new(dir: PathBuf, engine: &wasmtime::Engine) -> Self {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        CodeCache { dir, engine_key: hasher.finish() }
+    }
+
+    /// The compiled component whose bytes hash to `sha256` (hex): loaded from a valid entry,
+    /// else compiled (and stored; a cache that cannot be written only costs the next start its
+    /// compile).
+    pub fn component(&self, engine: &wasmtime::Engine, bytes: &[u8], sha256: &str) -> wasmtime::Result<(Component, Compiled)> {
+        let name = format!("{sha256}-{:016x}.cwasm", self.engine_key);
+        if let Some(component) = self.load(engine, &name) {
+            return Ok((component, Compiled::FromCache));
+        }
+        let component = Component::new(engine, bytes)?;
+        if let Err(e) = self.store(&name, &component) {
+            tracing::warn!(cache = %self.dir.display(), "could not cache compiled code: {e:#}");
+        }
+        Ok((component, Compiled::Fresh))
+    }
+
+    fn load(&self, engine: &wasmtime::Engine, name: &str) -> Option<Component> {
+        let entry = std::fs::read(self.dir.join(name)).ok()?;
+        if entry.len() < CHECKSUM_BYTES || Sha256::digest(&entry[CHECKSUM_BYTES..]).as_slice() != &entry[..CHECKSUM_BYTES] {
+            tracing::warn!(entry = %self.dir.join(name).display(), "corrupt compiled-code cache entry; recompiling");
+            return None;
+        }
+        // SAFETY: the bytes are what `Component::serialize` wrote for an engine with the same
+        // compatibility hash (it is in the name), verified against their checksum; wasmtime
+        // checks the header and version again.
+        match unsafe { Component::deserialize(engine, &entry[CHECKSUM_BYTES..]) } {
+            Ok(component) => Some(component),
+            Err(e) => {
+                tracing::warn!(entry = %self.dir.join(name).display(), "unusable compiled-code cache entry ({e}); recompiling");
+                None
+            }
+        }
+    }
+
+    fn store(&self, name: &str, component: &Component) -> Result<()> {
+        create_private_dir(&self.dir)?;
+        let code = component.serialize()?;
+        let mut entry = Sha256::digest(&code).to_vec();
+        entry.extend_from_slice(&code);
+        let dir = Dir::open_ambient_dir(&self.dir, cap_std::ambient_authority())?;
+        crate::storage::files::write_atomically(&dir, name, &entry)?;
+        Ok(())
+    }
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine() -> wasmtime::Engine {
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        wasmtime::Engine::new(&config).unwrap()
+    }
+
+    fn component_bytes() -> &'static [u8] {
+        cairn_bundle::BUNDLED.iter().find(|p| p.manifest.contains("name = \"trigger-reserve\"")).unwrap().component
+    }
+
+    fn load(cache: &CodeCache, engine: &wasmtime::Engine) -> Compiled {
+        let sha = Sha256::digest(component_bytes()).iter().map(|b| format!("{b:02x}")).collect::<String>();
+        cache.component(engine, component_bytes(), &sha).unwrap().1
+    }
+
+    #[test]
+    fn a_second_load_comes_from_the_cache_and_a_damaged_entry_is_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let cache = CodeCache::new(dir.path().join("cache"), &engine);
+        assert_eq!(load(&cache, &engine), Compiled::Fresh);
+        assert_eq!(load(&cache, &engine), Compiled::FromCache);
+
+        let entry = std::fs::read_dir(dir.path().join("cache")).unwrap().next().unwrap().unwrap().path();
+        let good = std::fs::read(&entry).unwrap();
+        for damage in [good[..good.len() / 2].to_vec(), { let mut b = good.clone(); let at = b.len() - 100; b[at] ^= 0xff; b }, Vec::new()] {
+            std::fs::write(&entry, damage).unwrap();
+            assert_eq!(load(&cache, &engine), Compiled::Fresh, "a damaged entry is a miss");
+            assert_eq!(std::fs::read(&entry).unwrap(), good, "and is rebuilt");
+        }
+        assert_eq!(std::fs::read_dir(dir.path().join("cache")).unwrap().count(), 1, "no temporaries left behind");
+    }
+
+    #[test]
+    fn another_engine_configuration_never_loads_this_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        load(&CodeCache::new(dir.path().to_path_buf(), &engine), &engine);
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true).epoch_interruption(true);
+        let other = wasmtime::Engine::new(&config).unwrap();
+        let cache = CodeCache::new(dir.path().to_path_buf(), &other);
+        assert_eq!(load(&cache, &other), Compiled::Fresh);
+    }
+}
