@@ -164,13 +164,14 @@ impl Lifecycle {
                 notices,
             });
         }
+        // What is on disk now; any change from here on is saved however the boundary ends.
+        let loaded = state.clone();
         let settings = &policy.lifecycle;
         if let Some(since) = state.paused_at_turn.filter(|_| state.paused && settings.resume_after_turns > 0) {
             if report.turn.saturating_sub(since) >= settings.resume_after_turns {
                 state.resume(&format!("paused for {} turns", settings.resume_after_turns), format!("resumed-{}-{}", report.conversation, report.turn));
             }
         }
-        let loaded = state.clone();
 
         let mut transcript = report.transcript.clone();
         cairn.tokenizer().count_transcript(&mut transcript);
