@@ -37,15 +37,18 @@ impl Tokenizer {
     /// tokenizer's own pre-tokenizer would cut, so counts are exact except inside a single
     /// run of whitespace or symbols longer than a piece.
     pub fn count(&self, text: &str) -> u32 {
-        let total: usize = pieces(text).map(|piece| self.bpe.encode_ordinary(piece).len()).sum();
-        u32::try_from(total).unwrap_or(u32::MAX)
+        self.count_within(text, None).expect("no deadline to miss")
     }
 
     /// The count, or `None` once `deadline` passes (checked between pieces).
     pub fn count_until(&self, text: &str, deadline: std::time::Instant) -> Option<u32> {
+        self.count_within(text, Some(deadline))
+    }
+
+    fn count_within(&self, text: &str, deadline: Option<std::time::Instant>) -> Option<u32> {
         let mut total = 0usize;
         for piece in pieces(text) {
-            if std::time::Instant::now() >= deadline {
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                 return None;
             }
             total += self.bpe.encode_ordinary(piece).len();

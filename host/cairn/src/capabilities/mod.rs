@@ -100,10 +100,6 @@ impl Grants {
             Interface::Archive => self.has(Capability::ArchiveRead) || self.has(Capability::ArchiveWrite),
         }
     }
-
-    pub fn can_read_archive(&self) -> bool {
-        self.allows_import(Interface::Archive)
-    }
 }
 
 impl fmt::Display for Capability {

@@ -95,17 +95,24 @@ pub fn apply(entries: &[Entry], window: &Window, output: StrategyOutput, archive
 /// blamed only for what it broke.
 pub fn pairing_problems(entries: &[Entry]) -> BTreeSet<String> {
     let mut problems = BTreeSet::new();
+    // Where each call id is answered, in order: one pass, so the check stays linear.
+    let mut answered_at: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, entry) in entries.iter().enumerate() {
-        let mut calls: HashSet<&str> = entry.tool_call_ids().collect();
-        // The run of result-carrying entries right after the call.
-        for next in entries[i + 1..].iter().take_while(|e| e.tool_result_ids().next().is_some()) {
-            for id in next.tool_result_ids() {
-                calls.remove(id);
-            }
+        for id in entry.tool_result_ids() {
+            answered_at.entry(id).or_default().push(i);
         }
-        let later: HashSet<&str> = entries[i + 1..].iter().flat_map(|e| e.tool_result_ids()).collect();
-        for id in calls.into_iter().filter(|id| later.contains(id)) {
-            problems.insert(format!("the result of tool call {id} does not directly follow it"));
+    }
+    for (i, entry) in entries.iter().enumerate() {
+        if entry.tool_call_ids().next().is_none() {
+            continue;
+        }
+        // One past the run of result-carrying entries right after the call.
+        let block_end = i + 1 + entries[i + 1..].iter().take_while(|e| e.tool_result_ids().next().is_some()).count();
+        for id in entry.tool_call_ids() {
+            let first_later = answered_at.get(id).and_then(|at| at.iter().find(|&&p| p > i));
+            if first_later.is_some_and(|&p| p >= block_end) {
+                problems.insert(format!("the result of tool call {id} does not directly follow it"));
+            }
         }
     }
     let mut open: HashSet<&str> = HashSet::new();

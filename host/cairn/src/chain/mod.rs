@@ -191,8 +191,7 @@ pub fn run(
                 let verdict = approve.map_or(CommitDecision::Commit, |approve| approve(&name, &applied));
                 if let CommitDecision::Defer(why) | CommitDecision::Reject(why) = &verdict {
                     tracing::info!(plugin = %name, "the commit policy refused the outcome: {why}");
-                    let message = format!("the commit policy refused it: {why}");
-                    reports.push(StepReport { message: Some(message), outcome: OutcomeClass::Rejected, ..StepReport::failed(name, OutcomeClass::Rejected, "", millis, answer.refused) });
+                    reports.push(StepReport::failed(name, OutcomeClass::Rejected, &format!("the commit policy refused it: {why}"), millis, answer.refused));
                     refused = Some(why.clone());
                     if matches!(verdict, CommitDecision::Defer(_)) {
                         break;

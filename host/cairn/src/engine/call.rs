@@ -14,16 +14,6 @@ pub enum CallFailure {
     Denied(String),
 }
 
-impl std::fmt::Display for CallFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CallFailure::Trap(why) => write!(f, "trapped: {why}"),
-            CallFailure::Timeout => f.write_str("timed out"),
-            CallFailure::Oom(why) | CallFailure::Denied(why) => f.write_str(why),
-        }
-    }
-}
-
 /// Classifies an error from instantiating or calling a plugin.
 pub fn classify(error: &wasmtime::Error, state: &CallState) -> CallFailure {
     // Too many memories, tables or instances for the limiter: wasmtime's own words.

@@ -9,6 +9,7 @@
 //! keeps a plugin that fails repeatedly from being called for a while.
 
 use super::ConversationState;
+use crate::chain::StepError;
 use crate::host::Cairn;
 use crate::policy::{CheckedPolicy, PolicyStep};
 use crate::record::{now_millis, Boundary, CommitDecision, Notice, Proposal, RequestKind, TriggerDecision, TriggerInput};
@@ -19,31 +20,29 @@ const DEFAULT_RESERVE: u64 = 16_384;
 /// The policy's trigger decision (none configured: never act automatically).
 pub fn trigger(cairn: &Cairn, policy: &CheckedPolicy, state: &mut ConversationState, input: &TriggerInput) -> TriggerDecision {
     let Some(step) = &policy.trigger else { return TriggerDecision::None };
-    match cairn.ask_trigger(step, input, policy.compaction.breaker()) {
-        Ok(decision) => {
-            recovered(state, step);
-            decision
-        }
-        Err(error) => {
-            failing(state, step, error.class(), "the host's reserve rule decides when to compact until it recovers");
-            tracing::warn!("{}; the host's reserve rule decides", error.message());
-            reserve_rule(input)
-        }
-    }
+    let answer = cairn.ask_trigger(step, input, policy.compaction.breaker());
+    or_fallback(state, step, answer, "the host's reserve rule decides when to compact until it recovers", || reserve_rule(input))
 }
 
 /// The commit policy's verdict (none configured: commit), with the boundary rule as fallback.
 pub fn commit(cairn: &Cairn, policy: &CheckedPolicy, state: &mut ConversationState, boundary: &Boundary, proposal: &Proposal) -> CommitDecision {
     let Some(step) = &policy.commit else { return CommitDecision::Commit };
-    match cairn.ask_commit(step, boundary, proposal, policy.compaction.breaker()) {
+    let answer = cairn.ask_commit(step, boundary, proposal, policy.compaction.breaker());
+    or_fallback(state, step, answer, "the host commits only at completed turns with no tool call running until it recovers", || boundary_rule(boundary))
+}
+
+/// The plugin's answer, or the host's rule in its place; a failure streak starts with one
+/// notice and ends when the plugin answers again.
+fn or_fallback<T>(state: &mut ConversationState, step: &PolicyStep, answer: Result<T, StepError>, fallback: &str, rule: impl FnOnce() -> T) -> T {
+    match answer {
         Ok(decision) => {
-            recovered(state, step);
+            state.failing_plugins.retain(|l| l != step.plugin.label());
             decision
         }
         Err(error) => {
-            failing(state, step, error.class(), "the host commits only at completed turns with no tool call running until it recovers");
-            tracing::warn!("{}; the host's boundary rule decides", error.message());
-            boundary_rule(boundary)
+            failing(state, step, error.class(), fallback);
+            tracing::warn!("{}; {fallback}", error.message());
+            rule()
         }
     }
 }
@@ -97,10 +96,6 @@ fn failing(state: &mut ConversationState, step: &PolicyStep, class: crate::recor
         format!("The {} plugin {label} failed ({class}); {fallback}.", step.plugin.manifest.kind),
     ));
     state.failing_plugins.push(label);
-}
-
-fn recovered(state: &mut ConversationState, step: &PolicyStep) {
-    state.failing_plugins.retain(|l| l != step.plugin.label());
 }
 
 #[cfg(test)]

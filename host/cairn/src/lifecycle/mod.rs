@@ -131,16 +131,14 @@ impl Lifecycle {
     pub fn deliver_owed_notices(&self) -> Result<usize> {
         let mut delivered = 0;
         for key in self.inner.home.conversations()? {
-            let store = self.inner.home.conversation(&key)?;
-            let mut state: ConversationState = store.load_state()?.unwrap_or_default();
+            let (store, mut state) = open(&self.inner.home, &key)?;
             delivered += deliver(&store, &mut state)?.len();
         }
         Ok(delivered)
     }
 
     pub fn request_blocking(&self, conversation: &ConversationKey, request: AgentRequest) -> Result<()> {
-        let store = self.inner.home.conversation(conversation)?;
-        let mut state: ConversationState = store.load_state()?.unwrap_or_default();
+        let (store, mut state) = open(&self.inner.home, conversation)?;
         state.pending = Some(request);
         store.save_state(&state)
     }
@@ -148,8 +146,7 @@ impl Lifecycle {
     /// The synchronous core of [`Lifecycle::boundary`].
     pub fn boundary_blocking(&self, report: BoundaryReport) -> Result<BoundaryOutcome> {
         let Inner { cairn, home, policy } = self.inner.as_ref();
-        let mut store = home.conversation(&report.conversation)?;
-        let mut state: ConversationState = store.load_state()?.unwrap_or_default();
+        let (mut store, mut state) = open(home, &report.conversation)?;
         let (mut notices, resumed) = self.recover(&mut store, &mut state)?;
         if let Some(run) = resumed.filter(|r| r.purpose == Purpose::Handover && r.committed_by.is_some()) {
             // The harness never saw this handover's outcome: it gets it now, in place of
@@ -376,20 +373,25 @@ impl Lifecycle {
     }
 }
 
+/// A conversation opened to write, with its lifecycle state (the default before any).
+fn open(home: &Home, conversation: &ConversationKey) -> Result<(ConversationStore, ConversationState)> {
+    let store = home.conversation(conversation)?;
+    let state = store.load_state()?.unwrap_or_default();
+    Ok((store, state))
+}
+
 /// Notices not yet acknowledged, oldest first, after moving any owed ones (decided just
 /// before a crash) into the outbox. Delivery is at least once: a notice comes back, with the
 /// same id, until it is acknowledged. Needs no host, so the CLI calls it directly.
 pub fn take_notices(home: &Home, conversation: &ConversationKey) -> Result<Vec<Notice>> {
-    let store = home.conversation(conversation)?;
-    let mut state: ConversationState = store.load_state()?.unwrap_or_default();
+    let (store, mut state) = open(home, conversation)?;
     deliver(&store, &mut state)?;
     store.notices(false)
 }
 
 /// Lifts an automatic pause (the operator's switch), with a notice.
 pub fn resume(home: &Home, conversation: &ConversationKey) -> Result<()> {
-    let store = home.conversation(conversation)?;
-    let mut state: ConversationState = store.load_state()?.unwrap_or_default();
+    let (store, mut state) = open(home, conversation)?;
     state.resume("resumed by the operator", format!("resumed-{conversation}-{}", crate::record::now_millis()));
     store.save_state(&state)?;
     deliver(&store, &mut state).map(|_| ())

@@ -38,14 +38,15 @@ impl Step for WasmStrategy {
             deadline: Instant::now() + timeout,
         };
         let (answer, state) = self.plugin.call(&self.engine, self.limits.memory_bytes, timeout, &self.grants, services, |pre, store| pre.compact(store, input, &self.config));
-        let refused: Vec<String> = state.refusals().iter().map(|r| r.capability.to_string()).collect();
+        let refusals = state.refusals();
+        let refused: Vec<String> = refusals.iter().map(|r| r.capability.to_string()).collect();
         if state.log.dropped > 0 {
             tracing::warn!(plugin = %self.plugin.label(), dropped = state.log.dropped, "log lines over the per-call budget were dropped");
         }
         // A plugin failing after its model ran out of time, or after being refused a
         // capability: that is the cause.
         let output = answer.and_then(|answer| {
-            answer.map_err(|error| match state.refusals().first() {
+            answer.map_err(|error| match refusals.first() {
                 _ if state.model.timed_out => StepError::Timeout(self.plugin.says(format!("its model call ran out of time ({})", error.message()))),
                 Some(refusal) => StepError::Denied(refusal.to_string()),
                 None => error,

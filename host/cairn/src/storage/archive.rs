@@ -31,13 +31,15 @@ pub fn write(dir: &Dir, archive_id: &ArchiveId, originals: &[Entry], artifacts: 
         serde_json::to_writer(&mut lines, entry)?;
         lines.push(b'\n');
     }
-    files::write_atomically(&archive, ENTRIES, &lines).with_context(|| format!("writing archive {archive_id}"))?;
+    files::replace(&archive, ENTRIES, &lines).with_context(|| format!("writing archive {archive_id}"))?;
     let mut uris = Vec::with_capacity(artifacts.len());
     for (i, content) in artifacts.iter().enumerate() {
         let uri = ArtifactUri { archive_id: archive_id.to_string(), index: i as u32 + 1 };
-        files::write_atomically(&archive, &uri.index.to_string(), content.as_bytes()).with_context(|| format!("writing artifact {uri}"))?;
+        files::replace(&archive, &uri.index.to_string(), content.as_bytes()).with_context(|| format!("writing artifact {uri}"))?;
         uris.push(uri.to_string());
     }
+    // One sync makes every name in the archive durable, before the event that commits it.
+    files::sync_dir(&archive).with_context(|| format!("writing archive {archive_id}"))?;
     Ok(uris)
 }
 

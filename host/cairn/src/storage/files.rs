@@ -58,11 +58,17 @@ pub fn read_lines(dir: &Dir, name: &str) -> std::io::Result<Lines> {
 /// Replaces `name` atomically: a uniquely named temporary file in the same directory, synced,
 /// then renamed over it (cap-tempfile), and the directory synced so the rename is durable.
 pub fn write_atomically(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    replace(dir, name, bytes)?;
+    sync_dir(dir)
+}
+
+/// [`write_atomically`] without the directory sync, for a caller writing several files into
+/// one directory that syncs it once after the last.
+pub fn replace(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     let mut temp = cap_tempfile::TempFile::new(dir)?;
     temp.as_file_mut().write_all(bytes)?;
     temp.as_file_mut().sync_all()?;
-    temp.replace(name)?;
-    sync_dir(dir)
+    temp.replace(name)
 }
 
 /// Makes a directory's entries (a create or rename in it) durable.
