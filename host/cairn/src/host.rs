@@ -59,6 +59,11 @@ impl Cairn {
         self.model = Some(provider);
     }
 
+    /// What a Wasm file is and imports, before any manifest is trusted (for diagnoses).
+    pub fn inspect(&self, bytes: &[u8]) -> Result<crate::plugin::inspect::Inspection> {
+        crate::plugin::inspect::inspect(self.registry.engine(), bytes)
+    }
+
     pub fn plugins(&self) -> impl Iterator<Item = &Plugin> {
         self.registry.iter().map(|p| p.as_ref())
     }

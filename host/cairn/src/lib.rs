@@ -32,7 +32,7 @@ pub use capabilities::{Capability, Interface};
 pub use engine::World;
 pub use host::{Cairn, RunOptions};
 pub use lifecycle::Lifecycle;
-pub use plugin::{Manifest, Plugin};
+pub use plugin::{inspect, Manifest, Plugin};
 pub use policy::{CheckedPolicy, Policy};
 pub use record::CompactionReport;
 pub use wit_edge::CONTRACT_VERSIONS;

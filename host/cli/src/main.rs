@@ -24,7 +24,9 @@ enum Command {
     Artifact(commands::artifact::Args),
     /// Read what compaction set aside: summary, search, page (the agent's session_history tool).
     History(commands::history::Args),
-    /// Inspect plugins.
+    /// Start a plugin project in Rust, Python or JavaScript (`cairn new strategy NAME --lang python`).
+    New(commands::new::Args),
+    /// List, check and build plugins.
     Plugins {
         #[command(subcommand)]
         command: commands::plugins::Command,
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
         Command::Artifact(args) => commands::artifact::run(args),
         Command::History(args) => commands::history::run(args),
         Command::Plugins { command } => commands::plugins::run(command),
+        Command::New(args) => commands::new::run(args),
         Command::Demo(args) => commands::demo::run(args),
         Command::Boundary(args) => commands::boundary::boundary(args),
         Command::Request(args) => commands::boundary::request(args),

@@ -2,6 +2,7 @@
 //! `InstancePre` for its world. Loaded once; instantiated in a fresh `Store` per call.
 
 mod call;
+pub mod inspect;
 mod manifest;
 mod registry;
 mod strategy;

@@ -6,5 +6,6 @@ pub mod compact;
 pub mod demo;
 pub mod handover;
 pub mod history;
+pub mod new;
 pub mod plugins;
 pub mod simulate;

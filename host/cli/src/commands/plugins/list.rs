@@ -7,20 +7,8 @@ use serde_json::json;
 
 use crate::setup;
 
-#[derive(clap::Subcommand)]
-pub enum Command {
-    /// Bundled plugins and those in --plugin-dir, with kind, version and imports.
-    List {
-        #[arg(long)]
-        plugin_dir: Vec<PathBuf>,
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-pub fn run(command: Command) -> Result<()> {
-    let Command::List { plugin_dir, json } = command;
-    let cairn = setup::host(&plugin_dir)?;
+pub fn run(plugin_dir: &[PathBuf], json: bool) -> Result<()> {
+    let cairn = setup::host(plugin_dir)?;
     let rows: Vec<_> = cairn
         .plugins()
         .map(|p| {
