@@ -12,6 +12,7 @@ use cairn::record::{AgentRequest, Boundary, CommitDecision, OutcomeClass, Propos
 use cairn::storage::{ConversationKey, Home};
 use cairn::transcript::{sample, Transcript};
 use cairn::{Cairn, CheckedPolicy, Manifest, World};
+use cairn_rules::thousands;
 use serde::Serialize;
 
 #[derive(clap::Args)]
@@ -329,8 +330,8 @@ fn strategy_cases(cairn: &Cairn, policy: &CheckedPolicy) -> Result<Vec<Case>> {
         // out, exhaust memory, break an invariant or return garbage.
         let passed = matches!(step.outcome, OutcomeClass::Ok | OutcomeClass::NoProgress | OutcomeClass::Unavailable);
         let mut detail = match step.outcome {
-            OutcomeClass::Ok => format!("{} → {} tokens", report.tokens_before, report.tokens_after),
-            _ => format!("{} tokens, unchanged by the plugin", report.tokens_before),
+            OutcomeClass::Ok => format!("{} → {} tokens", thousands(report.tokens_before), thousands(report.tokens_after)),
+            _ => format!("{} tokens, unchanged by the plugin", thousands(report.tokens_before)),
         };
         if let Some(message) = &step.message {
             detail.push_str(&format!(": {message}"));
