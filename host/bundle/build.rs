@@ -64,7 +64,9 @@ fn discover(plugins: &Path) -> Vec<Plugin> {
         entries.sort();
         for path in entries {
             let manifest = path.join("cairn-plugin.toml");
-            if manifest.is_file() {
+            // Only Rust plugins are bundled; Python and JavaScript ones are loaded from a
+            // plugin directory (built by `cairn plugins build`).
+            if manifest.is_file() && path.join("Cargo.toml").is_file() {
                 let crate_name = path.file_name().unwrap().to_string_lossy().into_owned();
                 let cargo_toml = fs::read_to_string(path.join("Cargo.toml")).unwrap_or_default();
                 let wasi = cargo_toml.contains(&format!("target = \"{WASI_TARGET}\""));

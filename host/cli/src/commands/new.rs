@@ -16,6 +16,8 @@ static RUST_SDK: Dir = include_dir!("$CARGO_MANIFEST_DIR/../../sdk/rust/src");
 static RUST_SDK_MANIFEST: &str = include_str!("../../../../sdk/rust/Cargo.toml");
 static RULES: Dir = include_dir!("$CARGO_MANIFEST_DIR/../rules/src");
 static RULES_MANIFEST: &str = include_str!("../../../rules/Cargo.toml");
+static PYTHON_TEMPLATE: Dir = include_dir!("$CARGO_MANIFEST_DIR/../../sdk/python/template");
+static PYTHON_SDK: Dir = include_dir!("$CARGO_MANIFEST_DIR/../../sdk/python/cairn_sdk");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -90,7 +92,8 @@ fn create(args: &Args) -> Result<Created> {
     let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     let template = match args.lang {
         Lang::Rust => &RUST_TEMPLATE,
-        Lang::Python | Lang::Js => bail!("--lang {:?} templates are not in this build", args.lang),
+        Lang::Python => &PYTHON_TEMPLATE,
+        Lang::Js => bail!("--lang js templates are not in this build"),
     };
     for part in ["common", kind.as_str()] {
         let folder = template.get_dir(part).with_context(|| format!("the {:?} template has no `{part}` folder", args.lang))?;
@@ -106,8 +109,10 @@ fn create(args: &Args) -> Result<Created> {
     for file in walk(&WIT) {
         files.push((Path::new("wit").join(file.path()), file.contents().to_vec()));
     }
-    if args.lang == Lang::Rust {
-        files.extend(rust_vendor());
+    match args.lang {
+        Lang::Rust => files.extend(rust_vendor()),
+        Lang::Python => files.extend(walk(&PYTHON_SDK).into_iter().map(|f| (Path::new("cairn_sdk").join(f.path()), f.contents().to_vec()))),
+        Lang::Js => {}
     }
 
     for (relative, contents) in &files {
@@ -142,12 +147,13 @@ fn rust_vendor() -> Vec<(PathBuf, Vec<u8>)> {
     files
 }
 
-/// Every file below `dir`, depth first.
+/// Every file below `dir`, depth first, without build leftovers (`__pycache__`, `node_modules`).
 fn walk<'a>(dir: &'a Dir<'a>) -> Vec<&'a include_dir::File<'a>> {
     let mut files = Vec::new();
     for entry in dir.entries() {
         match entry {
             DirEntry::File(file) => files.push(file),
+            DirEntry::Dir(sub) if sub.path().file_name().is_some_and(|n| n == "__pycache__" || n == "node_modules") => {}
             DirEntry::Dir(sub) => files.extend(walk(sub)),
         }
     }

@@ -18,6 +18,9 @@ pub struct Args {
     /// The plugin project (holding `cairn-plugin.toml`).
     #[arg(default_value = ".")]
     dir: PathBuf,
+    /// Where to write the plugin [default: DIR/dist].
+    #[arg(long)]
+    out: Option<PathBuf>,
     #[arg(long)]
     json: bool,
 }
@@ -55,7 +58,7 @@ struct Built {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let built = build(&args.dir)?;
+    let built = build(&args.dir, args.out.as_deref())?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&built)?);
     } else {
@@ -67,12 +70,12 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-fn build(dir: &Path) -> Result<Built> {
+fn build(dir: &Path, out: Option<&Path>) -> Result<Built> {
     let manifest_path = dir.join("cairn-plugin.toml");
     let text = std::fs::read_to_string(&manifest_path).with_context(|| format!("reading {}", manifest_path.display()))?;
     let manifest = Manifest::parse(&text, &manifest_path.display().to_string())?;
     let language = Language::detect(dir)?;
-    let dist = dir.join("dist");
+    let dist = out.map_or_else(|| dir.join("dist"), Path::to_path_buf);
     std::fs::create_dir_all(&dist).with_context(|| format!("creating {}", dist.display()))?;
     // Absolute, since the toolchains run inside the project.
     let dist = dist.canonicalize()?;
@@ -81,7 +84,7 @@ fn build(dir: &Path) -> Result<Built> {
     match language {
         Language::Rust => build_rust(dir, &component)?,
         Language::Python => build_python(dir, &manifest, &component)?,
-        Language::Js => run_tool(Command::new("npm").args(["run", "--silent", "build"]).current_dir(dir), "npm", "install Node.js 20+ and npm")?,
+        Language::Js => build_js(dir, &manifest, &component)?,
     }
     ensure!(component.is_file(), "the build finished but wrote no {}", component.display());
     let manifest_out = dist.join(format!("{}.toml", manifest.name));
@@ -140,6 +143,16 @@ fn build_rust(dir: &Path, component: &Path) -> Result<()> {
     encoder.module(&bytes).with_context(|| format!("{}: not a plugin module (built with cairn-sdk's export macro?)", module.display()))?;
     let encoded = encoder.validate(true).encode().with_context(|| format!("turning {} into a component", module.display()))?;
     std::fs::write(component, encoded).with_context(|| format!("writing {}", component.display()))
+}
+
+/// The project's `npm run build` writes `dist/<name>.wasm`; copied from there when `--out` differs.
+fn build_js(dir: &Path, manifest: &Manifest, component: &Path) -> Result<()> {
+    run_tool(Command::new("npm").args(["run", "--silent", "build"]).current_dir(dir), "npm", "install Node.js 20+ and npm")?;
+    let built = dir.join("dist").join(format!("{}.wasm", manifest.name)).canonicalize().context("`npm run build` wrote no dist/<name>.wasm")?;
+    if built != component {
+        std::fs::copy(&built, component).with_context(|| format!("copying {} to {}", built.display(), component.display()))?;
+    }
+    Ok(())
 }
 
 fn build_python(dir: &Path, manifest: &Manifest, component: &Path) -> Result<()> {

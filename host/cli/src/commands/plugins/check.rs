@@ -147,7 +147,11 @@ fn check(args: &Args) -> Result<Report> {
     report.add(Level::Ok, format!("manifest {manifest_path}: {} `{}`", manifest.kind, manifest.label()), None);
     check_world(&mut report, &manifest, &inspection);
     check_imports(&mut report, &manifest, &inspection);
-    report.grants = grants_for(&manifest);
+    report.grants = manifest.capabilities.iter().map(|c| grant(c)).collect();
+    if !manifest.optional_capabilities.is_empty() {
+        let optional: Vec<&str> = manifest.optional_capabilities.iter().map(|c| grant(c)).collect();
+        report.add(Level::Ok, format!("optional (a policy may leave them ungranted): {}", optional.join(", ")), None);
+    }
     if report.has_errors() {
         return Ok(report);
     }
@@ -265,19 +269,15 @@ fn list_or_nothing(items: &[String]) -> String {
     }
 }
 
-/// What a policy step must grant for every capability the manifest declares.
-fn grants_for(manifest: &Manifest) -> Vec<&'static str> {
-    let mut grants = Vec::new();
-    for capability in manifest.capabilities.iter().chain(&manifest.optional_capabilities) {
-        grants.push(match capability.as_str() {
-            "log" => "log",
-            "tokens" => "tokens",
-            "model" => "model",
-            // Writing includes reading; a read-only plugin can do with `archive:read`.
-            _ => "archive:write",
-        });
+/// The grant a capability needs; `archive` is granted as `archive:write` (which includes
+/// reading; a read-only plugin can do with `archive:read`).
+fn grant(capability: &str) -> &'static str {
+    match capability {
+        "log" => "log",
+        "tokens" => "tokens",
+        "model" => "model",
+        _ => "archive:write",
     }
-    grants
 }
 
 /// A policy running just this plugin, in the slot its world takes.

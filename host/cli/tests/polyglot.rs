@@ -1,0 +1,123 @@
+//! Plugins written in Python and JavaScript, built with their real toolchains
+//! (componentize-py, jco) by `cairn plugins build`, run through the host on the recorded
+//! sessions in `../shared/transcripts`; and `cairn new` for both languages.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use cairn::transcript::{formats, Part};
+use serde_json::Value;
+use support::shared;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn run(command: &mut Command) -> Output {
+    let out = command.env("CAIRN_LOG", "error").output().unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    assert!(out.status.success(), "{command:?} failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn cairn(dir: &Path, args: &[&str]) -> String {
+    String::from_utf8(run(Command::new(env!("CARGO_BIN_EXE_cairn")).args(args).current_dir(dir)).stdout).unwrap()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Every recorded session Cairn reads: Pi and OpenAI chat.
+fn sessions() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = ["pi", "openai-chat"]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(shared(dir)).unwrap().map(|e| e.unwrap().path()))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Builds the repository plugin `plugins/<name>` into `out` with `cairn plugins build`.
+fn build_plugin(name: &str, out: &Path) {
+    let dir = repo().join("plugins").join(name);
+    cairn(&dir, &["plugins", "build", ".", "--out", s(out)]);
+    assert!(out.join(format!("{name}.wasm")).is_file() && out.join(format!("{name}.toml")).is_file());
+}
+
+/// observation-mask (Python): its own unit tests, then a chain of just this plugin on every
+/// recorded session. The host accepts its outcome (no fallback to the last resort), the
+/// context shrinks, only older non-error observations are masked, every masked one carries
+/// its URI, and the archive returns each original exactly.
+#[test]
+#[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
+#[cfg_attr(no_componentize_py, ignore = "needs componentize-py (pip install componentize-py==0.25.1; .ci/run installs it)")]
+fn observation_mask_in_python_masks_real_sessions_recoverably() {
+    let plugin = repo().join("plugins/observation-mask");
+    run(Command::new("python3").args(["-m", "unittest", "-q"]).current_dir(&plugin).env("PYTHONPATH", repo().join("sdk/python")));
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    build_plugin("observation-mask", &plugins);
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[chain]]\nplugin = \"observation-mask\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\ntimeout_ms = 60000\n[chain.config]\nkeep_last = 5\n",
+    )
+    .unwrap();
+    for file in sessions() {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let home = dir.path().join(format!("home-{name}"));
+        let out = dir.path().join(format!("{name}.out.jsonl"));
+        let report: Value = serde_json::from_str(&cairn(
+            dir.path(),
+            &["compact", s(&file), "--policy", s(&policy), "--plugin-dir", s(&plugins), "--home", s(&home), "--out", s(&out), "--json"],
+        ))
+        .unwrap();
+        assert_eq!(report["steps"][0]["outcome"], "ok", "{name}: {report:#}");
+        assert!(report["committed_by"].as_str().unwrap().starts_with("observation-mask@"), "{name}: {report:#}");
+        let (before, after) = (report["tokens_before"].as_u64().unwrap(), report["tokens_after"].as_u64().unwrap());
+        assert!(after < before, "{name}: {before} -> {after}");
+
+        let original = formats::parse(&std::fs::read_to_string(&file).unwrap(), &name).unwrap().0;
+        let originals: std::collections::HashMap<&str, (&str, bool)> = original
+            .entries
+            .iter()
+            .flat_map(|e| &e.parts)
+            .filter_map(|p| match p {
+                Part::ToolResult { call_id, content, is_error, .. } => Some((call_id.as_str(), (content.as_str(), *is_error))),
+                _ => None,
+            })
+            .collect();
+        let compacted = formats::parse(&std::fs::read_to_string(&out).unwrap(), "out").unwrap().0;
+        let mut masked = 0;
+        for part in compacted.entries.iter().flat_map(|e| &e.parts) {
+            if let Part::ToolResult { call_id, content, elided: Some(uri), .. } = part {
+                let (text, is_error) = originals[call_id.as_str()];
+                assert!(!is_error, "{name}: an error result was masked ({call_id}) although keep_errors is on");
+                assert!(content.contains(uri.as_str()), "{name}: the placeholder names its URI: {content}");
+                assert_eq!(cairn(dir.path(), &["artifact", uri, "--home", s(&home)]), text, "{name}: {uri} is the original of {call_id}");
+                masked += 1;
+            }
+        }
+        assert!(masked > 0, "{name}: nothing masked");
+        assert_eq!(masked, report["artifacts"].as_array().unwrap().len(), "{name}: one artifact per masked observation");
+    }
+}
+
+/// `cairn new` in Python for every kind: the project's own tests pass in plain CPython, it
+/// builds with `cairn plugins build`, and `cairn plugins check` passes it.
+#[test]
+#[cfg_attr(no_componentize_py, ignore = "needs componentize-py (pip install componentize-py==0.25.1; .ci/run installs it)")]
+fn cairn_new_python_projects_test_build_and_check() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["strategy", "trigger", "commit-policy"] {
+        let name = format!("py-{kind}");
+        cairn(dir.path(), &["new", kind, &name, "--lang", "python"]);
+        let project = dir.path().join(&name);
+        run(Command::new("python3").args(["-m", "unittest", "-q"]).current_dir(&project));
+        cairn(&project, &["plugins", "build"]);
+        let checked = cairn(&project, &["plugins", "check", &format!("dist/{name}.wasm")]);
+        assert!(checked.contains(&format!("exports the `{kind}` world")) && checked.contains("passed"), "{checked}");
+    }
+}
