@@ -121,3 +121,99 @@ fn cairn_new_python_projects_test_build_and_check() {
         assert!(checked.contains(&format!("exports the `{kind}` world")) && checked.contains("passed"), "{checked}");
     }
 }
+
+/// `npm ci` where a project's dependencies are not installed yet (a fresh clone).
+fn npm_install(dir: &Path) {
+    if !dir.join("node_modules").is_dir() {
+        run(Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(dir));
+    }
+}
+
+/// `cairn simulate --json` of `file`: its events other than advice, as (kind, detail).
+fn simulate(dir: &Path, file: &Path, window: &str, policy: &Path, plugins: &Path) -> Vec<(String, String)> {
+    let out: Value = serde_json::from_str(&cairn(dir, &["simulate", s(file), "--window", window, "--policy", s(policy), "--plugin-dir", s(plugins), "--json"])).unwrap();
+    out["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] != "advice")
+        .map(|e| (e["kind"].as_str().unwrap().to_string(), e["detail"].as_str().unwrap_or_default().to_string()))
+        .collect()
+}
+
+/// cache-guard (JavaScript): its own tests, then the policy of its README replayed turn by
+/// turn over every recorded session. It commits swaps that pay for their cache rewrite,
+/// defers one that does not (saying so, with the break-even turn), and past its hard limit
+/// commits whatever the cache costs.
+#[test]
+#[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
+#[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
+fn cache_guard_in_js_keeps_a_warm_cache_unless_a_swap_pays() {
+    let plugin = repo().join("plugins/cache-guard");
+    npm_install(&plugin);
+    run(Command::new("npm").args(["test", "--silent"]).current_dir(&plugin));
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    build_plugin("cache-guard", &plugins);
+    let example = std::fs::read_to_string(plugin.join("policy.example.toml")).unwrap();
+    assert!(example.contains("hard_limit_tokens = 100000"), "the example policy changed: update this test");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, &example).unwrap();
+    let low_limit = dir.path().join("low-limit.toml");
+    std::fs::write(&low_limit, example.replace("hard_limit_tokens = 100000", "hard_limit_tokens = 50000")).unwrap();
+
+    let mut deferred_for_cache = 0;
+    for file in sessions() {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        // The OpenAI chat sessions hold 12k-21k tokens: a small window makes them compact.
+        let window = if name.ends_with(".json") { "16000" } else { "128000" };
+        let events = simulate(dir.path(), &file, window, &policy, &plugins);
+        assert!(!events.is_empty(), "{name}: no maintenance at all");
+        for (kind, detail) in &events {
+            match kind.as_str() {
+                "compact" => assert!(detail.starts_with("shake-elide@"), "{name}: {detail}"),
+                "failed" => {
+                    assert!(detail.contains("keeping the warm prompt cache is cheaper") && detail.contains("breaks even"), "{name}: {detail}");
+                    deferred_for_cache += 1;
+                }
+                other => panic!("{name}: unexpected {other}: {detail}"),
+            }
+        }
+        if name.ends_with(".jsonl") {
+            assert!(events.iter().any(|(k, _)| k == "compact"), "{name}: a large swap pays for itself: {events:?}");
+            let forced = simulate(dir.path(), &file, window, &low_limit, &plugins);
+            assert!(forced.iter().all(|(k, _)| k == "compact"), "{name}: past the hard limit every swap commits: {forced:?}");
+        }
+    }
+    assert!(deferred_for_cache > 0, "no swap was ever deferred for the cache");
+}
+
+/// `cairn new` in JavaScript for every kind: `npm install`, the project's own `node --test`,
+/// `cairn plugins build` (esbuild + jco), and `cairn plugins check`.
+#[test]
+#[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
+fn cairn_new_js_projects_test_build_and_check() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["strategy", "trigger", "commit-policy"] {
+        let name = format!("js-{kind}");
+        cairn(dir.path(), &["new", kind, &name, "--lang", "js"]);
+        let project = dir.path().join(&name);
+        run(Command::new("npm").args(["install", "--no-audit", "--no-fund"]).current_dir(&project));
+        run(Command::new("npm").args(["test", "--silent"]).current_dir(&project));
+        cairn(&project, &["plugins", "build"]);
+        let checked = cairn(&project, &["plugins", "check", &format!("dist/{name}.wasm")]);
+        assert!(checked.contains(&format!("exports the `{kind}` world")) && checked.contains("passed"), "{checked}");
+    }
+}
+
+/// The Python and JavaScript SDKs' own unit tests (the shared rules, helpers, exports), which
+/// need no Wasm toolchain.
+#[test]
+fn python_and_js_sdks_pass_their_own_tests() {
+    run(Command::new("python3").args(["-m", "unittest", "discover", "-q", "-s", "tests"]).current_dir(repo().join("sdk/python")));
+    if cfg!(no_npm) {
+        eprintln!("skipping the JS SDK's tests: no npm here (CI has it)");
+        return;
+    }
+    run(Command::new("node").args(["--test"]).arg("test/").current_dir(repo().join("sdk/js")));
+}

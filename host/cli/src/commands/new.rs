@@ -18,6 +18,15 @@ static RULES: Dir = include_dir!("$CARGO_MANIFEST_DIR/../rules/src");
 static RULES_MANIFEST: &str = include_str!("../../../rules/Cargo.toml");
 static PYTHON_TEMPLATE: Dir = include_dir!("$CARGO_MANIFEST_DIR/../../sdk/python/template");
 static PYTHON_SDK: Dir = include_dir!("$CARGO_MANIFEST_DIR/../../sdk/python/cairn_sdk");
+static JS_TEMPLATE: Dir = include_dir!("$CARGO_MANIFEST_DIR/../../sdk/js/template");
+/// The JS SDK's published files (its package.json `files`), written to `cairn-sdk/`.
+static JS_SDK: [(&str, &Dir); 3] = [
+    ("src", &include_dir!("$CARGO_MANIFEST_DIR/../../sdk/js/src")),
+    ("bin", &include_dir!("$CARGO_MANIFEST_DIR/../../sdk/js/bin")),
+    ("types", &include_dir!("$CARGO_MANIFEST_DIR/../../sdk/js/types")),
+];
+static JS_SDK_FILES: [(&str, &str); 2] =
+    [("package.json", include_str!("../../../../sdk/js/package.json")), ("index.js", include_str!("../../../../sdk/js/index.js"))];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -93,7 +102,7 @@ fn create(args: &Args) -> Result<Created> {
     let template = match args.lang {
         Lang::Rust => &RUST_TEMPLATE,
         Lang::Python => &PYTHON_TEMPLATE,
-        Lang::Js => bail!("--lang js templates are not in this build"),
+        Lang::Js => &JS_TEMPLATE,
     };
     for part in ["common", kind.as_str()] {
         let folder = template.get_dir(part).with_context(|| format!("the {:?} template has no `{part}` folder", args.lang))?;
@@ -112,7 +121,13 @@ fn create(args: &Args) -> Result<Created> {
     match args.lang {
         Lang::Rust => files.extend(rust_vendor()),
         Lang::Python => files.extend(walk(&PYTHON_SDK).into_iter().map(|f| (Path::new("cairn_sdk").join(f.path()), f.contents().to_vec()))),
-        Lang::Js => {}
+        Lang::Js => {
+            let sdk = Path::new("cairn-sdk");
+            files.extend(JS_SDK_FILES.iter().map(|(name, text)| (sdk.join(name), text.as_bytes().to_vec())));
+            for (folder, dir) in &JS_SDK {
+                files.extend(walk(dir).into_iter().map(|f| (sdk.join(folder).join(f.path()), f.contents().to_vec())));
+            }
+        }
     }
 
     for (relative, contents) in &files {

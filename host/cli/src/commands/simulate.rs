@@ -109,7 +109,8 @@ pub fn run(args: Args) -> Result<()> {
             Action::HandedOver => ("handover", outcome.report.as_ref().and_then(|r| r.committed_by.clone())),
             Action::Deferred(why) => ("deferred", Some(why.clone())),
             Action::Paused => ("paused", None),
-            Action::Failed => ("failed", None),
+            // Say why: the commit policy's refusal, else the last step's message.
+            Action::Failed => ("failed", outcome.report.as_ref().and_then(|r| r.rejected.clone().or_else(|| r.steps.last().and_then(|s| s.message.clone())))),
         };
         if !args.json {
             eprintln!("turn {turn:>4}: {kind:<9} {before:>8} → {after:>8} tokens{}", detail.as_deref().map(|d| format!("  ({d})")).unwrap_or_default());

@@ -1,0 +1,209 @@
+#!/usr/bin/env node
+// cairn-js-build: turns a JavaScript plugin project into a Cairn component.
+//
+//   cairn-js-build [--entry src/index.js] [--wit wit] [--out dist] [--keep-bundle]
+//
+// Run from the project root (`npm run build` does). It reads `cairn-plugin.toml`, then:
+// 1. writes a copy of the WIT whose world imports only the capabilities the manifest declares
+//    (componentize-qjs imports every interface of the world, used or not, and the host refuses a
+//    component importing a capability its manifest does not declare);
+// 2. bundles a generated entry (it imports those capabilities, hands them to the SDK's
+//    `installHost` and re-exports the plugin's export) with esbuild into one ES module:
+//    componentize-qjs resolves imports only under the entry's own directory, so the SDK
+//    (a symlink to `../../sdk/js` in the repo, `cairn-sdk/` in a scaffolded project) must be inlined;
+// 3. runs `jco componentize --backend quickjs --backend-qjs-disable-async --backend-qjs-stub-wasi`
+//    (a synchronous component with no WASI imports at all);
+// 4. writes `dist/<name>.wasm` and copies the manifest to `dist/<name>.toml`, so `dist/` is a
+//    directory `--plugin-dir` can load.
+// esbuild, jco and smol-toml are resolved from the project (its devDependencies, pinned by its
+// package-lock.json), not from the SDK.
+
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { pathToFileURL } from 'node:url';
+
+/** The world each kind of plugin implements, and the function it exports. */
+const WORLDS = {
+  strategy: { world: 'strategy', export: 'compact' },
+  trigger: { world: 'trigger', export: 'decide' },
+  'commit-policy': { world: 'commit-policy', export: 'decide' },
+};
+const CAPABILITIES = ['log', 'tokens', 'model', 'archive'];
+const PACKAGE = 'cairn:compaction';
+const VERSION = '0.1.0';
+
+/** A build error: printed without a stack, after the work directory is removed. */
+class BuildError extends Error {}
+
+/** @param {string} message @returns {never} */
+function fail(message) {
+  throw new BuildError(message);
+}
+
+/**
+ * Loads a build tool from the project's node_modules.
+ * @param {string} projectDir
+ * @param {string} name
+ */
+async function projectModule(projectDir, name) {
+  const require = createRequire(join(projectDir, 'package.json'));
+  let path;
+  try {
+    path = require.resolve(name);
+  } catch {
+    fail(`${name} is not installed in ${projectDir}: run \`npm install\` first (it is a devDependency)`);
+  }
+  return { path, module: await import(pathToFileURL(path).href) };
+}
+
+/**
+ * The manifest's fields the build needs, checked as the host checks them.
+ * @param {string} projectDir
+ */
+async function readManifest(projectDir) {
+  const file = join(projectDir, 'cairn-plugin.toml');
+  if (!existsSync(file)) {
+    fail(`no cairn-plugin.toml in ${projectDir}`);
+  }
+  const { module: toml } = await projectModule(projectDir, 'smol-toml');
+  let manifest;
+  try {
+    manifest = toml.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    fail(`cairn-plugin.toml: ${error instanceof Error ? error.message : error}`);
+  }
+  const { name, kind } = manifest;
+  if (typeof name !== 'string' || !/^[a-z0-9-]{1,64}$/.test(name)) {
+    fail(`cairn-plugin.toml: name ${JSON.stringify(name)} must be 1-64 characters of a-z 0-9 -`);
+  }
+  if (!Object.hasOwn(WORLDS, kind)) {
+    fail(`cairn-plugin.toml: kind ${JSON.stringify(kind)} must be one of ${Object.keys(WORLDS).join(', ')}`);
+  }
+  const declared = [...(manifest.capabilities ?? []), ...(manifest.optional_capabilities ?? [])];
+  for (const capability of declared) {
+    if (!CAPABILITIES.includes(capability)) {
+      fail(`cairn-plugin.toml: unknown capability ${JSON.stringify(capability)} (known: ${CAPABILITIES.join(', ')})`);
+    }
+  }
+  return { file, name, kind: /** @type {keyof typeof WORLDS} */ (kind), declared: CAPABILITIES.filter((c) => declared.includes(c)) };
+}
+
+/**
+ * Copies the WIT package into `into`, keeping in the plugin's world only the capability imports
+ * the manifest declares.
+ * @param {string} witDir
+ * @param {string} world
+ * @param {string[]} declared
+ * @param {string} into
+ */
+function narrowWit(witDir, world, declared, into) {
+  const files = readdirSync(witDir).filter((f) => f.endsWith('.wit'));
+  if (!files.includes('worlds.wit')) {
+    fail(`${witDir} has no worlds.wit: pass the cairn:compaction@${VERSION} WIT directory with --wit`);
+  }
+  for (const file of files) {
+    let text = readFileSync(join(witDir, file), 'utf8');
+    if (file === 'worlds.wit') {
+      const block = new RegExp(`(world\\s+${world}\\s*\\{)([\\s\\S]*?)(\\n\\})`);
+      const found = text.match(block);
+      if (!found) {
+        fail(`${join(witDir, file)} has no world ${world}`);
+      }
+      const body = found[2].replace(/^[ \t]*import[ \t]+([a-z-]+)[ \t]*;[^\n]*\n?/gm, (line, name) => (declared.includes(name) ? line : ''));
+      text = text.replace(block, `$1${body}$3`);
+    }
+    writeFileSync(join(into, file), text);
+  }
+}
+
+async function main() {
+  const { values } = parseArgs({
+    options: {
+      entry: { type: 'string', default: 'src/index.js' },
+      wit: { type: 'string', default: 'wit' },
+      out: { type: 'string', default: 'dist' },
+      'keep-bundle': { type: 'boolean', default: false },
+    },
+  });
+  const started = Date.now();
+  const projectDir = process.cwd();
+  const manifest = await readManifest(projectDir);
+  const { world, export: exported } = WORLDS[manifest.kind];
+  const entry = resolve(projectDir, values.entry);
+  const witDir = resolve(projectDir, values.wit);
+  const outDir = resolve(projectDir, values.out);
+  if (!existsSync(entry)) {
+    fail(`entry ${relative(projectDir, entry)} not found (pass --entry)`);
+  }
+  if (!existsSync(witDir) || !statSync(witDir).isDirectory()) {
+    fail(`WIT directory ${values.wit} not found (pass --wit)`);
+  }
+
+  const work = mkdtempSync(join(tmpdir(), `cairn-js-build-${manifest.name}-`));
+  try {
+    const wit = join(work, 'wit');
+    mkdirSync(wit);
+    narrowWit(witDir, world, manifest.declared, wit);
+
+    // The component's entry: capabilities in, the plugin's export out.
+    const imports = manifest.declared.map((c) => `import * as ${c} from '${PACKAGE}/${c}@${VERSION}';`);
+    const source = [
+      `import { installHost } from '@cairn/sdk';`,
+      ...imports,
+      `installHost({ ${manifest.declared.join(', ')} });`,
+      `export { ${exported} } from ${JSON.stringify(entry)};`,
+      '',
+    ].join('\n');
+    const { module: esbuild } = await projectModule(projectDir, 'esbuild');
+    const bundle = join(work, `${manifest.name}.js`);
+    try {
+      await esbuild.build({
+        stdin: { contents: source, resolveDir: projectDir, sourcefile: 'cairn-entry.js', loader: 'js' },
+        bundle: true,
+        format: 'esm',
+        platform: 'neutral',
+        // QuickJS (quickjs-ng) runs ES2023; nothing needs lowering.
+        target: 'es2023',
+        external: [`${PACKAGE}/*`],
+        outfile: bundle,
+        logLevel: 'warning',
+      });
+    } catch {
+      fail('bundling failed (esbuild said why above)');
+    }
+    if (values['keep-bundle']) {
+      mkdirSync(outDir, { recursive: true });
+      copyFileSync(bundle, join(outDir, `${manifest.name}.bundle.js`));
+    }
+
+    mkdirSync(outDir, { recursive: true });
+    const wasm = join(outDir, `${manifest.name}.wasm`);
+    const { path: jcoApi } = await projectModule(projectDir, '@bytecodealliance/jco');
+    const jco = join(dirname(jcoApi), 'jco.js');
+    // Absolute paths: jco changes into the entry's directory before it reads the source.
+    const args = [jco, 'componentize', bundle, '--wit', wit, '--world-name', world, '--backend', 'quickjs', '--backend-qjs-disable-async', '--backend-qjs-stub-wasi', '-o', wasm];
+    const run = spawnSync(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+    if (run.status !== 0) {
+      process.stdout.write(run.stdout ?? '');
+      fail(`jco componentize failed (exit ${run.status})`);
+    }
+    copyFileSync(manifest.file, join(outDir, `${manifest.name}.toml`));
+    const size = (statSync(wasm).size / 1024 / 1024).toFixed(1);
+    const millis = Date.now() - started;
+    console.log(`cairn-js-build: ${relative(projectDir, wasm)} (${manifest.kind}, ${size} MiB, imports: ${manifest.declared.join(', ') || 'none'}) in ${millis} ms`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+try {
+  await main();
+} catch (error) {
+  if (!(error instanceof BuildError)) throw error;
+  console.error(`cairn-js-build: ${error.message}`);
+  process.exitCode = 1;
+}

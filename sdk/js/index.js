@@ -1,0 +1,39 @@
+// @cairn/sdk: write Cairn compaction plugins (strategy, trigger, commit policy) in JavaScript.
+// See README.md. Test helpers live in `@cairn/sdk/testing`; the build in `bin/cairn-js-build.mjs`.
+
+export { SEED_MESSAGES, SEED_MESSAGE_CHARS, charCount, clipChars, entryText, placeholderText, safeCutPoints, thousands } from './src/rules.js';
+export { ArchiveError, ModelError, StrategyError } from './src/errors.js';
+export {
+  CommitDecision,
+  TriggerDecision,
+  askModel,
+  askModelOrFallback,
+  clipEllipsis,
+  configOrDefaults,
+  countTokens,
+  isOperatorMessage,
+  log,
+  logDebug,
+  logError,
+  logInfo,
+  logWarn,
+  messageText,
+  modelUnavailable,
+  outcome,
+  pageArchive,
+  parseConfig,
+  pendingRequestDecision,
+  putArtifact,
+  rangeOf,
+  readArchiveSummary,
+  recount,
+  replaceableRange,
+  searchArchive,
+  summaryEntry,
+  summaryReplacement,
+  tailChars,
+  toolCalls,
+  triggerConfig,
+} from './src/helpers.js';
+export { CommitPolicy, Strategy, Trigger, asStrategyError, commitPolicyExport, strategyExport, triggerExport } from './src/plugin.js';
+export { capability, hasCapability, installHost } from './src/host.js';

@@ -1,0 +1,145 @@
+// One base class per world, with the Rust SDK's defaults, and the functions that turn a plugin
+// object into the component's export. A plugin module ends with, e.g.:
+//
+//   export const decide = commitPolicyExport(new MyPolicy());
+//
+// and `cairn-js-build` makes that function the component's `decide`.
+
+import { ArchiveError, ModelError, StrategyError } from './errors.js';
+import { CommitDecision, TriggerDecision, logError, modelUnavailable } from './helpers.js';
+
+/** @typedef {import('cairn:compaction/types@0.1.0').CompactRequest} CompactRequest */
+/** @typedef {import('cairn:compaction/types@0.1.0').Outcome} Outcome */
+/** @typedef {import('cairn:compaction/types@0.1.0').TriggerInput} TriggerInput */
+/** @typedef {import('cairn:compaction/types@0.1.0').TriggerDecision} TriggerDecisionVariant */
+/** @typedef {import('cairn:compaction/types@0.1.0').Boundary} Boundary */
+/** @typedef {import('cairn:compaction/types@0.1.0').Proposal} Proposal */
+/** @typedef {import('cairn:compaction/types@0.1.0').CommitDecision} CommitDecisionVariant */
+
+/** What replaces older history. Called with the entries, the protected head and the verbatim tail. */
+export class Strategy {
+  /**
+   * Returns the outcome, or throws a `StrategyError` to say why there is none.
+   * @param {CompactRequest} request
+   * @returns {Outcome}
+   */
+  compact(request) {
+    void request;
+    throw StrategyError.failed('compact is not implemented by this plugin');
+  }
+}
+
+/** When to act: called at every turn boundary. */
+export class Trigger {
+  /**
+   * @param {TriggerInput} input
+   * @returns {TriggerDecisionVariant}
+   */
+  decide(input) {
+    void input;
+    return TriggerDecision.none();
+  }
+}
+
+/** Whether swapping the working context now is safe. */
+export class CommitPolicy {
+  /**
+   * @param {Boundary} boundary
+   * @param {Proposal} proposal
+   * @returns {CommitDecisionVariant}
+   */
+  decide(boundary, proposal) {
+    void boundary;
+    void proposal;
+    return CommitDecision.commit();
+  }
+}
+
+/** @param {unknown} error */
+function describe(error) {
+  if (error instanceof Error) {
+    return `uncaught ${error.name}: ${error.message}${error.stack ? `\n${error.stack}` : ''}`;
+  }
+  return `uncaught ${String(error)}`;
+}
+
+/**
+ * What a strategy's uncaught exception means for the host. A `StrategyError` is itself; a
+ * `ModelError` means no usable model (`unavailable`, as `modelUnavailable` words it); an
+ * `ArchiveError` is `unavailable` when the archive was denied or unavailable, else `failed`.
+ * Anything else is a bug: logged at error level with its stack, then `failed` with its message,
+ * so `cairn compact --json` shows what went wrong (a trap would only say "unreachable").
+ * @param {unknown} error
+ * @returns {StrategyError}
+ */
+export function asStrategyError(error) {
+  if (error instanceof StrategyError) {
+    return error;
+  }
+  if (error instanceof ModelError) {
+    return modelUnavailable(error);
+  }
+  if (error instanceof ArchiveError) {
+    const { variant } = error;
+    return variant.tag === 'denied' || variant.tag === 'unavailable'
+      ? StrategyError.unavailable(`archive: ${variant.val}`)
+      : StrategyError.failed(`archive: ${error.message}`);
+  }
+  const why = describe(error);
+  logError(why);
+  return StrategyError.failed(why.split('\n')[0]);
+}
+
+/**
+ * The `compact` export of a strategy: the outcome, or the contract's error variant for whatever
+ * `compact` threw (see `asStrategyError`).
+ * @param {Strategy} plugin
+ * @returns {(request: CompactRequest) => Outcome}
+ */
+export function strategyExport(plugin) {
+  return (request) => {
+    try {
+      return plugin.compact(request);
+    } catch (error) {
+      // The component runtime turns a thrown variant into `err(variant)`.
+      throw asStrategyError(error).toVariant();
+    }
+  };
+}
+
+/**
+ * Logs an exception from a trigger or commit policy and throws it on: these worlds have no error
+ * channel, so the call traps and the host falls back to its own rule (and says so in a notice).
+ * @template {unknown[]} A
+ * @template R
+ * @param {(...args: A) => R} decide
+ * @returns {(...args: A) => R}
+ */
+function logged(decide) {
+  return (...args) => {
+    try {
+      return decide(...args);
+    } catch (error) {
+      logError(describe(error));
+      throw error;
+    }
+  };
+}
+
+/**
+ * The `decide` export of a trigger.
+ * @param {Trigger} plugin
+ * @returns {(input: TriggerInput) => TriggerDecisionVariant}
+ */
+export function triggerExport(plugin) {
+  return logged((input) => plugin.decide(input));
+}
+
+/**
+ * The `decide` export of a commit policy.
+ * @param {CommitPolicy} plugin
+ * @returns {(boundary: Boundary, proposal: Proposal) => CommitDecisionVariant}
+ */
+export function commitPolicyExport(plugin) {
+  return logged((boundary, proposal) => plugin.decide(boundary, proposal));
+}
