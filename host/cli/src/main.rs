@@ -39,6 +39,8 @@ enum Command {
     Notices(commands::boundary::NoticesArgs),
     /// Replay a session turn by turn as a harness would, and report what Cairn did when.
     Simulate(commands::simulate::Args),
+    /// Serve a warm host over MCP (stdio): tools for the harness and for its agent.
+    Serve(commands::serve::Args),
     /// Compact a long generated session into a temporary home and show before and after.
     Demo(commands::demo::Args),
 }
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::Plugins { command } => commands::plugins::run(command),
         Command::New(args) => commands::new::run(args),
         Command::Demo(args) => commands::demo::run(args),
+        Command::Serve(args) => commands::serve::run(args),
         Command::Boundary(args) => commands::boundary::boundary(args),
         Command::Request(args) => commands::boundary::request(args),
         Command::Notices(args) => commands::boundary::notices(args),

@@ -105,21 +105,28 @@ fn observation_mask_in_python_masks_real_sessions_recoverably() {
     }
 }
 
-/// `cairn new` in Python for every kind: the project's own tests pass in plain CPython, it
-/// builds with `cairn plugins build`, and `cairn plugins check` passes it.
-#[test]
-#[cfg_attr(no_componentize_py, ignore = "needs componentize-py (pip install componentize-py==0.25.1; .ci/run installs it)")]
-fn cairn_new_python_projects_test_build_and_check() {
+/// `cairn new` in `lang` for every kind: the project's own `tests` pass, `cairn plugins build`
+/// makes a component, and `cairn plugins check` passes it.
+fn new_projects_test_build_and_check(lang: &str, tests: &[&[&str]]) {
     let dir = tempfile::tempdir().unwrap();
     for kind in ["strategy", "trigger", "commit-policy"] {
-        let name = format!("py-{kind}");
-        cairn(dir.path(), &["new", kind, &name, "--lang", "python"]);
+        let name = format!("{lang}-{kind}");
+        cairn(dir.path(), &["new", kind, &name, "--lang", lang]);
         let project = dir.path().join(&name);
-        run(Command::new("python3").args(["-m", "unittest", "-q"]).current_dir(&project));
+        for command in tests {
+            run(Command::new(command[0]).args(&command[1..]).current_dir(&project));
+        }
         cairn(&project, &["plugins", "build"]);
         let checked = cairn(&project, &["plugins", "check", &format!("dist/{name}.wasm")]);
         assert!(checked.contains(&format!("exports the `{kind}` world")) && checked.contains("passed"), "{checked}");
     }
+}
+
+/// In Python the project's tests run in plain CPython (the SDK's fake host), no Wasm needed.
+#[test]
+#[cfg_attr(no_componentize_py, ignore = "needs componentize-py (pip install componentize-py==0.25.1; .ci/run installs it)")]
+fn cairn_new_python_projects_test_build_and_check() {
+    new_projects_test_build_and_check("python", &[&["python3", "-m", "unittest", "-q"]]);
 }
 
 /// `npm ci` where a project's dependencies are not installed yet (a fresh clone).
@@ -188,22 +195,11 @@ fn cache_guard_in_js_keeps_a_warm_cache_unless_a_swap_pays() {
     assert!(deferred_for_cache > 0, "no swap was ever deferred for the cache");
 }
 
-/// `cairn new` in JavaScript for every kind: `npm install`, the project's own `node --test`,
-/// `cairn plugins build` (esbuild + jco), and `cairn plugins check`.
+/// In JavaScript: `npm install`, then `node --test`; the build is esbuild + jco.
 #[test]
 #[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
 fn cairn_new_js_projects_test_build_and_check() {
-    let dir = tempfile::tempdir().unwrap();
-    for kind in ["strategy", "trigger", "commit-policy"] {
-        let name = format!("js-{kind}");
-        cairn(dir.path(), &["new", kind, &name, "--lang", "js"]);
-        let project = dir.path().join(&name);
-        run(Command::new("npm").args(["install", "--no-audit", "--no-fund"]).current_dir(&project));
-        run(Command::new("npm").args(["test", "--silent"]).current_dir(&project));
-        cairn(&project, &["plugins", "build"]);
-        let checked = cairn(&project, &["plugins", "check", &format!("dist/{name}.wasm")]);
-        assert!(checked.contains(&format!("exports the `{kind}` world")) && checked.contains("passed"), "{checked}");
-    }
+    new_projects_test_build_and_check("js", &[&["npm", "install", "--no-audit", "--no-fund"], &["npm", "test", "--silent"]]);
 }
 
 /// The Python and JavaScript SDKs' own unit tests (the shared rules, helpers, exports), which

@@ -9,7 +9,7 @@ mod fallback;
 mod state;
 
 pub use crate::record::{AgentRequest, Boundary, CommitDecision, Proposal, RequestKind, TriggerDecision, TriggerInput};
-pub use state::{ConversationState, Prepared};
+pub use state::{ConversationState, Overlay, Prepared};
 
 use std::sync::Arc;
 
@@ -87,14 +87,32 @@ pub struct Lifecycle {
 }
 
 struct Inner {
-    cairn: Cairn,
-    home: Home,
+    cairn: Arc<Cairn>,
+    home: Arc<Home>,
     policy: CheckedPolicy,
 }
 
 impl Lifecycle {
     pub fn new(cairn: Cairn, home: Home, policy: CheckedPolicy) -> Self {
-        Lifecycle { inner: Arc::new(Inner { cairn, home, policy }) }
+        Lifecycle { inner: Arc::new(Inner { cairn: Arc::new(cairn), home: Arc::new(home), policy }) }
+    }
+
+    /// The same host, home and plugins (and circuit breaker) under another policy: a
+    /// long-running host swaps policies this way without recompiling anything.
+    pub fn with_policy(&self, policy: CheckedPolicy) -> Self {
+        Lifecycle { inner: Arc::new(Inner { cairn: self.inner.cairn.clone(), home: self.inner.home.clone(), policy }) }
+    }
+
+    pub fn cairn(&self) -> &Cairn {
+        &self.inner.cairn
+    }
+
+    pub fn home(&self) -> &Home {
+        &self.inner.home
+    }
+
+    pub fn policy(&self) -> &CheckedPolicy {
+        &self.inner.policy
     }
 
     pub async fn boundary(&self, report: BoundaryReport) -> Result<BoundaryOutcome> {
@@ -192,8 +210,9 @@ impl Lifecycle {
         };
         let mut outcome = BoundaryOutcome { turn: report.turn, advice: None, action: Action::None, usage, report: None, notices: Vec::new(), transcript: transcript.clone() };
 
-        let decision = fallback::trigger(cairn, policy, &mut state, &input);
-        let (purpose, requested) = match decision {
+        let overlaid = overlay_trigger_config(policy, state.overlay);
+        let decision = fallback::trigger(cairn, overlaid.as_ref().unwrap_or(policy), &mut state, &input);
+        let (mut purpose, requested) = match decision {
             TriggerDecision::None => {
                 if input.pending.is_some() && input.cooldown_left > 0 {
                     outcome.action = Action::Deferred(format!("agent request waits for the cooldown ({} turns)", input.cooldown_left));
@@ -208,6 +227,13 @@ impl Lifecycle {
             TriggerDecision::Compact(_) => (Purpose::Compact, state.pending.as_ref().is_some_and(|r| r.kind == RequestKind::Compact)),
             TriggerDecision::Handover(_) => (Purpose::Handover, state.pending.as_ref().is_some_and(|r| r.kind == RequestKind::Handover)),
         };
+        if !requested && state.overlay.maintenance == Some(false) {
+            outcome.action = Action::Deferred("automatic maintenance is switched off for this conversation".into());
+            return self.settle(&store, &mut state, &loaded, notices, outcome);
+        }
+        if !requested && purpose == Purpose::Handover && state.overlay.auto_handover == Some(false) {
+            purpose = Purpose::Compact;
+        }
         if input.cooldown_left > 0 {
             // A trigger may not override the cooldown.
             outcome.action = Action::Deferred(format!("cooldown: {} turns left", input.cooldown_left));
@@ -387,6 +413,29 @@ pub fn take_notices(home: &Home, conversation: &ConversationKey) -> Result<Vec<N
     let (store, mut state) = open(home, conversation)?;
     deliver(&store, &mut state)?;
     store.notices(false)
+}
+
+/// Sets the operator's switches for a conversation (`None` leaves one as it is); returns the
+/// overlay now in force and whether maintenance is paused.
+pub fn set_overlay(home: &Home, conversation: &ConversationKey, maintenance: Option<bool>, auto_handover: Option<bool>) -> Result<(Overlay, bool)> {
+    let (store, mut state) = open(home, conversation)?;
+    state.overlay.maintenance = maintenance.or(state.overlay.maintenance);
+    state.overlay.auto_handover = auto_handover.or(state.overlay.auto_handover);
+    store.save_state(&state)?;
+    Ok((state.overlay, state.paused))
+}
+
+/// The policy with the overlay's `auto_handover` written into the trigger's config, when the
+/// policy's config has that key (a trigger that does not know it is left alone).
+fn overlay_trigger_config(policy: &CheckedPolicy, overlay: Overlay) -> Option<CheckedPolicy> {
+    let auto = overlay.auto_handover?;
+    let step = policy.trigger.as_ref()?;
+    let mut config: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&step.config).ok()?;
+    config.get("auto_handover")?;
+    config.insert("auto_handover".into(), auto.into());
+    let mut overlaid = policy.clone();
+    overlaid.trigger.as_mut()?.config = serde_json::Value::Object(config).to_string();
+    Some(overlaid)
 }
 
 /// Lifts an automatic pause (the operator's switch), with a notice.

@@ -27,6 +27,20 @@ pub struct ConversationState {
     /// Trigger and commit-policy plugins (`name@version`) failing now; the host's rules
     /// stand in for them until they answer again.
     pub failing_plugins: Vec<String>,
+    /// The operator's switches for this conversation, over whatever the policy says.
+    pub overlay: Overlay,
+}
+
+/// Per-conversation switches over the policy (`cairn serve`'s `policy_set`); unset follows
+/// the policy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Overlay {
+    /// Off: the trigger's automatic decisions are not acted on; agent requests still run.
+    pub maintenance: Option<bool>,
+    /// Off: an automatic handover becomes a compaction. Either way it replaces the trigger
+    /// config's `auto_handover` key where the policy sets one.
+    pub auto_handover: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,4 +8,5 @@ pub mod handover;
 pub mod history;
 pub mod new;
 pub mod plugins;
+pub mod serve;
 pub mod simulate;

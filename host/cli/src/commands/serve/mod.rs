@@ -1,0 +1,169 @@
+//! `cairn serve`: one warm host speaking the Model Context Protocol over stdio, so any harness
+//! drives Cairn with the MCP client its ecosystem already has. Plugins are compiled once (from
+//! the code cache), the circuit breaker and lifecycle state persist across calls, and the
+//! policy can be swapped while it runs:
+//! - `tools.rs`: the tools (harness and agent), their typed arguments and results;
+//! - `watch.rs`: the policy file and plugin directories, watched for changes.
+//!
+//! Calls for one conversation are serialized (a mutex here, the conversation's lock file
+//! across processes); calls for different conversations run in parallel. Each call runs on the
+//! policy generation current when it started, so a swap never changes a call in flight.
+
+mod tools;
+mod watch;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use anyhow::{Context, Result};
+use cairn::record::Notice;
+use cairn::storage::{ConversationKey, Home};
+use cairn::Lifecycle;
+
+use crate::setup;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Expose {
+    /// Only the agent's tools (`session_history`, `context_maintenance`): hand them to a model.
+    Agent,
+    /// The harness's tools (compact, handover, boundary, notices, policy…).
+    Harness,
+    All,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Storage home [default: $CAIRN_HOME, else ~/.local/share/cairn].
+    #[arg(long)]
+    home: Option<PathBuf>,
+    /// Policy file (TOML), watched for changes; the embedded default when absent.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Extra plugin directory, watched for changes; may repeat.
+    #[arg(long)]
+    plugin_dir: Vec<PathBuf>,
+    /// Which tools are listed.
+    #[arg(long, value_enum, default_value_t = Expose::Harness)]
+    expose: Expose,
+    /// The conversation the agent tools act on [default: derived from --project].
+    #[arg(long)]
+    conversation: Option<String>,
+    /// The project whose conversation the agent tools act on [default: the current directory].
+    #[arg(long)]
+    project: Option<PathBuf>,
+    /// Do not watch the policy file and plugin directories (reload with `policy_reload`).
+    #[arg(long)]
+    no_watch: bool,
+}
+
+/// One policy generation: the lifecycle (host, plugins, breaker, policy) calls run on.
+pub struct Generation {
+    pub number: u64,
+    pub lifecycle: Lifecycle,
+}
+
+/// What every call shares.
+pub struct Serve {
+    home: PathBuf,
+    policy_path: Option<PathBuf>,
+    plugin_dirs: Vec<PathBuf>,
+    /// The agent tools' conversation, fixed by the server.
+    own: ConversationKey,
+    current: RwLock<Arc<Generation>>,
+    /// One writer per conversation in this process (the lock file covers other processes).
+    conversations: Mutex<HashMap<ConversationKey, Arc<tokio::sync::Mutex<()>>>>,
+    /// Notices about the server itself (policy swapped or refused), until acknowledged.
+    notices: Mutex<Vec<Notice>>,
+    /// Reloads one at a time (the watcher and `policy_reload`).
+    reloading: Mutex<()>,
+}
+
+impl Serve {
+    fn open(args: &Args) -> Result<Self> {
+        let home = setup::home_path(args.home.clone());
+        let own = match &args.conversation {
+            Some(key) => ConversationKey::parse(key)?,
+            None => {
+                let project = match &args.project {
+                    Some(dir) => dir.canonicalize().with_context(|| format!("--project {}", dir.display()))?,
+                    None => std::env::current_dir()?,
+                };
+                ConversationKey::derive(&project.file_name().unwrap_or_default().to_string_lossy())
+            }
+        };
+        let (cairn, policy) = setup::host_and_policy(&args.plugin_dir, args.policy.as_deref())?;
+        let lifecycle = Lifecycle::new(cairn, Home::open(&home)?, policy);
+        let owed = lifecycle.deliver_owed_notices()?;
+        tracing::info!(home = %home.display(), conversation = %own, owed, "serving");
+        Ok(Serve {
+            home,
+            policy_path: args.policy.clone(),
+            plugin_dirs: args.plugin_dir.clone(),
+            own,
+            current: RwLock::new(Arc::new(Generation { number: 1, lifecycle })),
+            conversations: Mutex::new(HashMap::new()),
+            notices: Mutex::new(Vec::new()),
+            reloading: Mutex::new(()),
+        })
+    }
+
+    /// The generation a call starts on (and finishes on, whatever is swapped meanwhile).
+    pub fn current(&self) -> Arc<Generation> {
+        self.current.read().expect("generation lock").clone()
+    }
+
+    fn conversation_lock(&self, key: &ConversationKey) -> Arc<tokio::sync::Mutex<()>> {
+        self.conversations.lock().expect("conversation locks").entry(key.clone()).or_default().clone()
+    }
+
+    /// Checks the policy file (and, with `plugins`, reloads the plugin directories) and swaps
+    /// the result in. A refused policy changes nothing; either way a notice says what happened.
+    pub fn reload(&self, plugins: bool) -> Result<Arc<Generation>> {
+        let _one_at_a_time = self.reloading.lock().expect("reload lock");
+        let current = self.current();
+        let loaded = if plugins {
+            setup::host_and_policy(&self.plugin_dirs, self.policy_path.as_deref())
+                .and_then(|(cairn, policy)| Ok(Lifecycle::new(cairn, Home::open(&self.home)?, policy)))
+        } else {
+            self.read_policy().and_then(|(text, source)| Ok(current.lifecycle.with_policy(current.lifecycle.cairn().load_policy(&text, &source)?)))
+        };
+        let number = current.number + 1;
+        match loaded {
+            Ok(lifecycle) => {
+                let generation = Arc::new(Generation { number, lifecycle });
+                *self.current.write().expect("generation lock") = generation.clone();
+                let source = &generation.lifecycle.policy().source;
+                tracing::info!(generation = number, %source, "policy swapped");
+                self.notify(format!("policy-{number}"), format!("The policy {source} is now in force (generation {number})."));
+                Ok(generation)
+            }
+            Err(error) => {
+                tracing::warn!("policy refused: {error:#}");
+                self.notify(
+                    format!("policy-refused-{number}-{}", cairn::record::now_millis()),
+                    format!("The new policy was refused; generation {} keeps running: {error:#}", current.number),
+                );
+                Err(error)
+            }
+        }
+    }
+
+    fn read_policy(&self) -> Result<(String, String)> {
+        match &self.policy_path {
+            Some(path) => Ok((std::fs::read_to_string(path).with_context(|| format!("reading policy {}", path.display()))?, path.display().to_string())),
+            None => Ok((cairn::policy::DEFAULT_POLICY.to_string(), "<embedded default policy>".to_string())),
+        }
+    }
+
+    fn notify(&self, id: String, text: String) {
+        self.notices.lock().expect("notices").push(Notice::new(id, "policy", text));
+    }
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let serve = Arc::new(Serve::open(&args)?);
+    let _watcher = if args.no_watch { None } else { Some(watch::start(serve.clone())?) };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(tools::serve_stdio(serve, args.expose))
+}

@@ -1,0 +1,663 @@
+//! The MCP tools of `cairn serve`, with typed arguments and results (JSON schemas generated
+//! from these types). Every result is structured content; a failure is a tool error naming
+//! what was wrong. Harness tools name their conversation; agent tools act on the server's own,
+//! so a model can never reach another conversation.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use cairn::lifecycle::{self, AgentRequest, BoundaryReport, RequestKind, Usage};
+use cairn::record::{CompactionReport, StepReport};
+use cairn::storage::{ArtifactUri, ConversationKey};
+use cairn::transcript::{formats, Entry, Origin, Role, Transcript};
+use cairn::RunOptions;
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig, Tool};
+use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Expose, Generation, Serve};
+
+#[derive(Clone)]
+pub struct Server {
+    serve: Arc<Serve>,
+    tool_router: ToolRouter<Self>,
+}
+
+pub async fn serve_stdio(serve: Arc<Serve>, expose: Expose) -> Result<()> {
+    let tool_router = match expose {
+        Expose::Harness => Server::harness_router(),
+        Expose::Agent => Server::agent_router() + ToolRouter::new().with_route(session_history()),
+        Expose::All => Server::harness_router() + Server::agent_router() + ToolRouter::new().with_route(session_history()),
+    };
+    let server = Server { serve, tool_router };
+    let running = server.serve(rmcp::transport::stdio()).await.context("starting the MCP session")?;
+    running.waiting().await.context("serving MCP")?;
+    Ok(())
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("cairn", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Cairn compacts this agent's context: call `boundary` at every turn end (or `compact` / `handover` directly); \
+                 the agent's `session_history` reads back what compaction set aside.",
+            )
+    }
+}
+
+// ---- arguments and results ------------------------------------------------------------------
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RunArgs {
+    /// Conversation key: 1-64 chars of a-z 0-9 - _ . (its record, archive and lock).
+    conversation: String,
+    /// The session file's text: Cairn JSONL, Pi session JSONL or OpenAI chat JSON (auto-detected).
+    transcript: String,
+    /// What must survive, verbatim.
+    preserve: Option<String>,
+    /// How to resume afterwards.
+    resume: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Step {
+    plugin: String,
+    /// ok, trap, timeout, oom, denied, invalid, invariant, no-progress, unavailable, rejected.
+    outcome: String,
+    millis: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tokens_after: Option<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    refused: Vec<String>,
+}
+
+/// One compaction or handover.
+#[derive(Serialize, JsonSchema)]
+struct Report {
+    tokens_before: u64,
+    tokens_after: u64,
+    steps: Vec<Step>,
+    /// The plugin whose outcome was committed; null when nothing was.
+    committed_by: Option<String>,
+    /// Only the host's last resort could commit: the oldest history was dropped (it stays archived).
+    degraded: bool,
+    archive_id: String,
+    /// `artifact://` URIs of what was set aside.
+    artifacts: Vec<String>,
+    replaced: usize,
+    forgotten: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rejected: Option<String>,
+    /// Handover: the text that starts the fresh session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<String>,
+}
+
+/// A report with the new working context.
+#[derive(Serialize, JsonSchema)]
+struct Compacted {
+    #[serde(flatten)]
+    report: Report,
+    /// `cairn` or `openai`: the caller's format when Cairn writes it, else Cairn JSONL.
+    format: &'static str,
+    /// The compacted working context.
+    transcript: String,
+    /// The first entry of the verbatim tail: from it on, nothing changed. Null when nothing was committed.
+    first_kept_entry_id: Option<String>,
+    /// The compacted context before that entry as text, for a harness that replaces a prefix by
+    /// a summary (Pi's compaction entry).
+    prefix_summary: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum UsageWord {
+    /// The host counts the whole context.
+    Counted,
+    /// Nothing automatic happens.
+    Unknown,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum UsageArg {
+    Word(UsageWord),
+    /// The provider's last billed figure, plus the host's count of the entries after it.
+    Reported {
+        reported_tokens: u64,
+        #[serde(default)]
+        entries_after: usize,
+    },
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BoundaryArgs {
+    conversation: String,
+    turn: u32,
+    /// The working context as the model would see it next.
+    transcript: String,
+    /// The model's context window in tokens.
+    window: u64,
+    /// Tokens kept free for the reply [default 16384].
+    reserve: Option<u64>,
+    /// [default "counted"]
+    usage: Option<UsageArg>,
+    /// [default true]
+    turn_complete: Option<bool>,
+    /// [default false]
+    tool_call_outstanding: Option<bool>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct ActionOut {
+    /// none, advised, compacted, handed-over, deferred, paused or failed.
+    kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct BoundaryOut {
+    turn: u32,
+    action: ActionOut,
+    /// A line to append to the turn for the agent.
+    advice: Option<String>,
+    /// Context tokens as the trigger saw them; null when unknown.
+    usage: Option<u64>,
+    report: Option<Report>,
+    /// Notices queued by this boundary (take them with `notices_take`).
+    notices: Vec<String>,
+    format: &'static str,
+    /// The working context after this boundary.
+    transcript: String,
+}
+
+#[derive(Deserialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    Compact,
+    Handover,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RequestArgs {
+    conversation: String,
+    kind: Kind,
+    #[serde(default)]
+    preserve: String,
+    #[serde(default)]
+    resume: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Recorded {
+    recorded: bool,
+    message: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ConversationArgs {
+    conversation: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct NoticeOut {
+    id: String,
+    /// compacted, handed-over, failed, paused, degraded, plugin-failed, resumed, or policy (the server's).
+    kind: String,
+    text: String,
+    /// Milliseconds since the Unix epoch.
+    at: u64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Notices {
+    notices: Vec<NoticeOut>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AckArgs {
+    conversation: String,
+    ids: Vec<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Acknowledged {
+    acknowledged: usize,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ArtifactArgs {
+    /// `artifact://a-<16 hex>/<n>`
+    uri: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Artifact {
+    uri: String,
+    /// The stored original, byte for byte.
+    content: String,
+    bytes: usize,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct PluginOut {
+    name: String,
+    kind: String,
+    version: String,
+    imports: Vec<String>,
+    wasi: bool,
+    /// Its compiled code came from the code cache.
+    cached: bool,
+    source: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct PolicyOut {
+    source: String,
+    chain: Vec<String>,
+    handover: Vec<String>,
+    trigger: Option<String>,
+    commit: Option<String>,
+    /// +1 for every swap since the server started.
+    generation: u64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct PluginsOut {
+    plugins: Vec<PluginOut>,
+    policy: PolicyOut,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Reloaded {
+    swapped: bool,
+    policy: PolicyOut,
+    /// Why the new policy was refused (file:line:column); the old one keeps running.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PolicySetArgs {
+    conversation: String,
+    /// Automatic maintenance on or off (agent requests still run).
+    maintenance: Option<bool>,
+    /// Automatic handover on or off (off: the trigger's handovers become compactions).
+    auto_handover: Option<bool>,
+    /// Lift an automatic pause now.
+    resume: Option<bool>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct OverlayOut {
+    maintenance: Option<bool>,
+    auto_handover: Option<bool>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct PolicySet {
+    overlay: OverlayOut,
+    paused: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct MaintenanceArgs {
+    /// compact: condense older history; handover: continue in a fresh session.
+    action: Kind,
+    /// What must survive (constraints, decisions, open questions), in your words.
+    preserve: String,
+    /// How to resume after it: the next step.
+    resume: String,
+}
+
+/// What every tool returns (spelled out in the tools' signatures: the macro reads them to
+/// generate the output schema).
+type Answer<T> = Result<Json<T>, String>;
+
+// ---- harness tools --------------------------------------------------------------------------
+
+#[tool_router(router = harness_router)]
+impl Server {
+    /// Compacts a transcript now under the current policy and records it durably.
+    #[tool(description = "Compact a transcript now (any format Cairn reads); returns the report, the compacted context in the caller's format, and the kept tail's first entry with a text rendering of what precedes it")]
+    async fn compact(&self, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, String> {
+        self.run(args, false).await
+    }
+
+    #[tool(description = "Hand the conversation over to a fresh session: archive it and return the seed of the next one")]
+    async fn handover(&self, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, String> {
+        self.run(args, true).await
+    }
+
+    #[tool(description = "Report a turn boundary: the trigger, commit policy and chain decide what happens; returns the action and the working context after it")]
+    async fn boundary(&self, Parameters(args): Parameters<BoundaryArgs>) -> Result<Json<BoundaryOut>, String> {
+        let conversation = key(&args.conversation)?;
+        self.locked(conversation.clone(), move |generation| {
+            let (transcript, format) = formats::parse(&args.transcript, "transcript")?;
+            let usage = match args.usage.unwrap_or(UsageArg::Word(UsageWord::Counted)) {
+                UsageArg::Word(UsageWord::Counted) => Usage::Counted,
+                UsageArg::Word(UsageWord::Unknown) => Usage::Unknown,
+                UsageArg::Reported { reported_tokens, entries_after } => Usage::Reported { tokens: reported_tokens, entries_after },
+            };
+            let outcome = generation.lifecycle.boundary_blocking(BoundaryReport {
+                conversation,
+                turn: args.turn,
+                turn_complete: args.turn_complete.unwrap_or(true),
+                tool_call_outstanding: args.tool_call_outstanding.unwrap_or(false),
+                window: args.window,
+                reserve: args.reserve.unwrap_or(16_384),
+                usage,
+                transcript,
+            })?;
+            let action = serde_json::to_value(&outcome.action)?;
+            let (format, transcript) = write(&outcome.transcript, format);
+            Ok(BoundaryOut {
+                turn: outcome.turn,
+                action: ActionOut {
+                    kind: action["kind"].as_str().unwrap_or_default().to_string(),
+                    reason: action.get("reason").and_then(|r| r.as_str()).map(str::to_string),
+                },
+                advice: outcome.advice,
+                usage: outcome.usage,
+                report: outcome.report.as_ref().map(report),
+                notices: outcome.notices,
+                format,
+                transcript,
+            })
+        })
+        .await
+    }
+
+    #[tool(description = "Record an agent request (compact or handover); it runs at the next boundary the cooldown allows")]
+    async fn request(&self, Parameters(args): Parameters<RequestArgs>) -> Result<Json<Recorded>, String> {
+        let conversation = key(&args.conversation)?;
+        self.locked(conversation.clone(), move |generation| {
+            generation.lifecycle.request_blocking(&conversation, agent_request(args.kind, args.preserve, args.resume))?;
+            Ok(Recorded { recorded: true, message: "recorded; it runs at the next boundary the cooldown allows".into() })
+        })
+        .await
+    }
+
+    #[tool(description = "Notices not yet acknowledged, oldest first: maintenance done or failed, pauses, and the server's policy swaps")]
+    async fn notices_take(&self, Parameters(args): Parameters<ConversationArgs>) -> Result<Json<Notices>, String> {
+        let conversation = key(&args.conversation)?;
+        let serve = self.serve.clone();
+        self.locked(conversation.clone(), move |generation| {
+            let mut notices = lifecycle::take_notices(generation.lifecycle.home(), &conversation)?;
+            notices.extend(serve.notices.lock().expect("notices").iter().cloned());
+            Ok(Notices { notices: notices.into_iter().map(|n| NoticeOut { id: n.id, kind: n.kind, text: n.text, at: n.at }).collect() })
+        })
+        .await
+    }
+
+    #[tool(description = "Acknowledge notices: they are not delivered again")]
+    async fn notices_ack(&self, Parameters(args): Parameters<AckArgs>) -> Result<Json<Acknowledged>, String> {
+        let conversation = key(&args.conversation)?;
+        let serve = self.serve.clone();
+        self.locked(conversation.clone(), move |generation| {
+            let store = generation.lifecycle.home().conversation(&conversation)?;
+            serve.notices.lock().expect("notices").retain(|n| !args.ids.contains(&n.id));
+            for id in &args.ids {
+                store.ack_notice(id)?;
+            }
+            Ok(Acknowledged { acknowledged: args.ids.len() })
+        })
+        .await
+    }
+
+    #[tool(description = "The stored original behind an artifact:// URI, byte for byte")]
+    async fn artifact_get(&self, Parameters(args): Parameters<ArtifactArgs>) -> Result<Json<Artifact>, String> {
+        let generation = self.serve.current();
+        blocking(move || {
+            let uri: ArtifactUri = args.uri.parse()?;
+            let bytes = generation.lifecycle.home().find_artifact(&uri)?;
+            let content = String::from_utf8(bytes).context("the artifact is not UTF-8 text; read it with `cairn artifact`")?;
+            Ok(Artifact { uri: args.uri, bytes: content.len(), content })
+        })
+        .await
+    }
+
+    #[tool(description = "The plugins this server runs and the policy in force")]
+    async fn plugins_list(&self) -> Result<Json<PluginsOut>, String> {
+        let generation = self.serve.current();
+        let cairn = generation.lifecycle.cairn();
+        let plugins = cairn
+            .plugins()
+            .map(|p| PluginOut {
+                name: p.manifest.name.clone(),
+                kind: p.manifest.kind.to_string(),
+                version: p.manifest.version.clone(),
+                imports: p.imports.iter().map(|i| i.name().to_string()).collect(),
+                wasi: p.uses_wasi,
+                cached: p.from_cache,
+                source: p.source.clone(),
+            })
+            .collect();
+        Ok(Json(PluginsOut { plugins, policy: policy_out(&generation) }))
+    }
+
+    #[tool(description = "Re-read the policy file and plugin directories; a policy that fails its checks is refused and the old one keeps running")]
+    async fn policy_reload(&self) -> Result<Json<Reloaded>, String> {
+        let serve = self.serve.clone();
+        blocking(move || {
+            Ok(match serve.reload(true) {
+                Ok(generation) => Reloaded { swapped: true, policy: policy_out(&generation), error: None },
+                Err(error) => Reloaded { swapped: false, policy: policy_out(&serve.current()), error: Some(format!("{error:#}")) },
+            })
+        })
+        .await
+    }
+
+    #[tool(description = "Per-conversation switches over the policy, persisted: automatic maintenance on/off, automatic handover on/off, resume after an automatic pause")]
+    async fn policy_set(&self, Parameters(args): Parameters<PolicySetArgs>) -> Result<Json<PolicySet>, String> {
+        let conversation = key(&args.conversation)?;
+        self.locked(conversation.clone(), move |generation| {
+            let home = generation.lifecycle.home();
+            if args.resume == Some(true) {
+                lifecycle::resume(home, &conversation)?;
+            }
+            let (overlay, paused) = lifecycle::set_overlay(home, &conversation, args.maintenance, args.auto_handover)?;
+            Ok(PolicySet { overlay: OverlayOut { maintenance: overlay.maintenance, auto_handover: overlay.auto_handover }, paused })
+        })
+        .await
+    }
+}
+
+// ---- agent tools ----------------------------------------------------------------------------
+
+#[tool_router(router = agent_router)]
+impl Server {
+    #[tool(description = "Ask for context maintenance when your context is getting full or you reach a natural checkpoint. \
+        It does not happen now: finish the current turn at a coherent checkpoint; the harness runs it at the next safe \
+        boundary after the turn. Say what must survive and how to resume.")]
+    async fn context_maintenance(&self, Parameters(args): Parameters<MaintenanceArgs>) -> Result<Json<Recorded>, String> {
+        let conversation = self.serve.own.clone();
+        self.locked(conversation.clone(), move |generation| {
+            let what = match args.action {
+                Kind::Compact => "compaction",
+                Kind::Handover => "handover to a fresh session",
+            };
+            generation.lifecycle.request_blocking(&conversation, agent_request(args.action, args.preserve, args.resume))?;
+            Ok(Recorded {
+                recorded: true,
+                message: format!(
+                    "Recorded. Finish the current turn at a coherent checkpoint (no half-done edits, tests run); the {what} \
+                     happens at the next safe boundary after this turn, keeping what you asked to preserve."
+                ),
+            })
+        })
+        .await
+    }
+}
+
+/// `session_history`, defined once in `cairn::recall` (the same schema embedders give their
+/// models), bound to the server's own conversation.
+fn session_history() -> ToolRoute<Server> {
+    let definition = cairn::recall::tool_definition();
+    let schema = definition["parameters"].as_object().cloned().unwrap_or_default();
+    let description = definition["description"].as_str().unwrap_or_default().to_string();
+    ToolRoute::new_dyn(Tool::new("session_history", description, Arc::new(schema)), |context: ToolCallContext<'_, Server>| {
+        let serve = context.service.serve.clone();
+        let arguments = serde_json::Value::Object(context.arguments.clone().unwrap_or_default()).to_string();
+        Box::pin(async move {
+            let generation = serve.current();
+            let answer = tokio::task::spawn_blocking(move || cairn::recall::execute_json(generation.lifecycle.home(), &serve.own, &arguments))
+                .await
+                .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }));
+            let result = if answer.get("error").is_some() { CallToolResult::structured_error(answer) } else { CallToolResult::structured(answer) };
+            Ok(result.into())
+        })
+    })
+}
+
+// ---- the work -------------------------------------------------------------------------------
+
+impl Server {
+    /// Runs `work` for one conversation: after the calls before it for that conversation, on
+    /// the policy generation current now, on the blocking pool.
+    async fn locked<T: Send + 'static>(&self, conversation: ConversationKey, work: impl FnOnce(&Generation) -> Result<T> + Send + 'static) -> Answer<T> {
+        let lock = self.serve.conversation_lock(&conversation);
+        let _turn = lock.lock().await;
+        let generation = self.serve.current();
+        blocking(move || work(&generation)).await
+    }
+
+    async fn run(&self, args: RunArgs, handover: bool) -> Answer<Compacted> {
+        let conversation = key(&args.conversation)?;
+        self.locked(conversation.clone(), move |generation| {
+            let (transcript, format) = formats::parse(&args.transcript, "transcript")?;
+            let lifecycle = &generation.lifecycle;
+            let mut store = lifecycle.home().conversation(&conversation)?;
+            let options = RunOptions { preserve: args.preserve.as_deref(), resume: args.resume.as_deref(), ..RunOptions::default() };
+            let (cairn, policy) = (lifecycle.cairn(), lifecycle.policy());
+            let run = if handover {
+                cairn.handover_with(policy, &mut store, &transcript, "serve", options)?
+            } else {
+                cairn.compact_with(policy, &mut store, &transcript, "serve", options)?
+            };
+            Ok(compacted(&transcript, &run, format))
+        })
+        .await
+    }
+}
+
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Answer<T> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(value)) => Ok(Json(value)),
+        Ok(Err(error)) => Err(format!("{error:#}")),
+        Err(panic) => Err(format!("internal error: {panic}")),
+    }
+}
+
+fn key(text: &str) -> Result<ConversationKey, String> {
+    ConversationKey::parse(text).map_err(|e| format!("conversation: {e}"))
+}
+
+fn agent_request(kind: Kind, preserve: String, resume: String) -> AgentRequest {
+    let kind = match kind {
+        Kind::Compact => RequestKind::Compact,
+        Kind::Handover => RequestKind::Handover,
+    };
+    AgentRequest { kind, preserve, resume }
+}
+
+fn report(run: &CompactionReport) -> Report {
+    Report {
+        tokens_before: run.tokens_before,
+        tokens_after: run.tokens_after,
+        steps: run.steps.iter().map(step).collect(),
+        committed_by: run.committed_by.clone(),
+        degraded: run.degraded,
+        archive_id: run.archive_id.clone(),
+        artifacts: run.artifacts.clone(),
+        replaced: run.replaced,
+        forgotten: run.forgotten.clone(),
+        rejected: run.rejected.clone(),
+        seed: run.seed.clone(),
+    }
+}
+
+fn step(step: &StepReport) -> Step {
+    Step {
+        plugin: step.plugin.clone(),
+        outcome: step.outcome.to_string(),
+        millis: step.millis,
+        message: step.message.clone(),
+        tokens_after: step.tokens_after,
+        refused: step.refused.clone(),
+    }
+}
+
+/// The caller's format when Cairn writes it, else Cairn JSONL.
+fn write(transcript: &Transcript, format: formats::Format) -> (&'static str, String) {
+    match format {
+        formats::Format::OpenAi => ("openai", formats::write_openai(transcript)),
+        _ => ("cairn", formats::write_cairn(transcript)),
+    }
+}
+
+fn compacted(input: &Transcript, run: &CompactionReport, format: formats::Format) -> Compacted {
+    let output = &run.transcript.entries;
+    let kept = kept_tail_start(&input.entries, output);
+    let first_kept_entry_id = run.committed_by.as_ref().and_then(|_| output.get(kept)).map(|e| e.id.clone());
+    let prefix_summary = if run.committed_by.is_some() { render_prefix(&output[..kept], &run.archive_id) } else { String::new() };
+    let (format, transcript) = write(&run.transcript, format);
+    Compacted { report: report(run), format, transcript, first_kept_entry_id, prefix_summary }
+}
+
+/// Where the unchanged tail of `output` begins: the longest run of entries at its end that the
+/// input ends with too, same ids and same parts.
+fn kept_tail_start(input: &[Entry], output: &[Entry]) -> usize {
+    let common = input.iter().rev().zip(output.iter().rev()).take_while(|(a, b)| a.id == b.id && a.parts == b.parts).count();
+    output.len() - common
+}
+
+/// The compacted entries as one text, roles marked, for a harness whose compaction is "a
+/// summary, then the kept entries".
+fn render_prefix(entries: &[Entry], archive_id: &str) -> String {
+    let mut out = format!(
+        "The earlier part of this conversation, as Cairn compacted it (archive {archive_id}). What was set aside is \
+         recoverable: placeholders name artifact:// URIs for the session_history tool.\n"
+    );
+    for entry in entries {
+        let role = match (entry.origin, entry.role) {
+            (Origin::Summary, _) => "summary",
+            (_, Role::System) => "system",
+            (_, Role::User) => "user",
+            (_, Role::Assistant) => "assistant",
+            (_, Role::Tool) => "tool result",
+        };
+        out.push_str(&format!("\n[{role}]\n{}", entry.model_text()));
+    }
+    out
+}
+
+fn policy_out(generation: &Generation) -> PolicyOut {
+    let policy = generation.lifecycle.policy();
+    let names = |steps: &[cairn::policy::PolicyStep]| steps.iter().map(|s| s.plugin.manifest.name.clone()).collect();
+    PolicyOut {
+        source: policy.source.clone(),
+        chain: names(&policy.chain),
+        handover: names(&policy.handover),
+        trigger: policy.trigger.as_ref().map(|s| s.plugin.manifest.name.clone()),
+        commit: policy.commit.as_ref().map(|s| s.plugin.manifest.name.clone()),
+        generation: generation.number,
+    }
+}
