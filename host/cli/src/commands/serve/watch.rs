@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use notify::event::ModifyKind;
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use super::Serve;
 
@@ -39,7 +40,10 @@ pub fn start(serve: Arc<Serve>) -> Result<RecommendedWatcher> {
         while let Ok(first) = received.recv() {
             let mut plugins = None::<bool>;
             let mut note = |event: notify::Result<notify::Event>| {
-                if let Ok(event) = event {
+                // Only what changes content: reading the policy (as a reload does) must not
+                // trigger another reload.
+                let writes = |kind: &EventKind| matches!(kind, EventKind::Create(_) | EventKind::Remove(_) | EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Name(_) | ModifyKind::Any));
+                if let Ok(event) = event.as_ref().map_err(|_| ()).and_then(|e| if writes(&e.kind) { Ok(e) } else { Err(()) }) {
                     for changed in event.paths.iter().filter_map(|p| relevant(p)) {
                         plugins = Some(plugins.unwrap_or(false) | changed);
                     }
