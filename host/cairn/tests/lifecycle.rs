@@ -336,3 +336,38 @@ async fn owed_notices_reach_the_outbox_when_notices_are_taken() {
     assert_eq!(notices.iter().map(|n| n.id.as_str()).collect::<Vec<_>>(), ["n-owed"]);
     assert_eq!(life.deliver_owed_notices().unwrap(), 0, "delivered once");
 }
+
+/// The operator's per-conversation switches (`cairn serve`'s `policy_set`) persist in the
+/// conversation's state and sit over the policy: automatic maintenance off leaves the context
+/// alone while agent requests still run; automatic handover off turns the trigger's handovers
+/// into compactions, and on lets a trigger configured without it hand over.
+#[tokio::test]
+async fn the_overlay_switches_maintenance_and_automatic_handover_per_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::open(dir.path()).unwrap();
+    let life = lifecycle(dir.path(), &default_policy());
+    let t = sample::coding_session(10);
+    let full = window_for(&t, 0.95);
+
+    cairn::lifecycle::set_overlay(&home, &key(), Some(false), None).unwrap();
+    let outcome = life.boundary(report(10, full, Usage::Counted, &t)).await.unwrap();
+    assert!(matches!(&outcome.action, Action::Deferred(why) if why.contains("switched off")), "{outcome:?}");
+    assert_eq!(size(&outcome.transcript), size(&t), "nothing swapped");
+    life.request(key(), AgentRequest { kind: RequestKind::Compact, preserve: String::new(), resume: String::new() }).await.unwrap();
+    let outcome = life.boundary(report(11, full, Usage::Counted, &t)).await.unwrap();
+    assert_eq!(outcome.action, Action::Compacted, "an agent request still runs: {outcome:?}");
+
+    // The default trigger hands over at 90% only with `auto_handover`, which the policy leaves off.
+    let (overlay, _) = cairn::lifecycle::set_overlay(&home, &ConversationKey::parse("other").unwrap(), Some(true), Some(true)).unwrap();
+    assert_eq!(overlay.auto_handover, Some(true));
+    let other = |turn| BoundaryReport { conversation: ConversationKey::parse("other").unwrap(), ..report(turn, full, Usage::Counted, &t) };
+    let outcome = life.boundary(other(10)).await.unwrap();
+    assert_eq!(outcome.action, Action::HandedOver, "{outcome:?}");
+    // Off again: the same context compacts instead (after the cooldown).
+    cairn::lifecycle::set_overlay(&home, &ConversationKey::parse("other").unwrap(), None, Some(false)).unwrap();
+    let outcome = life.boundary(other(20)).await.unwrap();
+    assert_eq!(outcome.action, Action::Compacted, "{outcome:?}");
+    // The first conversation's switch is untouched by the second's.
+    let (overlay, _) = cairn::lifecycle::set_overlay(&home, &key(), None, None).unwrap();
+    assert_eq!((overlay.maintenance, overlay.auto_handover), (Some(false), None));
+}
