@@ -2,7 +2,8 @@
 //! them as such) when it is absent outside CI; under `CI=true` they always run, and fail if it
 //! is missing:
 //! - `no_shared_transcripts`: the recorded sessions in `../shared/transcripts`;
-//! - `no_componentize_py`, `no_npm`: the Python and JavaScript plugin toolchains.
+//! - `no_componentize_py`, `no_npm`: the Python and JavaScript plugin toolchains;
+//! - `no_python_mcp`: the official `mcp` Python package (the MCP client of the serve tests).
 
 fn main() {
     let ci = std::env::var("CI").as_deref() == Ok("true");
@@ -10,7 +11,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CI");
     println!("cargo:rerun-if-env-changed=PATH");
     println!("cargo:rerun-if-changed={}", shared.display());
-    for cfg in ["no_shared_transcripts", "no_componentize_py", "no_npm"] {
+    for cfg in ["no_shared_transcripts", "no_componentize_py", "no_npm", "no_python_mcp"] {
         println!("cargo:rustc-check-cfg=cfg({cfg})");
     }
     if !shared.is_dir() && !ci {
@@ -20,6 +21,10 @@ fn main() {
         if !ci && !on_path(tool) {
             println!("cargo:rustc-cfg={cfg}");
         }
+    }
+    let python_mcp = std::process::Command::new("python3").args(["-c", "import mcp"]).output().is_ok_and(|o| o.status.success());
+    if !ci && !python_mcp {
+        println!("cargo:rustc-cfg=no_python_mcp");
     }
 }
 

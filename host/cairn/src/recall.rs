@@ -84,6 +84,14 @@ pub fn execute_json(home: &Home, conversation: &ConversationKey, arguments: &str
 
 /// Executes one call against `conversation` only.
 pub fn execute(home: &Home, conversation: &ConversationKey, call: &HistoryCall) -> anyhow::Result<Value> {
+    // A conversation never compacted has no history yet: an empty answer, not an error.
+    if !home.conversations()?.contains(conversation) {
+        match call {
+            HistoryCall::Summary => return Ok(json!({ "text": "Nothing in this conversation has been compacted yet: there is no history to read.", "truncated": false })),
+            HistoryCall::Search { .. } => return Ok(json!({ "hits": [], "total": 0, "next_offset": null, "clamped": null })),
+            HistoryCall::Page { .. } | HistoryCall::Artifact { .. } => {}
+        }
+    }
     let store = home.existing_conversation(conversation)?;
     let view = store.archive_view()?;
     Ok(match call {

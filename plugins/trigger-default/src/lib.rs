@@ -78,7 +78,7 @@ fn advice(input: &TriggerInput, config: &Config, level: &Level) -> TriggerDecisi
         return TriggerDecision::None;
     }
     let next = match (input.cooldown_left > 0, input.pending_request.is_some()) {
-        (false, _) => "Consider finishing the current step; you may request compaction with the compact tool, naming what to preserve.",
+        (false, _) => "Consider finishing the current step; you may ask for compaction (context_maintenance), naming what to preserve.",
         (true, true) => "Your pending request will run when the cooldown after the last maintenance ends; finish the current step meanwhile.",
         (true, false) => "Compaction is cooling down after the last one; finish the current step and keep tool output small.",
     };
@@ -197,7 +197,7 @@ mod tests {
             TriggerDecision::Advise(text) => assert_eq!(
                 text,
                 "Context is at 63% of the window (80,640 of 128,000 tokens). Consider finishing the current step; \
-                 you may request compaction with the compact tool, naming what to preserve."
+                 you may ask for compaction (context_maintenance), naming what to preserve."
             ),
             other => panic!("{other:?}"),
         }

@@ -33,6 +33,13 @@ pub async fn serve_stdio(serve: Arc<Serve>, expose: Expose) -> Result<()> {
         Expose::Agent => Server::agent_router() + ToolRouter::new().with_route(session_history()),
         Expose::All => Server::harness_router() + Server::agent_router() + ToolRouter::new().with_route(session_history()),
     };
+    let mut tool_router = tool_router;
+    for route in tool_router.map.values_mut() {
+        standard_formats(Arc::make_mut(&mut route.attr.input_schema));
+        if let Some(output) = route.attr.output_schema.as_mut() {
+            standard_formats(Arc::make_mut(output));
+        }
+    }
     let server = Server { serve, tool_router };
     let running = server.serve(rmcp::transport::stdio()).await.context("starting the MCP session")?;
     running.waiting().await.context("serving MCP")?;
@@ -64,6 +71,9 @@ struct RunArgs {
     preserve: Option<String>,
     /// How to resume afterwards.
     resume: Option<String>,
+    /// Return the compacted context as `transcript` [default true]; a harness that applies
+    /// `first_kept_entry_id` + `prefix_summary` (Pi) saves the bytes.
+    include_transcript: Option<bool>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -156,6 +166,8 @@ struct BoundaryArgs {
     turn_complete: Option<bool>,
     /// [default false]
     tool_call_outstanding: Option<bool>,
+    /// Return the working context as `transcript` [default true].
+    include_transcript: Option<bool>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -178,8 +190,11 @@ struct BoundaryOut {
     /// Notices queued by this boundary (take them with `notices_take`).
     notices: Vec<String>,
     format: &'static str,
-    /// The working context after this boundary.
+    /// The working context after this boundary ("" when not asked for).
     transcript: String,
+    /// As `compact`'s, when this boundary compacted or handed over.
+    first_kept_entry_id: Option<String>,
+    prefix_summary: String,
 }
 
 #[derive(Deserialize, JsonSchema, Clone, Copy)]
@@ -327,9 +342,16 @@ struct MaintenanceArgs {
     resume: String,
 }
 
+/// A failed call: a tool error with structured content, like every answer.
+#[derive(Serialize, JsonSchema)]
+struct ToolError {
+    /// What was wrong, naming the transcript line or the policy's file:line:column.
+    error: String,
+}
+
 /// What every tool returns (spelled out in the tools' signatures: the macro reads them to
 /// generate the output schema).
-type Answer<T> = Result<Json<T>, String>;
+type Answer<T> = Result<Json<T>, Json<ToolError>>;
 
 // ---- harness tools --------------------------------------------------------------------------
 
@@ -337,20 +359,21 @@ type Answer<T> = Result<Json<T>, String>;
 impl Server {
     /// Compacts a transcript now under the current policy and records it durably.
     #[tool(description = "Compact a transcript now (any format Cairn reads); returns the report, the compacted context in the caller's format, and the kept tail's first entry with a text rendering of what precedes it")]
-    async fn compact(&self, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, String> {
+    async fn compact(&self, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, Json<ToolError>> {
         self.run(args, false).await
     }
 
     #[tool(description = "Hand the conversation over to a fresh session: archive it and return the seed of the next one")]
-    async fn handover(&self, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, String> {
+    async fn handover(&self, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, Json<ToolError>> {
         self.run(args, true).await
     }
 
     #[tool(description = "Report a turn boundary: the trigger, commit policy and chain decide what happens; returns the action and the working context after it")]
-    async fn boundary(&self, Parameters(args): Parameters<BoundaryArgs>) -> Result<Json<BoundaryOut>, String> {
+    async fn boundary(&self, Parameters(args): Parameters<BoundaryArgs>) -> Result<Json<BoundaryOut>, Json<ToolError>> {
         let conversation = key(&args.conversation)?;
         self.locked(conversation.clone(), move |generation| {
             let (transcript, format) = formats::parse(&args.transcript, "transcript")?;
+            let input = transcript.clone();
             let usage = match args.usage.unwrap_or(UsageArg::Word(UsageWord::Counted)) {
                 UsageArg::Word(UsageWord::Counted) => Usage::Counted,
                 UsageArg::Word(UsageWord::Unknown) => Usage::Unknown,
@@ -367,7 +390,8 @@ impl Server {
                 transcript,
             })?;
             let action = serde_json::to_value(&outcome.action)?;
-            let (format, transcript) = write(&outcome.transcript, format);
+            let kept = outcome.report.as_ref().map(|run| Kept::of(&input, run)).unwrap_or_default();
+            let (format, transcript) = write(&outcome.transcript, format, args.include_transcript);
             Ok(BoundaryOut {
                 turn: outcome.turn,
                 action: ActionOut {
@@ -380,13 +404,15 @@ impl Server {
                 notices: outcome.notices,
                 format,
                 transcript,
+                first_kept_entry_id: kept.first_kept_entry_id,
+                prefix_summary: kept.prefix_summary,
             })
         })
         .await
     }
 
     #[tool(description = "Record an agent request (compact or handover); it runs at the next boundary the cooldown allows")]
-    async fn request(&self, Parameters(args): Parameters<RequestArgs>) -> Result<Json<Recorded>, String> {
+    async fn request(&self, Parameters(args): Parameters<RequestArgs>) -> Result<Json<Recorded>, Json<ToolError>> {
         let conversation = key(&args.conversation)?;
         self.locked(conversation.clone(), move |generation| {
             generation.lifecycle.request_blocking(&conversation, agent_request(args.kind, args.preserve, args.resume))?;
@@ -396,7 +422,7 @@ impl Server {
     }
 
     #[tool(description = "Notices not yet acknowledged, oldest first: maintenance done or failed, pauses, and the server's policy swaps")]
-    async fn notices_take(&self, Parameters(args): Parameters<ConversationArgs>) -> Result<Json<Notices>, String> {
+    async fn notices_take(&self, Parameters(args): Parameters<ConversationArgs>) -> Result<Json<Notices>, Json<ToolError>> {
         let conversation = key(&args.conversation)?;
         let serve = self.serve.clone();
         self.locked(conversation.clone(), move |generation| {
@@ -408,22 +434,25 @@ impl Server {
     }
 
     #[tool(description = "Acknowledge notices: they are not delivered again")]
-    async fn notices_ack(&self, Parameters(args): Parameters<AckArgs>) -> Result<Json<Acknowledged>, String> {
+    async fn notices_ack(&self, Parameters(args): Parameters<AckArgs>) -> Result<Json<Acknowledged>, Json<ToolError>> {
         let conversation = key(&args.conversation)?;
         let serve = self.serve.clone();
         self.locked(conversation.clone(), move |generation| {
+            // The server's own notices are acknowledged here; the rest in the conversation's outbox.
+            let mut server = serve.notices.lock().expect("notices");
+            let (own, theirs): (Vec<&String>, Vec<&String>) = args.ids.iter().partition(|id| server.iter().any(|n| &n.id == *id));
             let store = generation.lifecycle.home().conversation(&conversation)?;
-            serve.notices.lock().expect("notices").retain(|n| !args.ids.contains(&n.id));
-            for id in &args.ids {
+            for id in &theirs {
                 store.ack_notice(id)?;
             }
+            server.retain(|n| !own.contains(&&n.id));
             Ok(Acknowledged { acknowledged: args.ids.len() })
         })
         .await
     }
 
     #[tool(description = "The stored original behind an artifact:// URI, byte for byte")]
-    async fn artifact_get(&self, Parameters(args): Parameters<ArtifactArgs>) -> Result<Json<Artifact>, String> {
+    async fn artifact_get(&self, Parameters(args): Parameters<ArtifactArgs>) -> Result<Json<Artifact>, Json<ToolError>> {
         let generation = self.serve.current();
         blocking(move || {
             let uri: ArtifactUri = args.uri.parse()?;
@@ -435,7 +464,7 @@ impl Server {
     }
 
     #[tool(description = "The plugins this server runs and the policy in force")]
-    async fn plugins_list(&self) -> Result<Json<PluginsOut>, String> {
+    async fn plugins_list(&self) -> Result<Json<PluginsOut>, Json<ToolError>> {
         let generation = self.serve.current();
         let cairn = generation.lifecycle.cairn();
         let plugins = cairn
@@ -454,7 +483,7 @@ impl Server {
     }
 
     #[tool(description = "Re-read the policy file and plugin directories; a policy that fails its checks is refused and the old one keeps running")]
-    async fn policy_reload(&self) -> Result<Json<Reloaded>, String> {
+    async fn policy_reload(&self) -> Result<Json<Reloaded>, Json<ToolError>> {
         let serve = self.serve.clone();
         blocking(move || {
             Ok(match serve.reload(true) {
@@ -466,7 +495,7 @@ impl Server {
     }
 
     #[tool(description = "Per-conversation switches over the policy, persisted: automatic maintenance on/off, automatic handover on/off, resume after an automatic pause")]
-    async fn policy_set(&self, Parameters(args): Parameters<PolicySetArgs>) -> Result<Json<PolicySet>, String> {
+    async fn policy_set(&self, Parameters(args): Parameters<PolicySetArgs>) -> Result<Json<PolicySet>, Json<ToolError>> {
         let conversation = key(&args.conversation)?;
         self.locked(conversation.clone(), move |generation| {
             let home = generation.lifecycle.home();
@@ -487,7 +516,7 @@ impl Server {
     #[tool(description = "Ask for context maintenance when your context is getting full or you reach a natural checkpoint. \
         It does not happen now: finish the current turn at a coherent checkpoint; the harness runs it at the next safe \
         boundary after the turn. Say what must survive and how to resume.")]
-    async fn context_maintenance(&self, Parameters(args): Parameters<MaintenanceArgs>) -> Result<Json<Recorded>, String> {
+    async fn context_maintenance(&self, Parameters(args): Parameters<MaintenanceArgs>) -> Result<Json<Recorded>, Json<ToolError>> {
         let conversation = self.serve.own.clone();
         self.locked(conversation.clone(), move |generation| {
             let what = match args.action {
@@ -527,15 +556,33 @@ fn session_history() -> ToolRoute<Server> {
     })
 }
 
+/// Drops the integer `format`s schemars writes (`uint64`, `int32`, …): they are not JSON
+/// Schema formats, and strict validators (the TypeScript SDK's) warn about each one. The
+/// bounds stay as `minimum`.
+fn standard_formats(schema: &mut serde_json::Map<String, serde_json::Value>) {
+    if schema.get("format").and_then(|f| f.as_str()).is_some_and(|f| f.starts_with("uint") || f.starts_with("int") || f == "double" || f == "float") {
+        schema.remove("format");
+    }
+    for value in schema.values_mut() {
+        match value {
+            serde_json::Value::Object(inner) => standard_formats(inner),
+            serde_json::Value::Array(items) => items.iter_mut().filter_map(|v| v.as_object_mut()).for_each(standard_formats),
+            _ => {}
+        }
+    }
+}
+
 // ---- the work -------------------------------------------------------------------------------
 
 impl Server {
     /// Runs `work` for one conversation: after the calls before it for that conversation, on
     /// the policy generation current now, on the blocking pool.
     async fn locked<T: Send + 'static>(&self, conversation: ConversationKey, work: impl FnOnce(&Generation) -> Result<T> + Send + 'static) -> Answer<T> {
+        // The generation is taken before waiting: a call that started before a swap finishes
+        // on the policy it started with.
+        let generation = self.serve.current();
         let lock = self.serve.conversation_lock(&conversation);
         let _turn = lock.lock().await;
-        let generation = self.serve.current();
         blocking(move || work(&generation)).await
     }
 
@@ -552,7 +599,7 @@ impl Server {
             } else {
                 cairn.compact_with(policy, &mut store, &transcript, "serve", options)?
             };
-            Ok(compacted(&transcript, &run, format))
+            Ok(compacted(&transcript, &run, format, args.include_transcript))
         })
         .await
     }
@@ -561,13 +608,17 @@ impl Server {
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Answer<T> {
     match tokio::task::spawn_blocking(work).await {
         Ok(Ok(value)) => Ok(Json(value)),
-        Ok(Err(error)) => Err(format!("{error:#}")),
-        Err(panic) => Err(format!("internal error: {panic}")),
+        Ok(Err(error)) => Err(failure(format!("{error:#}"))),
+        Err(panic) => Err(failure(format!("internal error: {panic}"))),
     }
 }
 
-fn key(text: &str) -> Result<ConversationKey, String> {
-    ConversationKey::parse(text).map_err(|e| format!("conversation: {e}"))
+fn failure(error: String) -> Json<ToolError> {
+    Json(ToolError { error })
+}
+
+fn key(text: &str) -> Result<ConversationKey, Json<ToolError>> {
+    ConversationKey::parse(text).map_err(|e| failure(format!("conversation: {e}")))
 }
 
 fn agent_request(kind: Kind, preserve: String, resume: String) -> AgentRequest {
@@ -605,46 +656,105 @@ fn step(step: &StepReport) -> Step {
     }
 }
 
-/// The caller's format when Cairn writes it, else Cairn JSONL.
-fn write(transcript: &Transcript, format: formats::Format) -> (&'static str, String) {
+/// The caller's format when Cairn writes it, else Cairn JSONL ("" when not wanted).
+fn write(transcript: &Transcript, format: formats::Format, wanted: Option<bool>) -> (&'static str, String) {
+    let wanted = wanted.unwrap_or(true);
     match format {
-        formats::Format::OpenAi => ("openai", formats::write_openai(transcript)),
-        _ => ("cairn", formats::write_cairn(transcript)),
+        formats::Format::OpenAi => ("openai", if wanted { formats::write_openai(transcript) } else { String::new() }),
+        _ => ("cairn", if wanted { formats::write_cairn(transcript) } else { String::new() }),
     }
 }
 
-fn compacted(input: &Transcript, run: &CompactionReport, format: formats::Format) -> Compacted {
-    let output = &run.transcript.entries;
-    let kept = kept_tail_start(&input.entries, output);
-    let first_kept_entry_id = run.committed_by.as_ref().and_then(|_| output.get(kept)).map(|e| e.id.clone());
-    let prefix_summary = if run.committed_by.is_some() { render_prefix(&output[..kept], &run.archive_id) } else { String::new() };
-    let (format, transcript) = write(&run.transcript, format);
+fn compacted(input: &Transcript, run: &CompactionReport, format: formats::Format, include_transcript: Option<bool>) -> Compacted {
+    let Kept { first_kept_entry_id, prefix_summary } = Kept::of(input, run);
+    let (format, transcript) = write(&run.transcript, format, include_transcript);
     Compacted { report: report(run), format, transcript, first_kept_entry_id, prefix_summary }
 }
 
-/// Where the unchanged tail of `output` begins: the longest run of entries at its end that the
-/// input ends with too, same ids and same parts.
-fn kept_tail_start(input: &[Entry], output: &[Entry]) -> usize {
-    let common = input.iter().rev().zip(output.iter().rev()).take_while(|(a, b)| a.id == b.id && a.parts == b.parts).count();
-    output.len() - common
+/// A committed run as "a summary, then the entries kept verbatim" (Pi's compaction entry).
+#[derive(Default)]
+struct Kept {
+    first_kept_entry_id: Option<String>,
+    prefix_summary: String,
 }
 
-/// The compacted entries as one text, roles marked, for a harness whose compaction is "a
-/// summary, then the kept entries".
+impl Kept {
+    fn of(input: &Transcript, run: &CompactionReport) -> Self {
+        if run.committed_by.is_none() {
+            return Kept::default();
+        }
+        let output = &run.transcript.entries;
+        let kept = kept_tail_start(&input.entries, output);
+        Kept { first_kept_entry_id: output.get(kept).map(|e| e.id.clone()), prefix_summary: render_prefix(&output[..kept], &run.archive_id) }
+    }
+}
+
+/// Where the unchanged tail of `output` begins: the longest run of entries at its end that the
+/// input ends with too (same ids, same parts), started past any tool results, so a kept
+/// result never loses its call to the summary.
+fn kept_tail_start(input: &[Entry], output: &[Entry]) -> usize {
+    let common = input.iter().rev().zip(output.iter().rev()).take_while(|(a, b)| a.id == b.id && a.parts == b.parts).count();
+    let mut start = output.len() - common;
+    while output.get(start).is_some_and(|e| e.role == Role::Tool) {
+        start += 1;
+    }
+    start
+}
+
+/// Budget of a prefix summary, in chars (~8k tokens): it replaces history, so a later
+/// compaction must be able to shrink a context that holds it.
+const PREFIX_BUDGET_CHARS: usize = 32_000;
+/// Per entry: operator messages and earlier summaries are intent and keep more.
+const INTENT_CHARS: usize = cairn_rules::SEED_MESSAGE_CHARS;
+const ENTRY_CHARS: usize = 400;
+
+/// The compacted entries as one bounded text, roles marked: operator messages and earlier
+/// summaries first in importance (clipped at 2,000 chars), other entries clipped at 400, the
+/// oldest of those dropped when over budget. The whole prefix stays in the archive.
 fn render_prefix(entries: &[Entry], archive_id: &str) -> String {
+    let lines: Vec<(bool, String)> = entries
+        .iter()
+        .map(|entry| {
+            let intent = matches!(entry.origin, Origin::Summary | Origin::Operator);
+            let role = match (entry.origin, entry.role) {
+                (Origin::Summary, _) => "summary",
+                (_, Role::System) => "system",
+                (_, Role::User) => "user",
+                (_, Role::Assistant) => "assistant",
+                (_, Role::Tool) => "tool result",
+            };
+            let text = entry.model_text();
+            let clip = if intent { INTENT_CHARS } else { ENTRY_CHARS };
+            let clipped = cairn_rules::clip_chars(text.trim(), clip);
+            let more = if clipped.len() < text.trim().len() { " …" } else { "" };
+            (intent, format!("\n[{role}] {clipped}{more}"))
+        })
+        .collect();
+    // Over budget: the oldest non-intent lines go first.
+    let mut keep = vec![true; lines.len()];
+    let mut total: usize = lines.iter().map(|(_, l)| l.len()).sum();
+    for (i, (intent, line)) in lines.iter().enumerate() {
+        if total <= PREFIX_BUDGET_CHARS {
+            break;
+        }
+        if !intent {
+            keep[i] = false;
+            total -= line.len();
+        }
+    }
+    let dropped = keep.iter().filter(|k| !**k).count();
     let mut out = format!(
-        "The earlier part of this conversation, as Cairn compacted it (archive {archive_id}). What was set aside is \
-         recoverable: placeholders name artifact:// URIs for the session_history tool.\n"
+        "The earlier part of this conversation, condensed by Cairn (archive {archive_id}). Long entries are clipped \
+         here; what compaction set aside is named by artifact:// URIs that session_history reads back."
     );
-    for entry in entries {
-        let role = match (entry.origin, entry.role) {
-            (Origin::Summary, _) => "summary",
-            (_, Role::System) => "system",
-            (_, Role::User) => "user",
-            (_, Role::Assistant) => "assistant",
-            (_, Role::Tool) => "tool result",
-        };
-        out.push_str(&format!("\n[{role}]\n{}", entry.model_text()));
+    if dropped > 0 {
+        out.push_str(&format!(" {dropped} older steps are left out of this summary."));
+    }
+    out.push('\n');
+    for ((_, line), kept) in lines.iter().zip(keep) {
+        if kept {
+            out.push_str(line);
+        }
     }
     out
 }

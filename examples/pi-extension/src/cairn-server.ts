@@ -1,0 +1,223 @@
+/**
+ * A `cairn serve` child process and the official MCP client (`@modelcontextprotocol/sdk`) that
+ * talks to it over stdio. Pi-independent: the extension (index.ts) owns one per Pi session.
+ */
+import * as path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
+
+export interface CairnServerOptions {
+	/** The `cairn` binary: `$CAIRN_BIN`, else `cairn` on PATH. */
+	bin: string;
+	/** The conversation the agent tools act on (`--conversation`). */
+	conversation: string;
+	/** Working directory of the child (Pi's cwd). */
+	cwd?: string;
+	/** More arguments after `serve --expose all --conversation KEY`. */
+	extraArgs?: string[];
+	/** Environment of the child; the whole of `process.env` by default (CAIRN_HOME, CAIRN_LOG, …). */
+	env?: NodeJS.ProcessEnv;
+}
+
+/** A tool result with `isError: true`, or one that is not what the contract says. */
+export class CairnToolError extends Error {
+	constructor(
+		readonly tool: string,
+		message: string,
+	) {
+		super(`cairn ${tool}: ${message}`);
+		this.name = "CairnToolError";
+	}
+}
+
+/** `CAIRN_BIN`, else `cairn` (looked up on PATH by the spawn). */
+export function cairnBinary(env: NodeJS.ProcessEnv = process.env): string {
+	return env.CAIRN_BIN && env.CAIRN_BIN.trim() !== "" ? env.CAIRN_BIN : "cairn";
+}
+
+/**
+ * Extra `cairn serve` arguments from the environment: `CAIRN_POLICY` (a policy file) and
+ * `CAIRN_PLUGIN_DIRS` (plugin directories, separated like PATH). `CAIRN_HOME` and `CAIRN_LOG`
+ * need no argument: the child inherits the environment and reads them itself.
+ */
+export function serveArgsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
+	const args: string[] = [];
+	if (env.CAIRN_POLICY) args.push("--policy", env.CAIRN_POLICY);
+	for (const dir of (env.CAIRN_PLUGIN_DIRS ?? "").split(path.delimiter)) {
+		if (dir.trim() !== "") args.push("--plugin-dir", dir);
+	}
+	return args;
+}
+
+/** Calls can carry whole sessions (a long Pi session is tens of MB, and a `compact` result
+ * holds the compacted transcript twice: structured and as text). */
+const MAX_MESSAGE_BYTES = 512 * 1024 * 1024;
+/** A compaction of a very long session on a small machine can take minutes. */
+const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
+const STDERR_LINES = 40;
+
+export class CairnServer {
+	private readonly stderrTail: string[] = [];
+	/** Ways in which the server's answers differed from the contract (reported once each). */
+	readonly deviations = new Set<string>();
+	private closed = false;
+
+	private constructor(
+		readonly options: CairnServerOptions,
+		private readonly client: Client,
+		private readonly transport: StdioClientTransport,
+	) {}
+
+	/** False once the child exited or the connection closed: start a new one. */
+	get alive(): boolean {
+		return !this.closed;
+	}
+
+	get conversation(): string {
+		return this.options.conversation;
+	}
+
+	/** Spawns `cairn serve --expose all --conversation KEY …` and runs the MCP handshake. */
+	static async start(options: CairnServerOptions): Promise<CairnServer> {
+		const args = ["serve", "--expose", "all", "--conversation", options.conversation, ...(options.extraArgs ?? [])];
+		const env: Record<string, string> = {};
+		for (const [k, v] of Object.entries(options.env ?? process.env)) if (v !== undefined) env[k] = v;
+		const transport = new StdioClientTransport({
+			command: options.bin,
+			args,
+			env,
+			cwd: options.cwd,
+			// Never "inherit": Pi's TUI owns the terminal. Kept for error messages instead.
+			stderr: "pipe",
+			maxBufferSize: MAX_MESSAGE_BYTES,
+		});
+		const client = new Client({ name: "cairn-pi-extension", version: "0.1.0" }, { jsonSchemaValidator: new QuietValidator() });
+		const server = new CairnServer(options, client, transport);
+		transport.stderr?.on("data", (chunk: Buffer) => server.keepStderr(chunk.toString("utf8")));
+		client.onclose = () => {
+			server.closed = true;
+		};
+		try {
+			await client.connect(transport);
+		} catch (error) {
+			await transport.close().catch(() => {});
+			throw new Error(`could not start \`${options.bin} ${args.join(" ")}\`: ${describe(error)}${server.stderrNote()}`);
+		}
+		return server;
+	}
+
+	private keepStderr(text: string): void {
+		for (const line of text.split("\n")) {
+			if (line.trim() === "") continue;
+			this.stderrTail.push(line);
+			if (this.stderrTail.length > STDERR_LINES) this.stderrTail.shift();
+		}
+	}
+
+	private stderrNote(): string {
+		return this.stderrTail.length ? `\n${this.stderrTail.slice(-5).join("\n")}` : "";
+	}
+
+	/** The names of the tools the server lists. */
+	async toolNames(): Promise<string[]> {
+		const listed = await this.client.listTools();
+		return listed.tools.map((t) => t.name);
+	}
+
+	/**
+	 * Calls a tool and returns its structured content (the contract: `structuredContent`, and the
+	 * same object as JSON text in `content[0].text`). An `isError` result throws CairnToolError.
+	 */
+	async call<T = Record<string, unknown>>(
+		tool: string,
+		args: Record<string, unknown>,
+		options: { signal?: AbortSignal; timeoutMs?: number } = {},
+	): Promise<T> {
+		const result = await this.callRaw(tool, args, options);
+		const text = firstText(result.content);
+		if (result.isError) {
+			throw new CairnToolError(tool, text ?? JSON.stringify(result.structuredContent ?? result.content));
+		}
+		const structured = result.structuredContent;
+		if (structured && typeof structured === "object") {
+			if (text === undefined) this.deviations.add(`${tool}: no content[0].text beside structuredContent`);
+			return structured as T;
+		}
+		this.deviations.add(`${tool}: result without structuredContent`);
+		if (text !== undefined) {
+			try {
+				return JSON.parse(text) as T;
+			} catch {
+				// fall through
+			}
+		}
+		throw new CairnToolError(tool, "the result carries neither structuredContent nor JSON text");
+	}
+
+	/** The raw MCP result, for callers that forward text (the agent tools). */
+	async callRaw(
+		tool: string,
+		args: Record<string, unknown>,
+		options: { signal?: AbortSignal; timeoutMs?: number } = {},
+	): Promise<{ content: unknown[]; structuredContent?: unknown; isError?: boolean }> {
+		try {
+			const result = await this.client.callTool({ name: tool, arguments: args }, undefined, {
+				signal: options.signal,
+				timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+				resetTimeoutOnProgress: true,
+			});
+			return {
+				content: Array.isArray(result.content) ? result.content : [],
+				structuredContent: result.structuredContent,
+				isError: result.isError === true,
+			};
+		} catch (error) {
+			if (error instanceof CairnToolError) throw error;
+			throw new CairnToolError(tool, `${describe(error)}${this.stderrNote()}`);
+		}
+	}
+
+	/** Closes stdin and ends the child (the SDK escalates to SIGTERM/SIGKILL if it lingers). */
+	async close(): Promise<void> {
+		this.closed = true;
+		await this.client.close().catch(() => {});
+	}
+}
+
+/**
+ * The SDK's validator (results are still checked against each tool's output schema), minus the
+ * integer formats schemars writes (`uint`, `uint32`, `uint64`, …). Ajv does not know them and
+ * would print a warning per field to the console, which is Pi's terminal.
+ */
+class QuietValidator implements jsonSchemaValidator {
+	private readonly inner = new AjvJsonSchemaValidator();
+
+	getValidator<T>(schema: JsonSchemaType): JsonSchemaValidator<T> {
+		return this.inner.getValidator<T>(withoutIntegerFormats(schema) as JsonSchemaType);
+	}
+}
+
+const INTEGER_FORMAT = /^u?int(8|16|32|64|128)?$|^uint$/;
+
+function withoutIntegerFormats(value: unknown): unknown {
+	if (Array.isArray(value)) return value.map(withoutIntegerFormats);
+	if (value === null || typeof value !== "object") return value;
+	const out: Record<string, unknown> = {};
+	for (const [k, v] of Object.entries(value)) {
+		if (k === "format" && typeof v === "string" && INTEGER_FORMAT.test(v) && v !== "int32" && v !== "int64") continue;
+		out[k] = withoutIntegerFormats(v);
+	}
+	return out;
+}
+
+export function firstText(content: unknown): string | undefined {
+	if (!Array.isArray(content)) return undefined;
+	const first = content[0] as { type?: string; text?: unknown } | undefined;
+	return first && first.type === "text" && typeof first.text === "string" ? first.text : undefined;
+}
+
+export function describe(error: unknown): string {
+	return error instanceof Error ? error.message : String(error);
+}

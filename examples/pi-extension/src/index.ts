@@ -1,0 +1,342 @@
+/**
+ * Cairn for Pi: context compaction through `cairn serve` (MCP over stdio).
+ *
+ * Pi 0.73.x extension API used (`@mariozechner/pi-coding-agent`):
+ * - `ExtensionAPI.on(...)` with `ExtensionHandler<E, R>` for `session_start` (SessionStartEvent),
+ *   `session_before_compact` (SessionBeforeCompactEvent → SessionBeforeCompactResult, i.e.
+ *   `{ compaction: CompactionResult }`),
+ *   `session_compact` (SessionCompactEvent), `turn_end` (TurnEndEvent), `agent_end`
+ *   (AgentEndEvent) and `session_shutdown` (SessionShutdownEvent);
+ * - `ExtensionAPI.registerTool(ToolDefinition)` for `session_history` and `context_maintenance`;
+ * - `ExtensionAPI.sendMessage` (a `cairn` custom message carrying Cairn's advice to the model);
+ * - `ExtensionAPI.events` (EventBus): each boundary's result is emitted on `cairn:boundary`;
+ * - `ExtensionContext`: `sessionManager` (ReadonlySessionManager: getSessionId, getHeader,
+ *   getBranch), `ui.notify` (ExtensionUIContext), `hasUI`, `cwd`, `model`, `getContextUsage`,
+ *   `hasPendingMessages`, `compact(CompactOptions)`;
+ * - `CompactionResult` (what `session_before_compact` returns), `calculateContextTokens`.
+ */
+import type {
+	AgentEndEvent,
+	ExtensionAPI,
+	ExtensionContext,
+	CompactionResult,
+	SessionBeforeCompactEvent,
+	SessionEntry,
+	TurnEndEvent,
+} from "@mariozechner/pi-coding-agent";
+import { calculateContextTokens } from "@mariozechner/pi-coding-agent";
+import { StringEnum } from "@mariozechner/pi-ai";
+import { Type } from "typebox";
+import { CairnServer, cairnBinary, describe, firstText, serveArgsFromEnv } from "./cairn-server.js";
+import {
+	type CairnReport,
+	boundaryUsage,
+	compactionFromReport,
+	conversationKey,
+	sessionText,
+	turnNumber,
+} from "./pi-session.js";
+
+export { CairnServer, CairnToolError, cairnBinary, serveArgsFromEnv } from "./cairn-server.js";
+export * from "./pi-session.js";
+
+/** What `boundary` returns; only the fields the extension reads. */
+interface BoundaryResult {
+	turn: number;
+	action: { kind: string; reason?: string | null };
+	advice: string | null;
+	usage: number | null;
+	report: CairnReport | null;
+	notices: string[];
+}
+
+interface Notice {
+	id: string;
+	kind: string;
+	text: string;
+	at?: string;
+}
+
+/** A compaction Cairn committed at a boundary, waiting for Pi to apply it. */
+interface Pending {
+	conversation: string;
+	report: CairnReport;
+}
+
+export interface CairnPiOptions {
+	/** Environment read for CAIRN_BIN, CAIRN_POLICY, CAIRN_PLUGIN_DIRS, CAIRN_WINDOW, CAIRN_RESERVE. */
+	env?: NodeJS.ProcessEnv;
+	/** Apply a compaction Cairn committed at a boundary through `ctx.compact()` (default true). */
+	applyBoundaryCompactions?: boolean;
+}
+
+const DEFAULT_WINDOW = 128_000;
+const DEFAULT_RESERVE = 16_384; // Pi's DEFAULT_COMPACTION_SETTINGS.reserveTokens
+
+function numberFrom(value: string | undefined): number | undefined {
+	if (!value) return undefined;
+	const n = Number(value);
+	return Number.isFinite(n) && n > 0 ? Math.floor(n) : undefined;
+}
+
+function noticeLevel(kind: string): "info" | "warning" | "error" {
+	if (kind === "policy" || kind.includes("fail") || kind.includes("refus")) return "warning";
+	if (kind.includes("pause")) return "warning";
+	return "info";
+}
+
+/** Builds the extension; `export default` below is what Pi loads. */
+export function createCairnExtension(options: CairnPiOptions = {}) {
+	const env = options.env ?? process.env;
+	const applyAtBoundary = options.applyBoundaryCompactions ?? true;
+
+	return function cairnExtension(pi: ExtensionAPI): void {
+		let server: Promise<CairnServer> | undefined;
+		let serverKey: string | undefined;
+		let pending: Pending | undefined;
+		let compacting = false;
+		let lastWarning: string | undefined;
+
+		/** The server for the current Pi session (restarted when the session id changes). */
+		async function serverFor(ctx: ExtensionContext): Promise<CairnServer> {
+			const key = conversationKey(ctx.sessionManager.getSessionId());
+			if (server && serverKey === key) {
+				const current = server;
+				let running: CairnServer;
+				try {
+					running = await current;
+				} catch (error) {
+					if (server === current) server = undefined; // retry on the next call
+					throw error;
+				}
+				if (running.alive) return running;
+				if (server === current) server = undefined; // the child exited: start another
+				return serverFor(ctx);
+			}
+			const old = server;
+			serverKey = key;
+			pending = undefined;
+			server = CairnServer.start({
+				bin: cairnBinary(env),
+				conversation: key,
+				cwd: ctx.cwd,
+				extraArgs: serveArgsFromEnv(env),
+				env,
+			});
+			if (old) void old.then((s) => s.close()).catch(() => {});
+			const started = server;
+			try {
+				const s = await started;
+				lastWarning = undefined;
+				return s;
+			} catch (error) {
+				if (server === started) server = undefined;
+				throw error;
+			}
+		}
+
+		/** Reports a failure once per distinct message (a missing binary must not flood the UI). */
+		function warn(ctx: ExtensionContext, message: string, level: "warning" | "error" = "warning"): void {
+			if (message === lastWarning) return;
+			lastWarning = message;
+			ctx.ui.notify(`Cairn: ${message}`, level);
+		}
+
+		async function closeServer(): Promise<void> {
+			const s = server;
+			server = undefined;
+			serverKey = undefined;
+			pending = undefined;
+			if (s) await s.then((x) => x.close()).catch(() => {});
+		}
+
+		function transcriptOf(ctx: ExtensionContext, entries: readonly SessionEntry[]): string {
+			return sessionText(ctx.sessionManager.getHeader(), entries, { id: ctx.sessionManager.getSessionId(), cwd: ctx.cwd });
+		}
+
+		/** Takes Cairn's notices, shows them, and acknowledges those shown. */
+		async function showNotices(ctx: ExtensionContext, cairn: CairnServer): Promise<Notice[]> {
+			const taken = await cairn.call<{ notices: Notice[] }>("notices_take", { conversation: cairn.conversation });
+			const notices = Array.isArray(taken.notices) ? taken.notices : [];
+			if (notices.length === 0 || !ctx.hasUI) return notices; // kept owed until a UI shows them
+			for (const n of notices) ctx.ui.notify(`Cairn (${n.kind}): ${n.text}`, noticeLevel(n.kind));
+			await cairn.call("notices_ack", { conversation: cairn.conversation, ids: notices.map((n) => n.id) });
+			return notices;
+		}
+
+		pi.on("session_start", async () => {
+			// The server starts lazily, on the first call that needs it.
+			pending = undefined;
+		});
+
+		pi.on("session_shutdown", async () => {
+			await closeServer();
+		});
+
+		pi.on(
+			"session_before_compact",
+			async (event: SessionBeforeCompactEvent, ctx: ExtensionContext): Promise<{ compaction: CompactionResult } | undefined> => {
+				compacting = true;
+				try {
+					const cairn = await serverFor(ctx);
+					let report: CairnReport | undefined;
+					// A compaction Cairn already committed at a boundary: apply it, do not compact twice.
+					if (pending && pending.conversation === cairn.conversation) {
+						const mapped = compactionFromReport(pending.report, event.branchEntries, cairn.conversation);
+						pending = undefined;
+						if (mapped.ok) return { compaction: mapped.compaction };
+					}
+					const args: Record<string, unknown> = {
+						conversation: cairn.conversation,
+						transcript: transcriptOf(ctx, event.branchEntries),
+					};
+					if (event.customInstructions) args.preserve = event.customInstructions;
+					report = await cairn.call<CairnReport>("compact", args, { signal: event.signal });
+					const mapped = compactionFromReport(report, event.branchEntries, cairn.conversation);
+					if (!mapped.ok) {
+						ctx.ui.notify(`Cairn: ${mapped.reason}; Pi compacts this time`, "info");
+						return undefined; // Pi's own compaction runs
+					}
+					return { compaction: mapped.compaction };
+				} catch (error) {
+					if (!event.signal.aborted) warn(ctx, `compaction failed (${describe(error)}); Pi compacts this time`);
+					return undefined;
+				} finally {
+					compacting = false;
+				}
+			},
+		);
+
+		pi.on("session_compact", async () => {
+			pending = undefined;
+		});
+
+		pi.on("turn_end", async (event: TurnEndEvent, ctx: ExtensionContext) => {
+			try {
+				const cairn = await serverFor(ctx);
+				const branch = ctx.sessionManager.getBranch();
+				const message = event.message as { role?: string; stopReason?: string };
+				const window =
+					ctx.model?.contextWindow ?? ctx.getContextUsage()?.contextWindow ?? numberFrom(env.CAIRN_WINDOW) ?? DEFAULT_WINDOW;
+				const result = await cairn.call<BoundaryResult>("boundary", {
+					conversation: cairn.conversation,
+					turn: turnNumber(branch),
+					transcript: transcriptOf(ctx, branch),
+					window,
+					reserve: numberFrom(env.CAIRN_RESERVE) ?? DEFAULT_RESERVE,
+					usage: boundaryUsage(branch, calculateContextTokens),
+					// The agent goes on after a reply that asked for tools; its results are in by turn_end.
+					turn_complete: message.role !== "assistant" || message.stopReason !== "toolUse",
+					tool_call_outstanding: false,
+				});
+				pi.events.emit("cairn:boundary", { conversation: cairn.conversation, result });
+				const kind = result.action?.kind;
+				if (kind === "compacted" && result.report) {
+					// Pi applies it at agent_end. Without first_kept_entry_id / prefix_summary in the
+					// report, the compaction hook asks `compact` for them.
+					pending = { conversation: cairn.conversation, report: result.report };
+				} else if (kind === "failed" || kind === "paused") {
+					const why = result.action.reason ?? stepsSummary(result.report);
+					ctx.ui.notify(`Cairn maintenance ${kind}${why ? `: ${why}` : ""}`, "warning");
+				} else if (kind === "handed-over") {
+					ctx.ui.notify("Cairn prepared a handover: start a fresh session (/new) to continue from its seed", "info");
+				}
+				if (result.advice) {
+					pi.sendMessage({ customType: "cairn", content: result.advice, display: true }, { deliverAs: "nextTurn" });
+				}
+				await showNotices(ctx, cairn);
+			} catch (error) {
+				warn(ctx, `turn boundary failed: ${describe(error)}`);
+			}
+		});
+
+		pi.on("agent_end", async (event: AgentEndEvent, ctx: ExtensionContext) => {
+			if (!applyAtBoundary || !pending || compacting) return;
+			// Pi compacts by itself when the last reply is over its threshold; the compaction hook
+			// then applies the pending report. Otherwise ask Pi to compact once it is idle.
+			const last = [...event.messages].reverse().find((m) => m.role === "assistant") as
+				| { usage?: Parameters<typeof calculateContextTokens>[0]; stopReason?: string }
+				| undefined;
+			const window = ctx.model?.contextWindow ?? 0;
+			const reserve = numberFrom(env.CAIRN_RESERVE) ?? DEFAULT_RESERVE;
+			if (last?.usage && last.stopReason !== "aborted" && window > 0 && calculateContextTokens(last.usage) > window - reserve) {
+				return;
+			}
+			const expected = pending;
+			setTimeout(() => {
+				try {
+					if (pending !== expected || compacting || ctx.hasPendingMessages()) return;
+					ctx.compact({
+						onError: (error) => {
+							if (pending === expected) pending = undefined;
+							warn(ctx, `could not apply Cairn's compaction: ${error.message}`);
+						},
+					});
+				} catch {
+					pending = undefined; // a stale ctx after a session switch
+				}
+			}, 0);
+		});
+
+		pi.registerTool({
+			name: "session_history",
+			label: "Session history",
+			description:
+				"Look back into parts of this conversation that were compacted away. `summary` lists what was set aside; " +
+				"`search` finds archived entries by keywords; `page` reads an archive's entries in slices; `artifact` resolves " +
+				"an artifact:// URI from a placeholder. Results are bounded; follow next_offset / next_char_offset to read on.",
+			promptSnippet: "session_history: read what context compaction set aside (search, page, artifacts)",
+			parameters: Type.Object({
+				action: StringEnum(["summary", "search", "page", "artifact"] as const),
+				query: Type.Optional(Type.String({ description: "search: keywords" })),
+				archive_id: Type.Optional(Type.String({ description: "page: which archive (a-…)" })),
+				uri: Type.Optional(Type.String({ description: "artifact: the artifact:// URI from a placeholder" })),
+				offset: Type.Optional(Type.Integer({ minimum: 0, description: "search, page: first hit or entry" })),
+				limit: Type.Optional(Type.Integer({ minimum: 1 })),
+				char_offset: Type.Optional(Type.Integer({ minimum: 0, description: "page, artifact: continue a long text" })),
+			}),
+			async execute(_toolCallId, params, signal, _onUpdate, ctx) {
+				return forward(await serverFor(ctx), "session_history", params, signal);
+			},
+		});
+
+		pi.registerTool({
+			name: "context_maintenance",
+			label: "Context maintenance",
+			description:
+				"Ask for context maintenance: `compact` (older history is condensed, originals stay readable through " +
+				"session_history) or `handover` (a fresh session continues from a seed). Say what must survive (`preserve`) " +
+				"and how to continue (`resume`). It runs at the next safe boundary after this turn; finish the turn at a " +
+				"coherent checkpoint.",
+			parameters: Type.Object({
+				action: StringEnum(["compact", "handover"] as const),
+				preserve: Type.String({ description: "what must survive the maintenance" }),
+				resume: Type.String({ description: "how to continue afterwards" }),
+			}),
+			async execute(_toolCallId, params, signal, _onUpdate, ctx) {
+				return forward(await serverFor(ctx), "context_maintenance", params, signal);
+			},
+		});
+	};
+}
+
+/** "plugin: outcome (message)" for each step of a report, for a notice. */
+function stepsSummary(report: CairnReport | null | undefined): string {
+	const steps = Array.isArray(report?.steps) ? (report.steps as Array<{ plugin?: string; outcome?: string; message?: string }>) : [];
+	return steps.map((s) => `${s.plugin}: ${s.outcome}${s.message ? ` (${s.message})` : ""}`).join("; ");
+}
+
+/** Forwards an agent tool call; the model gets the server's text, Pi's details the object. */
+async function forward(cairn: CairnServer, tool: string, params: Record<string, unknown>, signal: AbortSignal | undefined) {
+	const args: Record<string, unknown> = {};
+	for (const [k, v] of Object.entries(params)) if (v !== undefined) args[k] = v;
+	const result = await cairn.callRaw(tool, args, { signal });
+	const text = firstText(result.content) ?? JSON.stringify(result.structuredContent ?? {});
+	if (result.isError) throw new Error(text);
+	return {
+		content: [{ type: "text" as const, text }],
+		details: (result.structuredContent ?? {}) as Record<string, unknown>,
+	};
+}
+
+export default createCairnExtension();
