@@ -80,8 +80,8 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
     .map_err(|e| TranscriptError::in_document(source_name, &e))?;
 
     let mut entries = Vec::with_capacity(messages.len());
+    let mut seen = HashMap::new();
     for (index, m) in messages.into_iter().enumerate() {
-        let id = format!("m{index}");
         let mut parts = Vec::new();
         if let Some(reasoning) = m.reasoning_content.filter(|r| !r.is_empty()) {
             parts.push(Part::Thinking { text: reasoning });
@@ -128,12 +128,30 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                 args: call.function.arguments,
             });
         }
+        let id = content_id(role, &parts, &mut seen);
         entries.push(Entry {
             parts,
             ..Entry::text(id, role, origin, "")
         });
     }
     Ok(Transcript::new(entries))
+}
+
+/// OpenAI chat has no message ids, so an entry's id comes from its role and content: the same
+/// message read again (in the compacted context a harness sends back, say) keeps its id, and a
+/// changed one gets a new id. Positions would shift after every compaction and name other
+/// messages. A repeated message gets `-2`, `-3`, ….
+fn content_id(role: Role, parts: &[Part], seen: &mut HashMap<String, usize>) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(serde_json::to_vec(&(role, parts)).unwrap_or_default());
+    let base: String = std::iter::once("m-".to_string()).chain(digest[..6].iter().map(|b| format!("{b:02x}"))).collect();
+    let n = seen.entry(base.clone()).or_insert(0usize);
+    *n += 1;
+    if *n == 1 {
+        base
+    } else {
+        format!("{base}-{n}")
+    }
 }
 
 fn content_parts(content: Option<TextOr<ContentPart>>) -> Vec<Part> {
@@ -381,6 +399,21 @@ mod tests {
   {"role": "assistant", "content": null, "reasoning_content": "thought", "refusal": "no"}
 ]"#;
 
+    /// Ids come from content: the same messages read again keep theirs, whatever moved.
+    #[test]
+    fn ids_follow_content_not_position() {
+        let doc = |messages: &[&str]| format!("[{}]", messages.join(","));
+        let (a, b, c) = (r#"{"role":"user","content":"fix it"}"#, r#"{"role":"assistant","content":"done"}"#, r#"{"role":"user","content":"thanks"}"#);
+        let ids = |text: String| parse(&text, "t.json").unwrap().entries.into_iter().map(|e| e.id).collect::<Vec<_>>();
+        let full = ids(doc(&[a, b, c]));
+        assert_eq!(ids(doc(&[a, b, c])), full, "stable across reads");
+        assert_eq!(ids(doc(&[b, c])), full[1..], "dropping the first message renames nothing else");
+        let repeated = ids(doc(&[a, a, b]));
+        assert_eq!(repeated[0], full[0]);
+        assert_eq!(repeated[1], format!("{}-2", full[0]), "a repeated message gets its own id");
+        assert!(full.iter().all(|id| id.starts_with("m-") && id.len() == 14), "{full:?}");
+    }
+
     #[test]
     fn parses_messages() {
         let (t, format) = parse_any(CHAT, "chat.json").unwrap();
@@ -388,18 +421,18 @@ mod tests {
         let roles: Vec<_> = t
             .entries
             .iter()
-            .map(|e| (e.id.as_str(), e.role, e.origin))
+            .map(|e| (e.role, e.origin))
             .collect();
         assert_eq!(
             roles,
             [
-                ("m0", Role::System, Origin::Harness),
-                ("m1", Role::System, Origin::Harness),
-                ("m2", Role::User, Origin::Operator),
-                ("m3", Role::Assistant, Origin::Agent),
-                ("m4", Role::Tool, Origin::Tool),
-                ("m5", Role::Tool, Origin::Tool),
-                ("m6", Role::Assistant, Origin::Agent),
+                (Role::System, Origin::Harness),
+                (Role::System, Origin::Harness),
+                (Role::User, Origin::Operator),
+                (Role::Assistant, Origin::Agent),
+                (Role::Tool, Origin::Tool),
+                (Role::Tool, Origin::Tool),
+                (Role::Assistant, Origin::Agent),
             ]
         );
         assert_eq!(
@@ -491,6 +524,11 @@ mod tests {
                     text: format!("[image: {reference}]"),
                 };
             }
+        }
+        // Ids follow content: the two messages that changed on the way have new ones.
+        for changed in [2, 6] {
+            assert_ne!(back.entries[changed].id, t.entries[changed].id);
+            want.entries[changed].id = back.entries[changed].id.clone();
         }
         assert_eq!(back, want);
     }
