@@ -5,8 +5,9 @@
 import * as path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
-import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
+import type { JsonSchemaType, JsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 
 export interface CairnServerOptions {
 	/** The `cairn` binary: `$CAIRN_BIN`, else `cairn` on PATH. */
@@ -51,15 +52,14 @@ export function serveArgsFromEnv(env: NodeJS.ProcessEnv = process.env): string[]
 	return args;
 }
 
-/** Calls can carry whole sessions (a long Pi session is tens of MB, and a `compact` result
- * holds the compacted transcript twice: structured and as text). */
-const MAX_MESSAGE_BYTES = 512 * 1024 * 1024;
 /** A compaction of a very long session on a small machine can take minutes. */
 const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
 const STDERR_LINES = 40;
 
 export class CairnServer {
 	private readonly stderrTail: string[] = [];
+	/** Each tool's output schema, compiled (from `tools/list` at start). */
+	private readonly outputValidators = new Map<string, JsonSchemaValidator<unknown>>();
 	/** Ways in which the server's answers differed from the contract (reported once each). */
 	readonly deviations = new Set<string>();
 	private closed = false;
@@ -91,9 +91,11 @@ export class CairnServer {
 			cwd: options.cwd,
 			// Never "inherit": Pi's TUI owns the terminal. Kept for error messages instead.
 			stderr: "pipe",
-			maxBufferSize: MAX_MESSAGE_BYTES,
+			// The SDK's read limit (10 MB a message) is enough: the extension asks `compact` and
+			// `boundary` for no transcript (`include_transcript: false`), and the agent tools'
+			// answers are bounded by the server.
 		});
-		const client = new Client({ name: "cairn-pi-extension", version: "0.1.0" }, { jsonSchemaValidator: new QuietValidator() });
+		const client = new Client({ name: "cairn-pi-extension", version: "0.1.0" });
 		const server = new CairnServer(options, client, transport);
 		transport.stderr?.on("data", (chunk: Buffer) => server.keepStderr(chunk.toString("utf8")));
 		client.onclose = () => {
@@ -101,7 +103,9 @@ export class CairnServer {
 		};
 		try {
 			await client.connect(transport);
+			await server.toolNames(); // compiles the output schemas
 		} catch (error) {
+			await client.close().catch(() => {});
 			await transport.close().catch(() => {});
 			throw new Error(`could not start \`${options.bin} ${args.join(" ")}\`: ${describe(error)}${server.stderrNote()}`);
 		}
@@ -120,9 +124,14 @@ export class CairnServer {
 		return this.stderrTail.length ? `\n${this.stderrTail.slice(-5).join("\n")}` : "";
 	}
 
-	/** The names of the tools the server lists. */
+	/** The names of the tools the server lists (and their output schemas, compiled for `call`). */
 	async toolNames(): Promise<string[]> {
 		const listed = await this.client.listTools();
+		const ajv = new AjvJsonSchemaValidator();
+		this.outputValidators.clear();
+		for (const tool of listed.tools) {
+			if (tool.outputSchema) this.outputValidators.set(tool.name, ajv.getValidator(tool.outputSchema as JsonSchemaType));
+		}
 		return listed.tools.map((t) => t.name);
 	}
 
@@ -137,9 +146,7 @@ export class CairnServer {
 	): Promise<T> {
 		const result = await this.callRaw(tool, args, options);
 		const text = firstText(result.content);
-		if (result.isError) {
-			throw new CairnToolError(tool, text ?? JSON.stringify(result.structuredContent ?? result.content));
-		}
+		if (result.isError) throw new CairnToolError(tool, errorMessage(result));
 		const structured = result.structuredContent;
 		if (structured && typeof structured === "object") {
 			if (text === undefined) this.deviations.add(`${tool}: no content[0].text beside structuredContent`);
@@ -156,27 +163,40 @@ export class CairnServer {
 		throw new CairnToolError(tool, "the result carries neither structuredContent nor JSON text");
 	}
 
-	/** The raw MCP result, for callers that forward text (the agent tools). */
+	/**
+	 * The raw MCP result, for callers that forward text (the agent tools). A successful result's
+	 * structured content is checked against the tool's output schema.
+	 *
+	 * This sends `tools/call` itself instead of using `Client.callTool`: the SDK (1.32.2) checks a
+	 * result against the output schema even when it is an error (typescript-sdk#1943), so Cairn's
+	 * structured errors (`{error}`) would come back as a schema mismatch, with the message lost.
+	 */
 	async callRaw(
 		tool: string,
 		args: Record<string, unknown>,
 		options: { signal?: AbortSignal; timeoutMs?: number } = {},
 	): Promise<{ content: unknown[]; structuredContent?: unknown; isError?: boolean }> {
+		let result;
 		try {
-			const result = await this.client.callTool({ name: tool, arguments: args }, undefined, {
+			result = await this.client.request({ method: "tools/call", params: { name: tool, arguments: args } }, CallToolResultSchema, {
 				signal: options.signal,
 				timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
 				resetTimeoutOnProgress: true,
 			});
-			return {
-				content: Array.isArray(result.content) ? result.content : [],
-				structuredContent: result.structuredContent,
-				isError: result.isError === true,
-			};
 		} catch (error) {
-			if (error instanceof CairnToolError) throw error;
 			throw new CairnToolError(tool, `${describe(error)}${this.stderrNote()}`);
 		}
+		const out = {
+			content: Array.isArray(result.content) ? (result.content as unknown[]) : [],
+			structuredContent: result.structuredContent as unknown,
+			isError: result.isError === true,
+		};
+		const validator = this.outputValidators.get(tool);
+		if (!out.isError && validator && out.structuredContent !== undefined) {
+			const checked = validator(out.structuredContent);
+			if (!checked.valid) throw new CairnToolError(tool, `the result does not match the tool's output schema: ${checked.errorMessage}`);
+		}
+		return out;
 	}
 
 	/** Closes stdin and ends the child (the SDK escalates to SIGTERM/SIGKILL if it lingers). */
@@ -187,29 +207,23 @@ export class CairnServer {
 }
 
 /**
- * The SDK's validator (results are still checked against each tool's output schema), minus the
- * integer formats schemars writes (`uint`, `uint32`, `uint64`, …). Ajv does not know them and
- * would print a warning per field to the console, which is Pi's terminal.
+ * The message of an error result: its structured `error` (the server's), else its text (the
+ * `error` field when the text is that JSON object), else the content as JSON.
  */
-class QuietValidator implements jsonSchemaValidator {
-	private readonly inner = new AjvJsonSchemaValidator();
-
-	getValidator<T>(schema: JsonSchemaType): JsonSchemaValidator<T> {
-		return this.inner.getValidator<T>(withoutIntegerFormats(schema) as JsonSchemaType);
+export function errorMessage(result: { content: unknown[]; structuredContent?: unknown }): string {
+	const structured = result.structuredContent as { error?: unknown } | undefined;
+	if (structured && typeof structured.error === "string") return structured.error;
+	const text = firstText(result.content);
+	if (text !== undefined) {
+		try {
+			const parsed = JSON.parse(text) as { error?: unknown };
+			if (parsed && typeof parsed.error === "string") return parsed.error;
+		} catch {
+			// plain text
+		}
+		return text;
 	}
-}
-
-const INTEGER_FORMAT = /^u?int(8|16|32|64|128)?$|^uint$/;
-
-function withoutIntegerFormats(value: unknown): unknown {
-	if (Array.isArray(value)) return value.map(withoutIntegerFormats);
-	if (value === null || typeof value !== "object") return value;
-	const out: Record<string, unknown> = {};
-	for (const [k, v] of Object.entries(value)) {
-		if (k === "format" && typeof v === "string" && INTEGER_FORMAT.test(v) && v !== "int32" && v !== "int64") continue;
-		out[k] = withoutIntegerFormats(v);
-	}
-	return out;
+	return JSON.stringify(result.structuredContent ?? result.content);
 }
 
 export function firstText(content: unknown): string | undefined {

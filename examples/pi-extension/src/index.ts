@@ -27,7 +27,7 @@ import type {
 import { calculateContextTokens } from "@mariozechner/pi-coding-agent";
 import { StringEnum } from "@mariozechner/pi-ai";
 import { Type } from "typebox";
-import { CairnServer, cairnBinary, describe, firstText, serveArgsFromEnv } from "./cairn-server.js";
+import { CairnServer, cairnBinary, describe, errorMessage, firstText, serveArgsFromEnv } from "./cairn-server.js";
 import {
 	type CairnReport,
 	boundaryUsage,
@@ -37,7 +37,7 @@ import {
 	turnNumber,
 } from "./pi-session.js";
 
-export { CairnServer, CairnToolError, cairnBinary, serveArgsFromEnv } from "./cairn-server.js";
+export { CairnServer, CairnToolError, cairnBinary, errorMessage, serveArgsFromEnv } from "./cairn-server.js";
 export * from "./pi-session.js";
 
 /** What `boundary` returns; only the fields the extension reads. */
@@ -48,6 +48,9 @@ interface BoundaryResult {
 	usage: number | null;
 	report: CairnReport | null;
 	notices: string[];
+	/** As `compact`'s, when this boundary compacted or handed over (beside `report`, not in it). */
+	first_kept_entry_id?: string | null;
+	prefix_summary?: string | null;
 }
 
 interface Notice {
@@ -179,19 +182,23 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 				compacting = true;
 				try {
 					const cairn = await serverFor(ctx);
-					let report: CairnReport | undefined;
-					// A compaction Cairn already committed at a boundary: apply it, do not compact twice.
+					// A compaction Cairn already committed at a boundary: apply it (its archive is
+					// already written), do not compact twice. Only when it does not fit the branch
+					// Pi hands over (the user moved elsewhere in the tree) does Cairn compact anew.
 					if (pending && pending.conversation === cairn.conversation) {
 						const mapped = compactionFromReport(pending.report, event.branchEntries, cairn.conversation);
 						pending = undefined;
 						if (mapped.ok) return { compaction: mapped.compaction };
+						ctx.ui.notify(`Cairn: the compaction made at the turn boundary does not apply (${mapped.reason}); compacting again`, "info");
 					}
 					const args: Record<string, unknown> = {
 						conversation: cairn.conversation,
 						transcript: transcriptOf(ctx, event.branchEntries),
+						// Pi needs first_kept_entry_id + prefix_summary only, not the compacted context.
+						include_transcript: false,
 					};
 					if (event.customInstructions) args.preserve = event.customInstructions;
-					report = await cairn.call<CairnReport>("compact", args, { signal: event.signal });
+					const report = await cairn.call<CairnReport>("compact", args, { signal: event.signal });
 					const mapped = compactionFromReport(report, event.branchEntries, cairn.conversation);
 					if (!mapped.ok) {
 						ctx.ui.notify(`Cairn: ${mapped.reason}; Pi compacts this time`, "info");
@@ -228,13 +235,15 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 					// The agent goes on after a reply that asked for tools; its results are in by turn_end.
 					turn_complete: message.role !== "assistant" || message.stopReason !== "toolUse",
 					tool_call_outstanding: false,
+					// Pi holds the context itself; a compaction comes back as first_kept_entry_id + prefix_summary.
+					include_transcript: false,
 				});
 				pi.events.emit("cairn:boundary", { conversation: cairn.conversation, result });
 				const kind = result.action?.kind;
 				if (kind === "compacted" && result.report) {
-					// Pi applies it at agent_end. Without first_kept_entry_id / prefix_summary in the
-					// report, the compaction hook asks `compact` for them.
-					pending = { conversation: cairn.conversation, report: result.report };
+					// Pi applies it at agent_end (compaction hook), from the kept tail and summary the
+					// boundary returned beside its report.
+					pending = { conversation: cairn.conversation, report: boundaryReport(result, result.report) };
 				} else if (kind === "failed" || kind === "paused") {
 					const why = result.action.reason ?? stepsSummary(result.report);
 					ctx.ui.notify(`Cairn maintenance ${kind}${why ? `: ${why}` : ""}`, "warning");
@@ -320,6 +329,15 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 	};
 }
 
+/** The boundary's report with the kept tail and summary it returned beside it. */
+function boundaryReport(result: BoundaryResult, report: CairnReport): CairnReport {
+	return {
+		...report,
+		first_kept_entry_id: result.first_kept_entry_id ?? report.first_kept_entry_id ?? null,
+		prefix_summary: result.prefix_summary ?? report.prefix_summary ?? null,
+	};
+}
+
 /** "plugin: outcome (message)" for each step of a report, for a notice. */
 function stepsSummary(report: CairnReport | null | undefined): string {
 	const steps = Array.isArray(report?.steps) ? (report.steps as Array<{ plugin?: string; outcome?: string; message?: string }>) : [];
@@ -331,8 +349,8 @@ async function forward(cairn: CairnServer, tool: string, params: Record<string, 
 	const args: Record<string, unknown> = {};
 	for (const [k, v] of Object.entries(params)) if (v !== undefined) args[k] = v;
 	const result = await cairn.callRaw(tool, args, { signal });
+	if (result.isError) throw new Error(errorMessage(result));
 	const text = firstText(result.content) ?? JSON.stringify(result.structuredContent ?? {});
-	if (result.isError) throw new Error(text);
 	return {
 		content: [{ type: "text" as const, text }],
 		details: (result.structuredContent ?? {}) as Record<string, unknown>,

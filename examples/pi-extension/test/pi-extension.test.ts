@@ -7,7 +7,10 @@
  *   builds (`prepareCompaction` → {type, preparation, branchEntries, customInstructions, signal}),
  *   the result is appended the way Pi appends it (`appendCompaction(…, fromHook = true)`), and
  *   Pi's `buildSessionContext` / `estimateTokens` / `prepareCompaction` check the new session;
- * - `session_history` finds text that Cairn elided; `turn_end` feeds `boundary`.
+ * - the session grows again (replayed tool work) and a second `session_before_compact` gives a
+ *   second Cairn compaction, appended and rebuilt the same way;
+ * - `session_history` finds text that Cairn elided; `turn_end` feeds `boundary`, and the
+ *   compaction Cairn commits there is the one Pi applies (no second `compact`).
  *
  * Environment: CAIRN_SHARED (required: the shared transcripts folder, holding pi/*.jsonl),
  * CAIRN_BIN (the cairn binary; `cairn` on PATH otherwise).
@@ -172,14 +175,11 @@ function elidedLine(prefix: SessionEntry[], all: SessionEntry[], summary: string
 	return undefined;
 }
 
-/** One more exchange; its reply reports the context Pi would send now (chars/4 estimate). */
-function exchange(sm: SessionManagerType, text: string) {
-	const tokens = estimate(sm.buildSessionContext().messages);
-	const now = Date.now();
-	sm.appendMessage({ role: "user", content: [{ type: "text", text }], timestamp: now } as any);
-	const reply = {
+/** An assistant message as a provider returns it; its usage is the context it was sent (`tokens`). */
+function assistantMessage(content: unknown[], stopReason: "stop" | "toolUse", tokens: number, timestamp: number) {
+	return {
 		role: "assistant",
-		content: [{ type: "text", text: `Done: ${text}` }],
+		content,
 		api: "anthropic-messages",
 		provider: "anthropic",
 		model: "claude-test",
@@ -191,11 +191,88 @@ function exchange(sm: SessionManagerType, text: string) {
 			totalTokens: tokens + 20,
 			cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
 		},
-		stopReason: "stop",
-		timestamp: now + 1,
+		stopReason,
+		timestamp,
 	};
+}
+
+/** One more exchange; its reply reports the context Pi would send now (chars/4 estimate). */
+function exchange(sm: SessionManagerType, text: string) {
+	const tokens = estimate(sm.buildSessionContext().messages);
+	const now = Date.now();
+	sm.appendMessage({ role: "user", content: [{ type: "text", text }], timestamp: now } as any);
+	const reply = assistantMessage([{ type: "text", text: `Done: ${text}` }], "stop", tokens, now + 1);
 	sm.appendMessage(reply as any);
 	return { reply, tokens: tokens + 20 };
+}
+
+/** A real tool call of the recorded session and its result (text of 300–30,000 chars). */
+interface ToolWork {
+	name: string;
+	arguments: Record<string, unknown>;
+	result: any;
+}
+
+function recordedToolWork(branch: SessionEntry[]): ToolWork[] {
+	const calls = new Map<string, { name: string; arguments: Record<string, unknown> }>();
+	const work: ToolWork[] = [];
+	for (const e of branch) {
+		if (e.type !== "message") continue;
+		const m = e.message as any;
+		if (m.role === "assistant" && Array.isArray(m.content)) {
+			for (const b of m.content) if (b.type === "toolCall") calls.set(b.id, { name: b.name, arguments: b.arguments ?? {} });
+		} else if (m.role === "toolResult" && !m.isError) {
+			const call = calls.get(m.toolCallId);
+			const size = textOf(e).length;
+			if (call && (call.name === "read" || call.name === "bash") && size >= 300 && size <= 30_000) {
+				work.push({ ...call, result: m });
+			}
+		}
+	}
+	return work;
+}
+
+/**
+ * The agent works on: rounds of a user request, assistant tool calls (the recorded session's
+ * own reads and commands, replayed with fresh call ids) each followed by its result, and a
+ * closing reply, until Pi's context (chars/4) reaches `target`. Every assistant message reports
+ * the context it was sent as its usage.
+ */
+function growSession(sm: SessionManagerType, work: ToolWork[], target: number): { rounds: number; calls: number } {
+	let rounds = 0;
+	let calls = 0;
+	let t = Date.now();
+	while (estimate(sm.buildSessionContext().messages) < target) {
+		assert.ok(rounds < 1000, "the session grows");
+		rounds++;
+		const first = work[calls % work.length]!;
+		sm.appendMessage({
+			role: "user",
+			content: [{ type: "text", text: `Round ${rounds}: look at ${first.name} ${JSON.stringify(first.arguments).slice(0, 120)} again and fix what is left.` }],
+			timestamp: t++,
+		} as any);
+		for (let k = 0; k < 3; k++) {
+			const w = work[calls % work.length]!;
+			const id = `toolu_replay_${rounds}_${k}`;
+			calls++;
+			const tokens = estimate(sm.buildSessionContext().messages);
+			sm.appendMessage(
+				assistantMessage(
+					[
+						{ type: "text", text: `Checking with ${w.name}.` },
+						{ type: "toolCall", id, name: w.name, arguments: w.arguments },
+					],
+					"toolUse",
+					tokens,
+					t++,
+				) as any,
+			);
+			sm.appendMessage({ ...w.result, toolCallId: id, timestamp: t++ } as any);
+		}
+		const tokens = estimate(sm.buildSessionContext().messages);
+		sm.appendMessage(assistantMessage([{ type: "text", text: `Round ${rounds} done: the change is in and the checks pass.` }], "stop", tokens, t++) as any);
+	}
+	return { rounds, calls };
 }
 
 // ---- tests ------------------------------------------------------------------------------------
@@ -264,7 +341,7 @@ test("boundaryUsage: Pi's last usage and the entries after it", () => {
 	assert.equal(ext.turnNumber(branch), 2);
 });
 
-test("cairn serve --expose all lists the harness and the agent tools", async () => {
+test("cairn serve --expose all: the tools, structured errors, session_history before any compaction", async () => {
 	const server = await ext.CairnServer.start({ bin: ext.cairnBinary(), conversation: "pi-tools-check", cwd: scratch });
 	try {
 		const names = (await server.toolNames()).sort();
@@ -284,6 +361,17 @@ test("cairn serve --expose all lists the harness and the agent tools", async () 
 		]) {
 			assert.ok(names.includes(t), `lists ${t} (got ${names.join(", ")})`);
 		}
+		// Errors are structured ({error}); the message reaches the caller, not a schema mismatch.
+		await assert.rejects(server.call("compact", { conversation: "Not A Key!", transcript: "" }), (error: Error) => {
+			assert.ok(error instanceof ext.CairnToolError, String(error));
+			assert.match(error.message, /^cairn compact: conversation: /);
+			return true;
+		});
+		await assert.rejects(server.call("boundary", { conversation: "pi-tools-check", turn: 1, transcript: "not a session", window: 1000 }), /cairn boundary: transcript/);
+		// session_history before any compaction: an empty summary, not an error.
+		const history = await server.callRaw("session_history", { action: "summary" });
+		assert.equal(history.isError, false, JSON.stringify(history));
+		assert.equal(typeof (history.structuredContent as any)?.text, "string");
 	} finally {
 		await server.close();
 	}
@@ -299,6 +387,7 @@ for (const file of sessionFiles) {
 		let ctx: ExtensionContext;
 		let branchBefore: SessionEntry[];
 		let result: { compaction: CompactionResult<any> } | undefined;
+		let contextBeforeFirst = 0; // chars/4 estimate of the context Pi first compacted
 
 		before(async () => {
 			// The compiled extension, loaded by Pi's loader (same registration path as the source).
@@ -351,6 +440,7 @@ for (const file of sessionFiles) {
 			assert.equal(first.summary, c.summary);
 
 			const before = estimate(contextBefore);
+			contextBeforeFirst = before;
 			const afterTokens = estimate(rebuilt);
 			console.log(
 				`# ${file}: ${contextBefore.length} → ${rebuilt.length} messages, ~${before} → ~${afterTokens} tokens (chars/4), ` +
@@ -428,6 +518,12 @@ for (const file of sessionFiles) {
 
 			const summary = await run({ action: "summary" });
 			assert.ok(summary.content[0]!.text.includes(c.details.archive_id), "the summary names the archive");
+			// A tool error reaches Pi as the server's message (not the `{error}` JSON around it).
+			await assert.rejects(run({ action: "page", archive_id: "a-0000000000000000" }), (error: Error) => {
+				assert.doesNotMatch(error.message, /^\{/);
+				assert.ok(error.message.length > 0);
+				return true;
+			});
 
 			const query = target.line.split(/[^A-Za-z0-9_]+/).filter((w) => w.length >= 3).slice(0, 8).join(" ");
 			let hit: any;
@@ -447,6 +543,101 @@ for (const file of sessionFiles) {
 			assert.ok(slice, `page returned the entry: ${page.content[0]!.text.slice(0, 300)}`);
 			assert.equal(slice.entry_id, target.entry.id);
 			assert.ok(slice.text.includes(target.line), "the archived original holds the elided line");
+		});
+
+		test("Cairn compacts again: the session grows, a second session_before_compact, Pi appends and rebuilds", async () => {
+			assert.ok(result?.compaction, "needs the first compaction");
+			const first = result.compaction;
+			const sizeAfterFirst = estimate(sm.buildSessionContext().messages);
+			const work = recordedToolWork(branchBefore);
+			assert.ok(work.length > 0, "the recorded session has tool work to replay");
+			// Large again: as large as the context Pi first compacted.
+			const grown = growSession(sm, work, contextBeforeFirst);
+
+			const branch = sm.getBranch();
+			const contextBefore = buildSessionContext(sm.getEntries(), sm.getLeafId()).messages;
+			const before = estimate(contextBefore);
+			const preparation = prepareCompaction(branch, DEFAULT_COMPACTION_SETTINGS);
+			assert.ok(preparation, "Pi would compact again (prepareCompaction gives a preparation)");
+			assert.equal(preparation.previousSummary, first.summary, "Pi sees Cairn's first summary as the previous one");
+
+			const shown = recorded.notices.length;
+			const started = Date.now();
+			const second = (await handler(loaded, "session_before_compact")(
+				{ type: "session_before_compact", preparation, branchEntries: branch, customInstructions: undefined, signal: new AbortController().signal },
+				ctx,
+			)) as typeof result;
+			const millis = Date.now() - started;
+			if (!second?.compaction) {
+				// Why not: the server's own answer for the same branch (without the transcript).
+				// Same conversation, a second server process (the server serializes the two).
+				const probe = await ext.CairnServer.start({ bin: ext.cairnBinary(), conversation: ext.conversationKey(sm.getSessionId()), cwd: dir });
+				try {
+					const transcript = ext.sessionText(sm.getHeader(), branch, { id: sm.getSessionId(), cwd: dir });
+					const answer = await probe.call("compact", { conversation: probe.conversation, transcript, include_transcript: false });
+					assert.fail(`no second Cairn compaction; notices ${JSON.stringify(recorded.notices.slice(shown))}; compact answers ${JSON.stringify(answer)}`);
+				} finally {
+					await probe.close();
+				}
+			}
+			const c = second!.compaction;
+			assert.ok(!recorded.notices.slice(shown).some((n) => n.message.includes("Pi compacts")), JSON.stringify(recorded.notices.slice(shown)));
+			assert.equal(c.details.cairn, true, "the compaction is Cairn's");
+			assert.match(c.details.archive_id, /^a-[0-9a-f]{16}$/);
+			assert.notEqual(c.details.archive_id, first.details.archive_id, "a new archive");
+			assert.ok(branch.some((e) => e.id === c.firstKeptEntryId), "firstKeptEntryId is on the branch");
+
+			// Exactly what Pi does with an extension's compaction, then Pi's rebuild.
+			sm.appendCompaction(c.summary, c.firstKeptEntryId, c.tokensBefore, c.details, true);
+			const rebuilt = buildSessionContext(sm.getEntries(), sm.getLeafId()).messages;
+			const head = rebuilt[0] as any;
+			assert.equal(head.role, "compactionSummary", "the context starts with the compaction summary");
+			assert.equal(head.summary, c.summary, "… the new one");
+			assert.equal(rebuilt.filter((m: any) => m.role === "compactionSummary").length, 1, "one summary (the first is replaced)");
+			const afterTokens = estimate(rebuilt);
+			console.log(
+				`# ${file}: second compaction after ${grown.rounds} rounds (${grown.calls} tool calls): ${contextBefore.length} → ${rebuilt.length} messages, ` +
+					`~${before} → ~${afterTokens} tokens (chars/4; ~${sizeAfterFirst} after the first), summary ${first.summary.length} → ${c.summary.length} chars, ` +
+					`Cairn ${c.tokensBefore} → ${c.details.tokens_after} by ${c.details.committed_by}, ${c.details.artifacts.length} artifacts, ` +
+					`${first.details.archive_id} → ${c.details.archive_id}, ${millis} ms`,
+			);
+			assert.ok(afterTokens < before, `the context shrinks again (${before} → ${afterTokens})`);
+
+			const was = pairing(contextBefore);
+			const now = pairing(rebuilt);
+			assert.deepEqual(now.orphanResults, [], "every tool result follows its call");
+			assert.deepEqual(
+				now.unansweredCalls.filter((id) => !was.unansweredCalls.includes(id)),
+				[],
+				"every tool call keeps its result",
+			);
+
+			// Persisted: reopen the file; both compactions are there, the latest counts.
+			const reopened = SessionManager.open(copy, dir);
+			const saved = reopened.getBranch().filter((e) => e.type === "compaction") as CompactionEntry[];
+			assert.deepEqual(
+				saved.slice(-2).map((e) => (e.details as any)?.archive_id),
+				[first.details.archive_id, c.details.archive_id],
+			);
+			assert.equal(reopened.buildSessionContext().messages.length, rebuilt.length);
+
+			// Pi's prepareCompaction still works, one exchange later.
+			exchange(sm, "Carry on after the second compaction.");
+			const after = sm.getBranch();
+			let prep: any;
+			assert.doesNotThrow(() => {
+				prep = prepareCompaction(after, DEFAULT_COMPACTION_SETTINGS);
+			});
+			assert.ok(prep, "Pi can prepare a compaction");
+			assert.ok(after.some((e) => e.id === prep.firstKeptEntryId), "its firstKeptEntryId is on the branch");
+			assert.equal(prep.previousSummary, c.summary);
+			assert.ok(prep.tokensBefore > 0);
+
+			// Both archives stay readable for the model.
+			const history = await loaded.tools.get("session_history")!.definition.execute("call-2", { action: "summary" }, undefined, undefined, ctx);
+			const text = history.content[0].text as string;
+			assert.ok(text.includes(c.details.archive_id), "session_history names the new archive");
+			assert.ok(text.includes(first.details.archive_id), "… and the first");
 		});
 
 		test("turn_end feeds boundary; Pi applies a compaction Cairn commits there (agent_end → compact)", async () => {
@@ -480,9 +671,12 @@ for (const file of sessionFiles) {
 				console.log(
 					`# ${file}: boundary at 85% → ${JSON.stringify(out2.action)}, ` +
 						`report ${out2.report ? `${out2.report.tokens_before} → ${out2.report.tokens_after} by ${out2.report.committed_by}` : "none"}, ` +
-						`report carries first_kept_entry_id: ${out2.report ? "first_kept_entry_id" in out2.report : "-"}`,
+						`first_kept_entry_id ${JSON.stringify(out2.first_kept_entry_id)}, prefix_summary ${out2.prefix_summary?.length} chars, transcript ${out2.transcript?.length} chars`,
 				);
 				assert.equal(out2.action.kind, "compacted", `Cairn compacts at 85% (notices: ${JSON.stringify(rec.notices)})`);
+				assert.equal(typeof out2.first_kept_entry_id, "string", "boundary returns the kept tail");
+				assert.ok(typeof out2.prefix_summary === "string" && out2.prefix_summary.length > 0, "… and the summary before it");
+				assert.equal(out2.transcript, "", "no transcript was asked for (include_transcript: false)");
 				assert.ok(rec.notices.some((n) => n.message.startsWith("Cairn (compacted)")), "Cairn's notice was shown");
 
 				// agent_end asks Pi to compact; Pi's compaction hook then applies Cairn's compaction.
@@ -499,14 +693,14 @@ for (const file of sessionFiles) {
 				)) as typeof result;
 				assert.ok(applied?.compaction, `a compaction (notices: ${JSON.stringify(rec.notices)})`);
 				const c = applied.compaction;
+				assert.equal(c.details.archive_id, out2.report.archive_id, "Pi applies the boundary's compaction (no second `compact`)");
+				assert.equal(c.tokensBefore, out2.report.tokens_before);
 				sm2.appendCompaction(c.summary, c.firstKeptEntryId, c.tokensBefore, c.details, true);
 				const rebuilt = sm2.buildSessionContext().messages;
 				assert.equal((rebuilt[0] as any).summary, c.summary);
 				assert.ok(estimate(rebuilt) < estimate(contextBefore), `shrinks (${estimate(contextBefore)} → ${estimate(rebuilt)})`);
 				assert.deepEqual(pairing(rebuilt).orphanResults, []);
-				console.log(
-					`# ${file}: applied ${c.details.archive_id} (the boundary's was ${out2.report.archive_id}): ~${estimate(contextBefore)} → ~${estimate(rebuilt)} tokens`,
-				);
+				console.log(`# ${file}: applied the boundary's ${c.details.archive_id}: ~${estimate(contextBefore)} → ~${estimate(rebuilt)} tokens`);
 			} finally {
 				off();
 			}
@@ -538,7 +732,13 @@ for (const file of sessionFiles) {
 					{ type: "session_before_compact", preparation, branchEntries: branch, signal: new AbortController().signal },
 					tight,
 				)) as typeof result;
-				console.log(`# ${file}: then session_before_compact → ${outcome?.compaction ? "Cairn's compaction" : "nothing: Pi's own compaction runs"}`);
+				console.log(
+					`# ${file}: then session_before_compact → ${outcome?.compaction ? `Cairn's compaction ${outcome.compaction.details.archive_id}` : "nothing: Pi's own compaction runs"}`,
+				);
+				if (out.action.kind === "compacted") {
+					assert.ok(outcome?.compaction, `the boundary's compaction applies (notices: ${JSON.stringify(recorded.notices.slice(shown))})`);
+					assert.equal(outcome.compaction.details.archive_id, out.report.archive_id, "the boundary's compaction, not a second one");
+				}
 				if (outcome?.compaction) {
 					sm.appendCompaction(outcome.compaction.summary, outcome.compaction.firstKeptEntryId, outcome.compaction.tokensBefore, outcome.compaction.details, true);
 					assert.equal((sm.buildSessionContext().messages[0] as any).summary, outcome.compaction.summary);

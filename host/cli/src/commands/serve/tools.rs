@@ -342,16 +342,11 @@ struct MaintenanceArgs {
     resume: String,
 }
 
-/// A failed call: a tool error with structured content, like every answer.
-#[derive(Serialize, JsonSchema)]
-struct ToolError {
-    /// What was wrong, naming the transcript line or the policy's file:line:column.
-    error: String,
-}
-
 /// What every tool returns (spelled out in the tools' signatures: the macro reads them to
-/// generate the output schema).
-type Answer<T> = Result<Json<T>, Json<ToolError>>;
+/// generate the output schema). A failure is a text-only tool error naming what was wrong:
+/// clients such as the official TypeScript SDK check any structured content against the
+/// output schema, error results included.
+type Answer<T> = Result<Json<T>, String>;
 
 // ---- harness tools --------------------------------------------------------------------------
 
@@ -359,17 +354,17 @@ type Answer<T> = Result<Json<T>, Json<ToolError>>;
 impl Server {
     /// Compacts a transcript now under the current policy and records it durably.
     #[tool(description = "Compact a transcript now (any format Cairn reads); returns the report, the compacted context in the caller's format, and the kept tail's first entry with a text rendering of what precedes it")]
-    async fn compact(&self, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, Json<ToolError>> {
+    async fn compact(&self, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, String> {
         self.run(args, false).await
     }
 
     #[tool(description = "Hand the conversation over to a fresh session: archive it and return the seed of the next one")]
-    async fn handover(&self, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, Json<ToolError>> {
+    async fn handover(&self, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, String> {
         self.run(args, true).await
     }
 
     #[tool(description = "Report a turn boundary: the trigger, commit policy and chain decide what happens; returns the action and the working context after it")]
-    async fn boundary(&self, Parameters(args): Parameters<BoundaryArgs>) -> Result<Json<BoundaryOut>, Json<ToolError>> {
+    async fn boundary(&self, Parameters(args): Parameters<BoundaryArgs>) -> Result<Json<BoundaryOut>, String> {
         let conversation = key(&args.conversation)?;
         self.locked(conversation.clone(), move |generation| {
             let (transcript, format) = formats::parse(&args.transcript, "transcript")?;
@@ -412,7 +407,7 @@ impl Server {
     }
 
     #[tool(description = "Record an agent request (compact or handover); it runs at the next boundary the cooldown allows")]
-    async fn request(&self, Parameters(args): Parameters<RequestArgs>) -> Result<Json<Recorded>, Json<ToolError>> {
+    async fn request(&self, Parameters(args): Parameters<RequestArgs>) -> Result<Json<Recorded>, String> {
         let conversation = key(&args.conversation)?;
         self.locked(conversation.clone(), move |generation| {
             generation.lifecycle.request_blocking(&conversation, agent_request(args.kind, args.preserve, args.resume))?;
@@ -422,7 +417,7 @@ impl Server {
     }
 
     #[tool(description = "Notices not yet acknowledged, oldest first: maintenance done or failed, pauses, and the server's policy swaps")]
-    async fn notices_take(&self, Parameters(args): Parameters<ConversationArgs>) -> Result<Json<Notices>, Json<ToolError>> {
+    async fn notices_take(&self, Parameters(args): Parameters<ConversationArgs>) -> Result<Json<Notices>, String> {
         let conversation = key(&args.conversation)?;
         let serve = self.serve.clone();
         self.locked(conversation.clone(), move |generation| {
@@ -434,7 +429,7 @@ impl Server {
     }
 
     #[tool(description = "Acknowledge notices: they are not delivered again")]
-    async fn notices_ack(&self, Parameters(args): Parameters<AckArgs>) -> Result<Json<Acknowledged>, Json<ToolError>> {
+    async fn notices_ack(&self, Parameters(args): Parameters<AckArgs>) -> Result<Json<Acknowledged>, String> {
         let conversation = key(&args.conversation)?;
         let serve = self.serve.clone();
         self.locked(conversation.clone(), move |generation| {
@@ -452,7 +447,7 @@ impl Server {
     }
 
     #[tool(description = "The stored original behind an artifact:// URI, byte for byte")]
-    async fn artifact_get(&self, Parameters(args): Parameters<ArtifactArgs>) -> Result<Json<Artifact>, Json<ToolError>> {
+    async fn artifact_get(&self, Parameters(args): Parameters<ArtifactArgs>) -> Result<Json<Artifact>, String> {
         let generation = self.serve.current();
         blocking(move || {
             let uri: ArtifactUri = args.uri.parse()?;
@@ -464,7 +459,7 @@ impl Server {
     }
 
     #[tool(description = "The plugins this server runs and the policy in force")]
-    async fn plugins_list(&self) -> Result<Json<PluginsOut>, Json<ToolError>> {
+    async fn plugins_list(&self) -> Result<Json<PluginsOut>, String> {
         let generation = self.serve.current();
         let cairn = generation.lifecycle.cairn();
         let plugins = cairn
@@ -483,7 +478,7 @@ impl Server {
     }
 
     #[tool(description = "Re-read the policy file and plugin directories; a policy that fails its checks is refused and the old one keeps running")]
-    async fn policy_reload(&self) -> Result<Json<Reloaded>, Json<ToolError>> {
+    async fn policy_reload(&self) -> Result<Json<Reloaded>, String> {
         let serve = self.serve.clone();
         blocking(move || {
             Ok(match serve.reload(true) {
@@ -495,7 +490,7 @@ impl Server {
     }
 
     #[tool(description = "Per-conversation switches over the policy, persisted: automatic maintenance on/off, automatic handover on/off, resume after an automatic pause")]
-    async fn policy_set(&self, Parameters(args): Parameters<PolicySetArgs>) -> Result<Json<PolicySet>, Json<ToolError>> {
+    async fn policy_set(&self, Parameters(args): Parameters<PolicySetArgs>) -> Result<Json<PolicySet>, String> {
         let conversation = key(&args.conversation)?;
         self.locked(conversation.clone(), move |generation| {
             let home = generation.lifecycle.home();
@@ -516,7 +511,7 @@ impl Server {
     #[tool(description = "Ask for context maintenance when your context is getting full or you reach a natural checkpoint. \
         It does not happen now: finish the current turn at a coherent checkpoint; the harness runs it at the next safe \
         boundary after the turn. Say what must survive and how to resume.")]
-    async fn context_maintenance(&self, Parameters(args): Parameters<MaintenanceArgs>) -> Result<Json<Recorded>, Json<ToolError>> {
+    async fn context_maintenance(&self, Parameters(args): Parameters<MaintenanceArgs>) -> Result<Json<Recorded>, String> {
         let conversation = self.serve.own.clone();
         self.locked(conversation.clone(), move |generation| {
             let what = match args.action {
@@ -608,17 +603,13 @@ impl Server {
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Answer<T> {
     match tokio::task::spawn_blocking(work).await {
         Ok(Ok(value)) => Ok(Json(value)),
-        Ok(Err(error)) => Err(failure(format!("{error:#}"))),
-        Err(panic) => Err(failure(format!("internal error: {panic}"))),
+        Ok(Err(error)) => Err(format!("{error:#}")),
+        Err(panic) => Err(format!("internal error: {panic}")),
     }
 }
 
-fn failure(error: String) -> Json<ToolError> {
-    Json(ToolError { error })
-}
-
-fn key(text: &str) -> Result<ConversationKey, Json<ToolError>> {
-    ConversationKey::parse(text).map_err(|e| failure(format!("conversation: {e}")))
+fn key(text: &str) -> Result<ConversationKey, String> {
+    ConversationKey::parse(text).map_err(|e| format!("conversation: {e}"))
 }
 
 fn agent_request(kind: Kind, preserve: String, resume: String) -> AgentRequest {
