@@ -149,6 +149,12 @@ impl Cairn {
         self.run(Purpose::Handover, policy, store, transcript, source, options)
     }
 
+    /// Runs step `index` of the policy's compaction chain on `input` alone: no other step, no
+    /// checks, nothing recorded. For measuring a plugin (`cairn bench`), not for compacting.
+    pub fn run_step(&self, policy: &CheckedPolicy, index: usize, input: &StepInput<'_>) -> Option<chain::StepAnswer> {
+        self.steps(policy, Purpose::Compact).get(index).map(|step| step.run(input))
+    }
+
     /// Asks a trigger plugin; the breaker skips one that keeps malfunctioning.
     pub fn ask_trigger(&self, step: &PolicyStep, input: &TriggerInput, breaker: BreakerSettings) -> Result<TriggerDecision, StepError> {
         self.guarded(&step.plugin, breaker, || step.plugin.decide_trigger(self.registry.engine(), step.limits, &step.grants, input, &step.config))

@@ -36,3 +36,9 @@ pub use plugin::{inspect, Manifest, Plugin};
 pub use policy::{CheckedPolicy, Policy};
 pub use record::CompactionReport;
 pub use wit_edge::CONTRACT_VERSIONS;
+
+/// Where Cairn caches compiled plugin code (and other derived files): `$CAIRN_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/cairn`, else `~/.cache/cairn`; `None` when `CAIRN_CACHE_DIR` is empty.
+pub fn cache_dir() -> Option<std::path::PathBuf> {
+    engine::CodeCache::default_dir()
+}

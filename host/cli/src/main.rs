@@ -41,6 +41,8 @@ enum Command {
     Simulate(commands::simulate::Args),
     /// Serve a warm host over MCP (stdio): tools for the harness and for its agent.
     Serve(commands::serve::Args),
+    /// Measure Cairn beside Pi's own compaction code and its native builds (ratios, one run).
+    Bench(commands::bench::Args),
     /// Compact a long generated session into a temporary home and show before and after.
     Demo(commands::demo::Args),
 }
@@ -61,16 +63,28 @@ fn main() -> ExitCode {
         Command::New(args) => commands::new::run(args),
         Command::Demo(args) => commands::demo::run(args),
         Command::Serve(args) => commands::serve::run(args),
+        Command::Bench(args) => commands::bench::run(args),
         Command::Boundary(args) => commands::boundary::boundary(args),
         Command::Request(args) => commands::boundary::request(args),
         Command::Notices(args) => commands::boundary::notices(args),
         Command::Simulate(args) => commands::simulate::run(args),
     };
+    if std::env::var_os("CAIRN_PEAK_RSS").is_some() {
+        report_peak_rss();
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("cairn: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// For `cairn bench`: this process's own peak memory (VmHWM), on stderr.
+fn report_peak_rss() {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    if let Some(kib) = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()) {
+        eprintln!("cairn: peak-rss-kib {kib}");
     }
 }

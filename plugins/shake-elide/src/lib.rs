@@ -5,9 +5,8 @@
 
 use std::collections::HashMap;
 
-use cairn_sdk::host::archive;
 use cairn_sdk::types::*;
-use cairn_sdk::{count_tokens, export_strategy, log_info, parse_config, placeholder_text, range_of, recount, tool_calls, Strategy};
+use cairn_sdk::{count_tokens, log_info, parse_config, placeholder_text, range_of, recount, store_artifact, tool_calls, Strategy};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -34,7 +33,8 @@ impl Default for Config {
     }
 }
 
-struct ShakeElide;
+/// Public so the same code can run natively (`cairn bench` compares both builds).
+pub struct ShakeElide;
 
 impl Strategy for ShakeElide {
     fn compact(request: CompactRequest) -> Result<Outcome, StrategyError> {
@@ -168,12 +168,7 @@ fn elide_fences(text: &str, min_tokens: u32) -> Result<Option<String>, StrategyE
 }
 
 fn store(content: &str) -> Result<String, StrategyError> {
-    archive::put_artifact(content).map_err(|e| match e {
-        archive::ArchiveError::Denied(why) | archive::ArchiveError::Unavailable(why) => {
-            StrategyError::Unavailable(format!("archive write: {why}"))
-        }
-        other => StrategyError::Failed(format!("archive write: {other:?}")),
-    })
+    store_artifact(content)
 }
 
 /// Already set aside: `elided` names the URI (results elided before the field existed carry
@@ -206,7 +201,9 @@ fn path_argument(args: &str) -> Option<String> {
         .find_map(|key| value.get(key)?.as_str().map(str::to_string))
 }
 
-export_strategy!(ShakeElide);
+// Exported only in Wasm: `cairn bench` compiles this file natively and calls `ShakeElide`.
+#[cfg(target_arch = "wasm32")]
+cairn_sdk::export_strategy!(ShakeElide);
 
 #[cfg(test)]
 mod tests {

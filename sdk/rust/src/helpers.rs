@@ -11,12 +11,39 @@ pub use cairn_rules::{clip_chars, placeholder_text, thousands, SEED_MESSAGES, SE
 use serde::de::DeserializeOwned;
 
 use crate::host::model::ModelError;
-use crate::host::{log, model, tokens};
+use crate::host::{log, model};
+#[cfg(target_arch = "wasm32")]
+use crate::host::tokens;
 use crate::types::{AgentRequest, CompactRequest, Entry, EntryRange, Origin, Part, RequestKind, Role, StrategyError, TriggerDecision, TriggerInput};
 
 /// Exact token count by the host's tokenizer (the `tokens` capability).
 pub fn count_tokens(text: &str) -> u32 {
-    tokens::count(text)
+    #[cfg(target_arch = "wasm32")]
+    return tokens::count(text);
+    #[cfg(not(target_arch = "wasm32"))]
+    return crate::native::host().count_tokens(text);
+}
+
+/// Stores `content` with this compaction's archive (the `archive:write` grant) and returns its
+/// `artifact://` URI; a refusal or an unavailable archive is `unavailable`, so the chain
+/// moves on.
+pub fn store_artifact(content: &str) -> Result<String, StrategyError> {
+    #[cfg(target_arch = "wasm32")]
+    return crate::host::archive::put_artifact(content).map_err(|e| match e {
+        crate::host::archive::ArchiveError::Denied(why) | crate::host::archive::ArchiveError::Unavailable(why) => {
+            StrategyError::Unavailable(format!("archive write: {why}"))
+        }
+        other => StrategyError::Failed(format!("archive write: {other:?}")),
+    });
+    #[cfg(not(target_arch = "wasm32"))]
+    return crate::native::host().put_artifact(content).map_err(|why| StrategyError::Unavailable(format!("archive write: {why}")));
+}
+
+fn log(level: log::Level, message: &str) {
+    #[cfg(target_arch = "wasm32")]
+    log::log(level, message);
+    #[cfg(not(target_arch = "wasm32"))]
+    crate::native::host().log(level, message);
 }
 
 /// Recounts an entry's tokens after its parts changed.
@@ -43,11 +70,11 @@ impl RuleEntry for Entry {
 }
 
 pub fn log_info(message: &str) {
-    log::log(log::Level::Info, message);
+    log(log::Level::Info, message);
 }
 
 pub fn log_warn(message: &str) {
-    log::log(log::Level::Warn, message);
+    log(log::Level::Warn, message);
 }
 
 /// `cuts[i]` is true when history may be cut just before entry `i` without separating a

@@ -41,6 +41,8 @@
 
 pub mod checkpoint;
 mod helpers;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod native;
 pub mod prompt;
 
 pub use helpers::*;

@@ -1,6 +1,7 @@
 //! One module per CLI verb.
 
 pub mod artifact;
+pub mod bench;
 pub mod boundary;
 pub mod compact;
 pub mod demo;

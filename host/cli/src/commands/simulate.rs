@@ -36,9 +36,9 @@ pub struct Args {
 }
 
 #[derive(Serialize)]
-struct Event {
+pub struct Event {
     turn: u32,
-    kind: &'static str,
+    pub kind: &'static str,
     tokens_before: u64,
     tokens_after: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -60,13 +60,13 @@ struct Threshold {
 }
 
 #[derive(Serialize)]
-struct Simulation {
+pub struct Simulation {
     file: String,
     window: u64,
-    turns: u32,
+    pub turns: u32,
     /// The trigger's thresholds in tokens, read from the policy.
     thresholds: Vec<Threshold>,
-    events: Vec<Event>,
+    pub events: Vec<Event>,
     series: Vec<Point>,
     max_tokens: u64,
 }
@@ -78,13 +78,46 @@ pub fn run(args: Args) -> Result<()> {
     let temp = tempfile::tempdir()?;
     let home = Home::open(args.home.as_deref().unwrap_or(temp.path()))?;
     let (cairn, policy) = setup::host_and_policy(&args.plugin_dir, args.policy.as_deref())?;
-    let thresholds = thresholds(&policy, args.window, args.reserve);
     let lifecycle = Lifecycle::new(cairn, home, policy);
     let key = ConversationKey::derive(&format!("simulate-{}", args.file.file_stem().unwrap_or_default().to_string_lossy()));
+    let progress = |event: &Event| {
+        if !args.json {
+            let Event { turn, kind, tokens_before: before, tokens_after: after, detail } = event;
+            eprintln!("turn {turn:>4}: {kind:<9} {before:>8} → {after:>8} tokens{}", detail.as_deref().map(|d| format!("  ({d})")).unwrap_or_default());
+        }
+    };
+    let sim = replay(&lifecycle, &key, &transcript, name, args.window, args.reserve, progress)?;
+    if let Some(plot) = &args.plot {
+        draw(&sim, plot)?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&sim)?);
+    } else {
+        let count = |k: &str| sim.events.iter().filter(|e| e.kind == k).count();
+        println!(
+            "{} turns, window {}: {} advice, {} compactions, {} handovers, {} deferred; peak context {} tokens ({:.0}% of the window)",
+            sim.turns, args.window, count("advice"), count("compact"), count("handover"), count("deferred"), sim.max_tokens,
+            100.0 * sim.max_tokens as f64 / args.window as f64
+        );
+    }
+    Ok(())
+}
 
+/// Replays `transcript` turn by turn through `lifecycle` as a harness would: each turn's
+/// entries join the working context, then the boundary is reported (`cairn bench` times this).
+pub fn replay(
+    lifecycle: &Lifecycle,
+    key: &ConversationKey,
+    transcript: &Transcript,
+    name: String,
+    window: u64,
+    reserve: u64,
+    mut progress: impl FnMut(&Event),
+) -> Result<Simulation> {
+    let thresholds = thresholds(lifecycle.policy(), window, reserve);
     let turns = transcript.entries.iter().map(|e| e.turn).max().unwrap_or(0);
     let mut context: Vec<Entry> = Vec::new();
-    let mut sim = Simulation { file: name, window: args.window, turns, thresholds, events: Vec::new(), series: Vec::new(), max_tokens: 0 };
+    let mut sim = Simulation { file: name, window, turns, thresholds, events: Vec::new(), series: Vec::new(), max_tokens: 0 };
     for turn in 0..=turns {
         context.extend(transcript.entries.iter().filter(|e| e.turn == turn).cloned());
         let outcome = lifecycle.boundary_blocking(BoundaryReport {
@@ -92,8 +125,8 @@ pub fn run(args: Args) -> Result<()> {
             turn,
             turn_complete: true,
             tool_call_outstanding: outstanding_call(&context),
-            window: args.window,
-            reserve: args.reserve,
+            window,
+            reserve,
             usage: Usage::Counted,
             transcript: Transcript::new(context.clone()),
         })?;
@@ -112,25 +145,11 @@ pub fn run(args: Args) -> Result<()> {
             // Say why: the commit policy's refusal, else the last step's message.
             Action::Failed => ("failed", outcome.report.as_ref().and_then(|r| r.rejected.clone().or_else(|| r.steps.last().and_then(|s| s.message.clone())))),
         };
-        if !args.json {
-            eprintln!("turn {turn:>4}: {kind:<9} {before:>8} → {after:>8} tokens{}", detail.as_deref().map(|d| format!("  ({d})")).unwrap_or_default());
-        }
-        sim.events.push(Event { turn, kind, tokens_before: before, tokens_after: after, detail });
+        let event = Event { turn, kind, tokens_before: before, tokens_after: after, detail };
+        progress(&event);
+        sim.events.push(event);
     }
-    if let Some(plot) = &args.plot {
-        draw(&sim, plot)?;
-    }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&sim)?);
-    } else {
-        let count = |k: &str| sim.events.iter().filter(|e| e.kind == k).count();
-        println!(
-            "{} turns, window {}: {} advice, {} compactions, {} handovers, {} deferred; peak context {} tokens ({:.0}% of the window)",
-            turns, args.window, count("advice"), count("compact"), count("handover"), count("deferred"), sim.max_tokens,
-            100.0 * sim.max_tokens as f64 / args.window as f64
-        );
-    }
-    Ok(())
+    Ok(sim)
 }
 
 /// The levels the policy's trigger acts at: every `*_at` share of the window in its config

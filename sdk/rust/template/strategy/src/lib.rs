@@ -3,9 +3,8 @@
 //! touched, so every call keeps its result, and only the entries the host offers (between the
 //! protected head and the verbatim tail, not pinned) change.
 
-use cairn_sdk::host::archive;
 use cairn_sdk::types::*;
-use cairn_sdk::{count_tokens, export_strategy, log_info, parse_config, placeholder_text, range_of, recount, replaceable_range, Strategy};
+use cairn_sdk::{count_tokens, export_strategy, log_info, parse_config, placeholder_text, range_of, recount, replaceable_range, store_artifact, Strategy};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -42,7 +41,7 @@ impl Strategy for Plugin {
                     }
                     if let Some((head, tail)) = clip(&result.content, &config) {
                         let tokens = count_tokens(&result.content);
-                        let uri = archive::put_artifact(&result.content).map_err(|e| StrategyError::Failed(format!("storing an output: {e:?}")))?;
+                        let uri = store_artifact(&result.content)?;
                         result.content = format!("{head}\n{}\n{tail}", placeholder_text("clipped", tokens, &uri));
                         result.elided = Some(uri);
                         clipped = true;

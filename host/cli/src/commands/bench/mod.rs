@@ -1,0 +1,301 @@
+//! `cairn bench SESSION…`: Cairn beside its baselines, measured in one run on the same files,
+//! each figure with its ratio (these machines are noisy: only ratios mean anything).
+//! - Pi 0.73.1's own compaction code in node (`pi.rs`): cold process, warm end to end, the
+//!   per-turn replay, peak memory;
+//! - shake-elide built natively (`native.rs`) against the same crate as a Wasm component;
+//! - warm instantiation, a 1 MiB transcript across the component boundary, start-up with every
+//!   bundled plugin from the code cache, the tokenizer against raw tiktoken-rs.
+
+mod native;
+mod pi;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use cairn::chain::{StepInput, Window};
+use cairn::record::{Purpose, TriggerInput};
+use cairn::storage::{ConversationKey, Home};
+use cairn::transcript::{formats, sample};
+use cairn::Lifecycle;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::setup;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Pi session files (e.g. ../shared/transcripts/pi/*.jsonl).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Fewer iterations (CI).
+    #[arg(long)]
+    quick: bool,
+    /// Leave out Pi's baseline (no node needed).
+    #[arg(long)]
+    no_pi: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+/// One figure beside its baseline.
+#[derive(Serialize)]
+struct Row {
+    figure: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
+    unit: &'static str,
+    cairn: f64,
+    baseline_name: &'static str,
+    baseline: Option<f64>,
+    /// cairn / baseline: below 1 Cairn is ahead.
+    ratio: Option<f64>,
+    goal: &'static str,
+}
+
+struct Bench {
+    iterations: usize,
+    progress: ProgressBar,
+    rows: Vec<Row>,
+}
+
+impl Bench {
+    #[allow(clippy::too_many_arguments)]
+    fn row(&mut self, figure: &'static str, file: Option<&str>, unit: &'static str, cairn: f64, baseline_name: &'static str, baseline: Option<f64>, goal: &'static str) {
+        let ratio = baseline.filter(|b| *b > 0.0).map(|b| cairn / b);
+        self.rows.push(Row { figure, file: file.map(str::to_string), unit, cairn, baseline_name, baseline, ratio, goal });
+        self.progress.inc(1);
+    }
+}
+
+pub fn run(args: Args) -> Result<()> {
+    if cfg!(debug_assertions) {
+        eprintln!("note: a debug build; the native baselines are unoptimized here. Measure with `cargo run --release -- bench …`.");
+    }
+    let iterations = if args.quick { 3 } else { 20 };
+    let pi = if args.no_pi { None } else { pi::Baseline::install()? };
+    let per_file = if pi.is_some() { 6 } else { 3 };
+    let progress = ProgressBar::new((args.files.len() * per_file + 5) as u64);
+    progress.set_style(ProgressStyle::with_template("{spinner} {bar:30} {pos}/{len} {msg}").expect("a valid template"));
+    let mut bench = Bench { iterations, progress, rows: Vec::new() };
+
+    for file in &args.files {
+        let name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        bench.progress.set_message(name.clone());
+        per_session(&mut bench, file, &name, pi.as_ref())?;
+    }
+    bench.progress.set_message("host");
+    host_figures(&mut bench)?;
+    bench.progress.finish_and_clear();
+
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&bench.rows)?);
+    } else {
+        print_table(&bench.rows, iterations);
+    }
+    Ok(())
+}
+
+fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Baseline>) -> Result<()> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let exe = std::env::current_exe()?;
+    let temp = tempfile::tempdir()?;
+
+    // Cold: one whole process each (the code cache warm, as after the first run).
+    let cold = (0..bench.iterations.min(5)).map(|i| cold_cairn(&exe, file, temp.path(), &format!("cold-{i}"))).collect::<Result<Vec<_>>>()?;
+    let (cold_ms, cold_rss) = (median(cold.iter().map(|c| c.0).collect()), cold.iter().map(|c| c.1).fold(0.0, f64::max));
+    let pi_cold = pi.map(|p| p.cold(file, bench.iterations.min(5))).transpose()?;
+    bench.row("cold compaction (process)", Some(name), "ms", cold_ms, "Pi cold process", pi_cold.as_ref().map(|c| c.ms), "≤ 0.5×");
+
+    // Warm, in process, end to end from the text.
+    let cairn = setup::host(&[])?;
+    let policy = cairn.default_policy()?;
+    let home = Home::open(&temp.path().join("warm"))?;
+    let mut samples = Vec::new();
+    for i in 0..=bench.iterations {
+        let started = Instant::now();
+        let (transcript, _) = formats::parse(&text, name)?;
+        let mut store = home.conversation(&ConversationKey::parse(&format!("warm-{i}"))?)?;
+        cairn.compact(&policy, &mut store, &transcript, name)?;
+        // The first run warms caches.
+        if i > 0 {
+            samples.push(ms(started.elapsed()));
+        }
+    }
+    let pi_warm = pi.map(|p| p.warm(file, bench.iterations)).transpose()?;
+    bench.row("warm compaction, end to end from text (p50)", Some(name), "ms", median(samples), "Pi warm prepareCompaction", pi_warm, "≤ 1×");
+
+    // The per-turn replay.
+    let (transcript, _) = formats::parse(&text, name)?;
+    let (replay_host, replay_policy) = setup::host_and_policy(&[], None)?;
+    let lifecycle = Lifecycle::new(replay_host, Home::open(&temp.path().join("replay"))?, replay_policy);
+    let started = Instant::now();
+    let key = ConversationKey::derive(&format!("replay-{name}"));
+    crate::commands::simulate::replay(&lifecycle, &key, &transcript, name.to_string(), 128_000, 16_384, |_| {})?;
+    let replay_ms = ms(started.elapsed());
+    let pi_replay = pi.map(|p| p.replay(file)).transpose()?;
+    bench.row("per-turn replay (simulate, window 128k)", Some(name), "ms", replay_ms, "Pi turn-by-turn replay", pi_replay, "≤ 1×");
+    if pi.is_some() {
+        bench.row("peak memory, cold compaction", Some(name), "MiB", cold_rss, "Pi cold process", pi_cold.map(|c| c.rss_mib), "≤ 1×");
+    }
+
+    // shake-elide: the Wasm component (as the chain calls it) against the same crate natively.
+    let mut counted = transcript.clone();
+    cairn.tokenizer().count_transcript(&mut counted);
+    let total = counted.total_tokens();
+    let settings = &policy.compaction;
+    let window = Window::compute(&counted.entries, settings.keep_recent(total), settings.target(total));
+    let config = policy.chain[0].config.clone();
+    let input = StepInput {
+        purpose: Purpose::Compact,
+        entries: &counted.entries,
+        window: &window,
+        archive_id: "a-0000000000000000",
+        archive: None,
+        preserve: None,
+        resume: None,
+        previous_checkpoint: None,
+        deadline: Instant::now() + Duration::from_secs(600),
+    };
+    let wasm = median(
+        (0..bench.iterations)
+            .map(|_| {
+                let started = Instant::now();
+                let answer = cairn.run_step(&policy, 0, &input).expect("the default chain has a first step");
+                anyhow::ensure!(answer.output.is_ok(), "shake-elide failed in Wasm: {:?}", answer.output.err());
+                Ok(started.elapsed().as_secs_f64() * 1e3)
+            })
+            .collect::<Result<Vec<_>>>()?,
+    );
+    let native = median((0..bench.iterations).map(|_| ms(native::shake_elide(&counted, &window, &config))).collect());
+    bench.row("shake-elide: Wasm component vs native build", Some(name), "ms", wasm, "the same crate, native", Some(native), "≤ 1.3×");
+    Ok(())
+}
+
+fn host_figures(bench: &mut Bench) -> Result<()> {
+    // Start-up with every bundled plugin from the code cache (warmed by the runs above), and the
+    // tokenizer's first load, which start-up excludes.
+    let started = Instant::now();
+    let cairn = setup::host(&[])?;
+    let startup = ms(started.elapsed());
+    bench.row("start-up, every bundled plugin from the cache", None, "ms", startup, "budget: 10 ms", Some(10.0), "≤ 10 ms + tokenizer");
+
+    // Warm instantiation and one call: the trigger in a fresh store each time.
+    let policy = cairn.default_policy()?;
+    let trigger = policy.trigger.as_ref().context("the default policy has a trigger")?;
+    let input = TriggerInput { context_tokens: Some(50_000), window: 128_000, reserve: 16_384, turn: 7, turns_since_maintenance: None, cooldown_left: 0, pending: None, recent: vec![] };
+    let mut calls: Vec<f64> = (0..bench.iterations * 50)
+        .map(|_| {
+            let started = Instant::now();
+            let _ = cairn.ask_trigger(trigger, &input, policy.compaction.breaker());
+            started.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    calls.sort_by(f64::total_cmp);
+    bench.row("warm instantiation + call, p50", None, "µs", percentile(&calls, 0.50), "—", None, "");
+    bench.row("warm instantiation + call, p99", None, "µs", percentile(&calls, 0.99), "—", None, "");
+
+    // A 1 MiB transcript into the component and its outcome back.
+    let mut big = sample::coding_session(8);
+    while big.entries.iter().map(|e| e.model_text().len()).sum::<usize>() < 1 << 20 {
+        let more = sample::coding_session(8);
+        let offset = big.entries.len();
+        big.entries.extend(more.entries.into_iter().skip(1).map(|mut e| {
+            e.id = format!("{}-{offset}", e.id);
+            e
+        }));
+    }
+    cairn.tokenizer().count_transcript(&mut big);
+    let total = big.total_tokens();
+    let window = Window::compute(&big.entries, policy.compaction.keep_recent(total), policy.compaction.target(total));
+    let input = StepInput {
+        purpose: Purpose::Compact,
+        entries: &big.entries,
+        window: &window,
+        archive_id: "a-0000000000000000",
+        archive: None,
+        preserve: None,
+        resume: None,
+        previous_checkpoint: None,
+        deadline: Instant::now() + Duration::from_secs(600),
+    };
+    let across = median(
+        (0..bench.iterations)
+            .map(|_| {
+                let started = Instant::now();
+                cairn.run_step(&policy, 0, &input);
+                started.elapsed().as_secs_f64() * 1e3
+            })
+            .collect(),
+    );
+    let native = median((0..bench.iterations).map(|_| ms(native::shake_elide(&big, &window, &policy.chain[0].config))).collect());
+    bench.row("1 MiB transcript through shake-elide, Wasm vs native", None, "ms", across, "the same crate, native", Some(native), "≤ 1.3×");
+
+    // The tokenizer: Cairn's counting (pieces at pre-token boundaries) against raw tiktoken-rs.
+    let text: String = big.entries.iter().map(|e| e.model_text()).collect();
+    let tokenizer = cairn.tokenizer();
+    let started = Instant::now();
+    let ours = tokenizer.count(&text);
+    let ours_mbs = text.len() as f64 / 1e6 / started.elapsed().as_secs_f64();
+    let raw = tiktoken_rs::o200k_base_singleton();
+    let started = Instant::now();
+    let theirs = raw.encode_ordinary(&text).len();
+    let raw_mbs = text.len() as f64 / 1e6 / started.elapsed().as_secs_f64();
+    bench.row("tokenizer throughput", None, "MB/s", ours_mbs, "tiktoken-rs encode_ordinary", Some(raw_mbs), "≥ 1×");
+    let exact = if theirs == 0 { 100.0 } else { 100.0 * (1.0 - (ours as f64 - theirs as f64).abs() / theirs as f64) };
+    bench.row("tokenizer exactness (1 MiB session)", None, "%", exact, "tiktoken-rs", Some(100.0), "= 100 %");
+    Ok(())
+}
+
+/// One process run to completion: wall time (ms), stdout and stderr.
+fn timed_process(command: &mut Command) -> Result<(f64, String, String)> {
+    let started = Instant::now();
+    let out = command.stdin(Stdio::null()).output().with_context(|| format!("starting {command:?}"))?;
+    let elapsed = ms(started.elapsed());
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+    if !out.status.success() {
+        bail!("{command:?} failed: {stderr}");
+    }
+    Ok((elapsed, stdout, stderr))
+}
+
+/// A cold `cairn compact`: wall time and the process's own peak memory (MiB), which it
+/// reports on stderr when `CAIRN_PEAK_RSS` is set (getrusage would count the bench's own
+/// pages, copied at fork).
+fn cold_cairn(exe: &Path, file: &Path, home: &Path, conversation: &str) -> Result<(f64, f64)> {
+    let (ms, _, stderr) = timed_process(Command::new(exe).args(["compact"]).arg(file).arg("--home").arg(home).args(["--conversation", conversation]).env("CAIRN_PEAK_RSS", "1"))?;
+    let kib = stderr.lines().find_map(|l| l.strip_prefix("cairn: peak-rss-kib ")).and_then(|n| n.trim().parse::<f64>().ok()).context("cairn reported no peak memory")?;
+    Ok((ms, kib / 1024.0))
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    percentile(&values, 0.5)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted.get(((sorted.len().saturating_sub(1)) as f64 * p).round() as usize).copied().unwrap_or(0.0)
+}
+
+fn print_table(rows: &[Row], iterations: usize) {
+    println!("{:<52} {:<28} {:>12} {:>12}  {:<28} {:>7}  goal", "figure", "session", "cairn", "baseline", "baseline is", "ratio");
+    for row in rows {
+        let value = |v: f64| format!("{v:.2} {}", row.unit);
+        println!(
+            "{:<52} {:<28} {:>12} {:>12}  {:<28} {:>7}  {}",
+            row.figure,
+            row.file.as_deref().unwrap_or(""),
+            value(row.cairn),
+            row.baseline.map(value).unwrap_or_else(|| "—".into()),
+            row.baseline_name,
+            row.ratio.map(|r| format!("{r:.2}×")).unwrap_or_else(|| "—".into()),
+            row.goal
+        );
+    }
+    println!("({iterations} iterations per figure; ratios below 1 mean Cairn is ahead; these machines are noisy)");
+}
