@@ -63,10 +63,35 @@ impl Tokenizer {
         }
     }
 
+    /// An entry's count is kept (by a hash of its text) for the life of the process: entries
+    /// are immutable and come back at every boundary, so each is counted once, and a boundary
+    /// costs in proportion to what is new.
     pub fn count_entry(&self, entry: &mut crate::transcript::Entry) {
-        entry.tokens = self.count(&entry.model_text()).saturating_add(ENTRY_OVERHEAD);
+        let text = entry.model_text();
+        let key = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::hash::DefaultHasher::new();
+            text.hash(&mut hasher);
+            hasher.finish()
+        };
+        let known = ENTRY_COUNTS.lock().ok().and_then(|counts| counts.get(&key).copied());
+        let tokens = known.unwrap_or_else(|| {
+            let tokens = self.count(&text);
+            if let Ok(mut counts) = ENTRY_COUNTS.lock() {
+                if counts.len() >= MAX_KEPT_COUNTS {
+                    counts.clear();
+                }
+                counts.insert(key, tokens);
+            }
+            tokens
+        });
+        entry.tokens = tokens.saturating_add(ENTRY_OVERHEAD);
     }
 }
+
+/// Entry counts kept by text hash; cleared when this many are kept (~4 MiB).
+const MAX_KEPT_COUNTS: usize = 200_000;
+static ENTRY_COUNTS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<u64, u32>>> = std::sync::LazyLock::new(Default::default);
 
 /// Splits `text` into pieces of at most [`PIECE_BYTES`], each cut where the o200k
 /// pre-tokenizer ends a token whatever follows: right after a word or number, before a
