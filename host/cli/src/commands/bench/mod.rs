@@ -17,7 +17,7 @@ use anyhow::{bail, Context, Result};
 use cairn::chain::{StepInput, Window};
 use cairn::record::{Purpose, TriggerInput};
 use cairn::storage::{ConversationKey, Home};
-use cairn::transcript::{formats, sample};
+use cairn::transcript::{formats, sample, Transcript};
 use cairn::Lifecycle;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -141,34 +141,7 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
     }
 
     // shake-elide: the Wasm component (as the chain calls it) against the same crate natively.
-    let mut counted = transcript.clone();
-    cairn.tokenizer().count_transcript(&mut counted);
-    let total = counted.total_tokens();
-    let settings = &policy.compaction;
-    let window = Window::compute(&counted.entries, settings.keep_recent(total), settings.target(total));
-    let config = policy.chain[0].config.clone();
-    let input = StepInput {
-        purpose: Purpose::Compact,
-        entries: &counted.entries,
-        window: &window,
-        archive_id: "a-0000000000000000",
-        archive: None,
-        preserve: None,
-        resume: None,
-        previous_checkpoint: None,
-        deadline: Instant::now() + Duration::from_secs(600),
-    };
-    let wasm = median(
-        (0..bench.iterations)
-            .map(|_| {
-                let started = Instant::now();
-                let answer = cairn.run_step(&policy, 0, &input).expect("the default chain has a first step");
-                anyhow::ensure!(answer.output.is_ok(), "shake-elide failed in Wasm: {:?}", answer.output.err());
-                Ok(started.elapsed().as_secs_f64() * 1e3)
-            })
-            .collect::<Result<Vec<_>>>()?,
-    );
-    let native = median((0..bench.iterations).map(|_| ms(native::shake_elide(&counted, &window, &config))).collect());
+    let (wasm, native) = shake_elide_wasm_vs_native(bench.iterations, &cairn, &policy, transcript)?;
     bench.row("shake-elide: Wasm component vs native build", Some(name), "ms", wasm, "the same crate, native", Some(native), "≤ 1.3×");
     Ok(())
 }
@@ -206,30 +179,7 @@ fn host_figures(bench: &mut Bench) -> Result<()> {
             e
         }));
     }
-    cairn.tokenizer().count_transcript(&mut big);
-    let total = big.total_tokens();
-    let window = Window::compute(&big.entries, policy.compaction.keep_recent(total), policy.compaction.target(total));
-    let input = StepInput {
-        purpose: Purpose::Compact,
-        entries: &big.entries,
-        window: &window,
-        archive_id: "a-0000000000000000",
-        archive: None,
-        preserve: None,
-        resume: None,
-        previous_checkpoint: None,
-        deadline: Instant::now() + Duration::from_secs(600),
-    };
-    let across = median(
-        (0..bench.iterations)
-            .map(|_| {
-                let started = Instant::now();
-                cairn.run_step(&policy, 0, &input);
-                started.elapsed().as_secs_f64() * 1e3
-            })
-            .collect(),
-    );
-    let native = median((0..bench.iterations).map(|_| ms(native::shake_elide(&big, &window, &policy.chain[0].config))).collect());
+    let (across, native) = shake_elide_wasm_vs_native(bench.iterations, &cairn, &policy, big.clone())?;
     bench.row("1 MiB transcript through shake-elide, Wasm vs native", None, "ms", across, "the same crate, native", Some(native), "≤ 1.3×");
 
     // The tokenizer: Cairn's counting (pieces at pre-token boundaries) against raw tiktoken-rs.
@@ -246,6 +196,36 @@ fn host_figures(bench: &mut Bench) -> Result<()> {
     let exact = if theirs == 0 { 100.0 } else { 100.0 * (1.0 - (ours as f64 - theirs as f64).abs() / theirs as f64) };
     bench.row("tokenizer exactness (1 MiB session)", None, "%", exact, "tiktoken-rs", Some(100.0), "= 100 %");
     Ok(())
+}
+
+/// Median ms of shake-elide (the default chain's first step) on `transcript` as a Wasm
+/// component through the host, and of its source built natively, on the same window.
+fn shake_elide_wasm_vs_native(iterations: usize, cairn: &cairn::Cairn, policy: &cairn::CheckedPolicy, mut transcript: Transcript) -> Result<(f64, f64)> {
+    cairn.tokenizer().count_transcript(&mut transcript);
+    let total = transcript.total_tokens();
+    let settings = &policy.compaction;
+    let window = Window::compute(&transcript.entries, settings.keep_recent(total), settings.target(total));
+    let input = StepInput {
+        purpose: Purpose::Compact,
+        entries: &transcript.entries,
+        window: &window,
+        archive_id: "a-0000000000000000",
+        archive: None,
+        preserve: None,
+        resume: None,
+        previous_checkpoint: None,
+        deadline: Instant::now() + Duration::from_secs(600),
+    };
+    let wasm = (0..iterations)
+        .map(|_| {
+            let started = Instant::now();
+            let answer = cairn.run_step(policy, 0, &input).context("the default chain has a first step")?;
+            anyhow::ensure!(answer.output.is_ok(), "shake-elide failed in Wasm: {:?}", answer.output.err());
+            Ok(ms(started.elapsed()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let native_ms: Vec<f64> = (0..iterations).map(|_| ms(native::shake_elide(&transcript, &window, &policy.chain[0].config))).collect();
+    Ok((median(wasm), median(native_ms)))
 }
 
 /// One process run to completion: wall time (ms), stdout and stderr.
