@@ -2,7 +2,7 @@
 //! every figure with a baseline (Pi's own code in node, the native build of shake-elide, raw
 //! tiktoken-rs) has its ratio.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-mod support;
+use crate::support;
 
 use cairn::record::{CompactionReport, OutcomeClass};
 use cairn::recall::{self, HistoryCall};

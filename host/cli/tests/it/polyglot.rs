@@ -2,7 +2,7 @@
 //! (componentize-py, jco) by `cairn plugins build`, run through the host on the recorded
 //! sessions in `../shared/transcripts`; and `cairn new` for both languages.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! traps, loops, eats memory or lies as its config says. Each failure gets its class, the
 //! chain still commits, and the durable record holds every step.
 
-mod support;
+use crate::support;
 
 use cairn::record::{CompactionReport, Event, OutcomeClass};
 use cairn::storage::{ArtifactUri, ConversationKey, Home};

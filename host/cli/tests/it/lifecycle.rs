@@ -1,7 +1,7 @@
 //! The lifecycle through the real binary: the seed policy on a real session (`simulate`), and
 //! crashes — SIGKILL at every point of a compaction and a handover — followed by a restart.
 
-mod support;
+use crate::support;
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The lifecycle as a harness drives it: unknown usage, thresholds, cooldown, agent requests,
 //! deferral while a tool runs, the no-progress pause and at-least-once notices.
 
-mod support;
+use crate::support;
 
 use cairn::lifecycle::{Action, AgentRequest, BoundaryReport, RequestKind, Usage};
 use cairn::record::{Event, OutcomeClass};

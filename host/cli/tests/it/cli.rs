@@ -1,7 +1,7 @@
 //! The real `cairn` binary on real transcripts (from `../shared/transcripts`, recorded by
 //! others) and on generated ones, with real Wasm components.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! (`mcp` from PyPI: every tool, two servers on one conversation, a policy swap under load),
 //! and the Pi extension tested with Pi's own code from npm.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

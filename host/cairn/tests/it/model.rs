@@ -2,7 +2,7 @@
 //! model chain with the real plugins: a bad reply is `invalid`, a refused connection is
 //! `unavailable`, a slow model is `timeout`, and the chain still commits.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

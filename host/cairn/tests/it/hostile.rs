@@ -3,7 +3,7 @@
 //! answers. Each must end as its outcome class, on time, with the host's memory bounded, and
 //! the chain must go on to a committed outcome.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
@@ -62,7 +62,7 @@ fn run(component: &[u8], timeout_ms: u64) -> (CompactionReport, Duration) {
     let started = Instant::now();
     let report = cairn.compact(&policy, &mut store, &sample::coding_session(8), "hostile").unwrap();
     let took = started.elapsed();
-    // For the record of what each attack costs (`cargo test --test hostile -- --nocapture`).
+    // For the record of what each attack costs (`cargo test -p cairn --test it hostile -- --nocapture`).
     eprintln!("measured: {:?} in {} ms (step), peak RSS {} MiB", report.steps[0].outcome, report.steps[0].millis, peak_rss_mib());
     assert!(report.steps[1].plugin.starts_with("shake-elide@") && report.steps[1].outcome == OutcomeClass::Ok, "the chain goes on: {:#?}", report.steps);
     assert!(peak_rss_mib() < 1_024, "the host's peak memory stays bounded: {} MiB", peak_rss_mib());

@@ -1,0 +1,10 @@
+//! Every integration test of this crate in one binary: each test file would otherwise link
+//! all of wasmtime again (slow, and gigabytes of disk in a debug build).
+
+mod authoring;
+mod bench;
+mod cli;
+mod embedding;
+mod lifecycle;
+mod polyglot;
+mod support;
