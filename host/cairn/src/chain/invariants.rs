@@ -1,6 +1,6 @@
 //! The host's checks on every strategy outcome. Plugins are untrusted: whatever they return,
-//! the working context that comes out of here keeps its protected parts, its pinned entries
-//! and its tool-call/result pairing, and invents no entry ids.
+//! the working context that comes out of here keeps its protected parts, its pinned entries,
+//! its tool-call/result pairing and each provider response whole, and invents no entry ids.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -43,6 +43,17 @@ pub fn apply(entries: &[Entry], window: &Window, output: StrategyOutput, archive
     if last >= window.tail_start {
         return Err(StepError::Invariant(format!("the replaced range reaches into the verbatim tail (entry {})", entries[last].id)));
     }
+    // A replaced range holds whole provider responses: the blocks of one response (reasoning,
+    // text, parallel calls) are replayed together or not at all.
+    for (inside, outside) in [(first, first.checked_sub(1)), (last, Some(last + 1))] {
+        if outside.and_then(|o| entries.get(o)).is_some_and(|o| super::window::same_response(o, &entries[inside])) {
+            return Err(StepError::Invariant(format!(
+                "the replaced range splits provider response {} at entry {}",
+                clip(entries[inside].response.as_deref().unwrap_or_default()),
+                entries[inside].id
+            )));
+        }
+    }
     let bytes: usize = output.replacement.iter().map(|e| e.model_text().len()).sum();
     if bytes > MAX_REPLACEMENT_BYTES || output.replacement.len() > last - first + 1 + MAX_EXTRA_ENTRIES {
         return Err(StepError::Invalid(format!("the replacement is too large ({} entries, {bytes} bytes)", output.replacement.len())));
@@ -61,6 +72,11 @@ pub fn apply(entries: &[Entry], window: &Window, output: StrategyOutput, archive
             }
             if !reused.insert(entry.id.clone()) {
                 return Err(StepError::Invariant(format!("the replacement uses entry id {:?} twice", clip(&entry.id))));
+            }
+            // What the contract does not carry comes back from the original.
+            if let Some(original) = at.map(|i| &entries[i]) {
+                entry.response.clone_from(&original.response);
+                entry.reported_tokens = original.reported_tokens;
             }
         }
         tokenizer.count_entry(entry);
@@ -247,5 +263,27 @@ mod tests {
         let mut changed = carried;
         changed.parts = vec![Part::Text { text: "rewritten".into() }];
         assert!(matches!(check(&pinned, output("u1", "a2", vec![summary(), changed])), Err(StepError::Invariant(m)) if m.contains("pinned")));
+    }
+
+    #[test]
+    fn one_provider_response_is_replaced_whole_or_not_at_all() {
+        // Reasoning and a call from one response, as Codex or the Responses API record them.
+        let mut split = entries();
+        split.insert(2, Entry { response: Some("resp_1".into()), ..text("r0", Role::Assistant) });
+        split[3].response = Some("resp_1".into());
+        split[3].reported_tokens = Some(1234);
+        let window = Window { protected_head: 1, tail_start: 6, token_target: 0 };
+        let tokenizer = &Tokenizer::default();
+        let refused = apply(&split, &window, output("r0", "r0", vec![summary()]), "cmp-1", tokenizer);
+        assert!(matches!(refused, Err(StepError::Invariant(m)) if m.contains("splits provider response resp_1 at entry r0")));
+        // Whole: accepted, and a carried-on entry keeps what the contract does not carry.
+        let mut carried = split[3].clone();
+        carried.response = None;
+        carried.reported_tokens = None;
+        let applied = apply(&split, &window, output("u1", "t1", vec![summary(), carried]), "cmp-1", tokenizer).unwrap();
+        let back = applied.replacement.iter().find(|e| e.id == "a1").unwrap();
+        assert_eq!((back.response.as_deref(), back.reported_tokens), (Some("resp_1"), Some(1234)));
+        // The host's own window never starts the tail inside a response either.
+        assert!(!super::super::window::safe_cuts(&split)[3]);
     }
 }

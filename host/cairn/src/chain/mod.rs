@@ -3,7 +3,7 @@
 //! step is host-native and cannot fail, so a chain always ends.
 
 mod breaker;
-mod invariants;
+pub(crate) mod invariants;
 mod last_resort;
 mod seed;
 mod window;

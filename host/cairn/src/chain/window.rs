@@ -43,7 +43,18 @@ fn protected_head(entries: &[Entry]) -> usize {
 }
 
 /// `cuts[i]`: history may be cut just before entry `i` without separating any tool call
-/// from its result (the rule plugins get from the SDK, written once in `cairn-rules`).
+/// from its result (the rule plugins get from the SDK, written once in `cairn-rules`), nor
+/// two entries of one provider response (which plugins do not see).
 pub fn safe_cuts(entries: &[Entry]) -> Vec<bool> {
-    cairn_rules::safe_cuts(entries)
+    let mut cuts = cairn_rules::safe_cuts(entries);
+    for i in 1..entries.len() {
+        if same_response(&entries[i - 1], &entries[i]) {
+            cuts[i] = false;
+        }
+    }
+    cuts
+}
+
+pub fn same_response(a: &Entry, b: &Entry) -> bool {
+    a.response.is_some() && a.response == b.response
 }

@@ -35,6 +35,18 @@ pub enum Usage {
     Counted,
 }
 
+impl Usage {
+    /// What the transcript itself records (Pi, Claude Code and Codex keep each reply's billed
+    /// usage): the last billed figure plus the host's count of what came after, as Pi and
+    /// Claude Code trigger; the host's count where nothing is recorded.
+    pub fn recorded_or_counted(entries: &[crate::transcript::Entry]) -> Usage {
+        match crate::transcript::reported_usage(entries) {
+            Some((tokens, entries_after)) => Usage::Reported { tokens, entries_after },
+            None => Usage::Counted,
+        }
+    }
+}
+
 /// One turn boundary, as the harness reports it.
 #[derive(Debug, Clone)]
 pub struct BoundaryReport {

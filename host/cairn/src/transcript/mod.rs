@@ -67,6 +67,14 @@ pub struct Entry {
     pub turn: u32,
     #[serde(default)]
     pub pinned: bool,
+    /// The provider's response this entry came from, where the format records it. One
+    /// response may span several entries; a compaction never splits one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<String>,
+    /// The context size the provider billed for the call that produced this entry (input,
+    /// cached and output tokens), where the format records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_tokens: Option<u64>,
 }
 
 /// A whole conversation in the order the model sees it.
@@ -85,6 +93,8 @@ impl Entry {
             tokens: 0,
             turn: 0,
             pinned: false,
+            response: None,
+            reported_tokens: None,
         }
     }
 
@@ -153,4 +163,11 @@ impl Transcript {
     pub fn total_tokens(&self) -> u64 {
         self.entries.iter().map(|e| e.tokens as u64).sum()
     }
+}
+
+/// The provider's last billed context size and how many entries came after it: what Pi and
+/// Claude Code trigger on. `None` when the format records no usage.
+pub fn reported_usage(entries: &[Entry]) -> Option<(u64, usize)> {
+    let (at, tokens) = entries.iter().enumerate().rev().find_map(|(i, e)| e.reported_tokens.filter(|&t| t > 0).map(|t| (i, t)))?;
+    Some((tokens, entries.len() - 1 - at))
 }

@@ -57,6 +57,10 @@ pub struct BoundaryArgs {
     /// Let the host count the whole context.
     #[arg(long)]
     count: bool,
+    /// Use the usage FILE records (Pi, Claude Code and Codex keep each reply's billed
+    /// tokens): the last figure plus the host's count of what came after, else a count.
+    #[arg(long, conflicts_with_all = ["reported_tokens", "count"])]
+    from_transcript: bool,
     /// A tool call is still running.
     #[arg(long)]
     tool_running: bool,
@@ -73,10 +77,11 @@ pub fn boundary(args: BoundaryArgs) -> Result<()> {
     let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {name}"))?;
     let (transcript, _) = formats::parse(&text, &name)?;
     let (lifecycle, key, _) = args.common.lifecycle()?;
-    let usage = match (args.reported_tokens, args.count) {
-        (Some(tokens), _) => Usage::Reported { tokens, entries_after: args.entries_after },
-        (None, true) => Usage::Counted,
-        (None, false) => Usage::Unknown,
+    let usage = match (args.reported_tokens, args.count, args.from_transcript) {
+        (Some(tokens), ..) => Usage::Reported { tokens, entries_after: args.entries_after },
+        (None, true, _) => Usage::Counted,
+        (None, false, true) => Usage::recorded_or_counted(&transcript.entries),
+        (None, false, false) => Usage::Unknown,
     };
     let outcome = lifecycle.boundary_blocking(BoundaryReport {
         conversation: key,

@@ -28,6 +28,7 @@ pub struct Args {
 pub enum OutFormat {
     Cairn,
     Openai,
+    Anthropic,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -38,6 +39,7 @@ pub fn run(args: Args) -> Result<()> {
         let written = match args.out_format {
             OutFormat::Cairn => formats::write_cairn(&report.transcript),
             OutFormat::Openai => formats::write_openai(&report.transcript),
+            OutFormat::Anthropic => formats::write_anthropic(&report.transcript),
         };
         std::fs::write(out, written).with_context(|| format!("writing {}", out.display()))?;
     }

@@ -117,6 +117,9 @@ pub fn replay(
     let thresholds = thresholds(lifecycle.policy(), window, reserve);
     let turns = transcript.entries.iter().map(|e| e.turn).max().unwrap_or(0);
     let mut context: Vec<Entry> = Vec::new();
+    // The recorded usage describes the recorded context; once Cairn has compacted, its own
+    // context is smaller and only a count describes it.
+    let mut recorded_usage_holds = true;
     let mut sim = Simulation { file: name, window, turns, thresholds, events: Vec::new(), series: Vec::new(), max_tokens: 0 };
     for turn in 0..=turns {
         context.extend(transcript.entries.iter().filter(|e| e.turn == turn).cloned());
@@ -127,9 +130,10 @@ pub fn replay(
             tool_call_outstanding: outstanding_call(&context),
             window,
             reserve,
-            usage: Usage::Counted,
+            usage: if recorded_usage_holds { Usage::recorded_or_counted(&context) } else { Usage::Counted },
             transcript: Transcript::new(context.clone()),
         })?;
+        recorded_usage_holds &= !matches!(outcome.action, Action::Compacted | Action::HandedOver);
         let before = outcome.usage.unwrap_or(0);
         context = outcome.transcript.entries;
         let after: u64 = context.iter().map(|e| e.tokens as u64).sum();

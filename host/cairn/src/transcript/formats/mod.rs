@@ -1,7 +1,12 @@
-//! Reading and writing transcripts in the formats Cairn meets: its own JSONL,
-//! Pi coding-agent sessions and OpenAI chat messages.
+//! Reading and writing transcripts in the formats Cairn meets, one file each: its own JSONL,
+//! Pi coding-agent sessions, Claude Code sessions, Codex rollouts, OpenAI chat messages and
+//! Anthropic Messages API JSON. `chat` is what the two API writers share.
 
+mod anthropic;
 mod cairn_jsonl;
+mod chat;
+mod claude_code;
+mod codex;
 mod openai;
 mod pi;
 
@@ -10,22 +15,41 @@ use std::marker::PhantomData;
 
 use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
 
-use crate::transcript::Transcript;
+use std::collections::HashMap;
+
+use crate::transcript::{Part, Role, Transcript};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Cairn,
     Pi,
+    ClaudeCode,
+    Codex,
     OpenAi,
+    Anthropic,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Cairn => "cairn",
+            Format::Pi => "pi",
+            Format::ClaudeCode => "claude-code",
+            Format::Codex => "codex",
+            Format::OpenAi => "openai",
+            Format::Anthropic => "anthropic",
+        }
+    }
+
+    /// Cairn writes it (a harness's own session log only that harness writes).
+    pub fn writable(self) -> bool {
+        matches!(self, Format::Cairn | Format::OpenAi | Format::Anthropic)
+    }
 }
 
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Format::Cairn => "cairn",
-            Format::Pi => "pi",
-            Format::OpenAi => "openai",
-        })
+        f.write_str(self.name())
     }
 }
 
@@ -95,10 +119,25 @@ pub fn parse_as(
     let mut transcript = match format {
         Format::Cairn => return cairn_jsonl::parse(text, source_name),
         Format::Pi => pi::parse(text, source_name)?,
+        Format::ClaudeCode => claude_code::parse(text, source_name)?,
+        Format::Codex => codex::parse(text, source_name)?,
         Format::OpenAi => openai::parse(text, source_name)?,
+        Format::Anthropic => anthropic::parse(text, source_name)?,
     };
     transcript.number_turns();
     Ok(transcript)
+}
+
+/// `t` written in `format`, for the formats Cairn writes (`None`: a harness's own session
+/// log, which only that harness writes).
+pub fn write(format: Format, t: &Transcript) -> Option<String> {
+    match format {
+        Format::Cairn => Some(write_cairn(t)),
+        Format::OpenAi => Some(write_openai(t)),
+        Format::Anthropic => Some(write_anthropic(t)),
+        Format::Pi | Format::ClaudeCode | Format::Codex => None,
+    }
+    .filter(|_| format.writable())
 }
 
 /// Cairn JSONL: a header line, then one entry per line.
@@ -112,6 +151,12 @@ pub fn write_openai(t: &Transcript) -> String {
     openai::write(t)
 }
 
+/// An Anthropic Messages API body (`system`, `messages`), every tool use answered at the
+/// head of the next user message.
+pub fn write_anthropic(t: &Transcript) -> String {
+    anthropic::write(t)
+}
+
 fn strip_bom(text: &str) -> &str {
     text.strip_prefix('\u{feff}').unwrap_or(text)
 }
@@ -121,40 +166,58 @@ fn detect(text: &str, source_name: &str) -> Result<Format, TranscriptError> {
     if trimmed.is_empty() {
         return Err(TranscriptError::new(source_name, None, "empty transcript"));
     }
-    if trimmed.starts_with('[') {
-        return Ok(Format::OpenAi);
-    }
     let (index, first) = text
         .lines()
         .enumerate()
         .find(|(_, l)| !l.trim().is_empty())
         .expect("text has a non-blank line");
     match serde_json::from_str::<serde_json::Value>(first) {
-        Ok(serde_json::Value::Object(header)) => {
-            if header.contains_key("cairn") {
-                Ok(Format::Cairn)
-            } else if header.get("type").and_then(|t| t.as_str()) == Some("session") {
-                Ok(Format::Pi)
-            } else if header
-                .get("messages")
-                .is_some_and(serde_json::Value::is_array)
-            {
-                Ok(Format::OpenAi)
-            } else {
-                Err(TranscriptError::new(
-                    source_name,
-                    Some(index + 1),
-                    "unrecognized transcript: first line has neither a `cairn` key nor \"type\":\"session\"",
-                ))
-            }
-        }
-        // A pretty-printed object spans lines; only OpenAI files are that.
-        Err(_) if trimmed.starts_with('{') => Ok(Format::OpenAi),
+        Ok(serde_json::Value::Object(header)) if header.contains_key("cairn") => Ok(Format::Cairn),
+        Ok(serde_json::Value::Object(header)) if header.get("type").and_then(|t| t.as_str()) == Some("session") => Ok(Format::Pi),
+        Ok(serde_json::Value::Object(header)) if claude_code::detect(&header) => Ok(Format::ClaudeCode),
+        Ok(serde_json::Value::Object(header)) if codex::detect(&header) => Ok(Format::Codex),
+        Ok(serde_json::Value::Object(header)) if header.get("messages").is_some_and(serde_json::Value::is_array) => Ok(chat_api(text)),
+        Ok(serde_json::Value::Array(_)) => Ok(chat_api(text)),
+        Ok(serde_json::Value::Object(_)) => Err(TranscriptError::new(
+            source_name,
+            Some(index + 1),
+            "unrecognized transcript: the first line is no Cairn, Pi, Claude Code or Codex header, nor a chat document",
+        )),
+        // A pretty-printed document spans lines; only chat API files are that.
+        Err(_) if trimmed.starts_with('{') || trimmed.starts_with('[') => Ok(chat_api(text)),
         _ => Err(TranscriptError::new(
             source_name,
             Some(index + 1),
             "unrecognized transcript: expected a JSON object or array",
         )),
+    }
+}
+
+/// OpenAI chat or Anthropic messages, which share `{messages}` and `[…]`: Anthropic's has a
+/// top-level `system`, or blocks only it knows (`tool_use`, `tool_result`, `thinking`). A
+/// document that does not parse goes to the OpenAI reader, which names the error's line.
+fn chat_api(text: &str) -> Format {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Shape {
+        Document { system: Option<serde::de::IgnoredAny>, messages: Vec<Probe> },
+        Messages(Vec<Probe>),
+    }
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        content: Option<serde_json::Value>,
+    }
+    const ANTHROPIC_BLOCKS: &[&str] = &["tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"];
+    let anthropic_blocks = |messages: &[Probe]| {
+        messages.iter().filter_map(|m| m.content.as_ref()?.as_array()).flatten().any(|b| {
+            b.get("type").and_then(|t| t.as_str()).is_some_and(|t| ANTHROPIC_BLOCKS.contains(&t))
+        })
+    };
+    match serde_json::from_str::<Shape>(text) {
+        Ok(Shape::Document { system: Some(_), .. }) => Format::Anthropic,
+        Ok(Shape::Document { messages, .. } | Shape::Messages(messages)) if anthropic_blocks(&messages) => Format::Anthropic,
+        _ => Format::OpenAi,
     }
 }
 
@@ -187,6 +250,30 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for TextOr<T> {
         }
         d.deserialize_any(V(PhantomData))
     }
+}
+
+/// Chat APIs (OpenAI, Anthropic) have no message ids, so an entry's id comes from its role and content: the same
+/// message read again (in the compacted context a harness sends back, say) keeps its id, and a
+/// changed one gets a new id. Positions would shift after every compaction and name other
+/// messages. A repeated message gets `-2`, `-3`, ….
+pub(super) fn content_id(role: Role, parts: &[Part], seen: &mut HashMap<String, usize>) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(serde_json::to_vec(&(role, parts)).unwrap_or_default());
+    let base: String = std::iter::once("m-".to_string()).chain(digest[..6].iter().map(|b| format!("{b:02x}"))).collect();
+    let n = seen.entry(base.clone()).or_insert(0usize);
+    *n += 1;
+    if *n == 1 {
+        base
+    } else {
+        format!("{base}-{n}")
+    }
+}
+
+/// A block or part no reader here understands, kept as text the model can still read: the
+/// JSON as written, under its type.
+fn opaque(value: &serde_json::Value) -> Part {
+    let kind = value.get("type").and_then(|t| t.as_str()).unwrap_or("untyped");
+    Part::Text { text: format!("[{kind} block] {value}") }
 }
 
 /// How an inline base64 image is described instead of kept.
@@ -313,31 +400,37 @@ mod tests {
         assert_eq!(back, t);
     }
 
-    /// Every real transcript: Cairn JSONL round-trips, and OpenAI output
-    /// re-parses with every call answered in place.
+    /// Every real transcript: read by the right reader; Cairn JSONL round-trips exactly; the
+    /// OpenAI and Anthropic outputs re-parse as themselves with every call answered in place
+    /// and every call kept.
     #[test]
     #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
     fn real_transcripts_write_and_reparse() {
         let mut seen = 0;
-        for (sub, ext) in [("pi", "jsonl"), ("openai-chat", "json")] {
-            let files = real_files(sub, ext);
-            for (name, text) in files {
-                let (t, _) = parse(&text, &name).unwrap_or_else(|e| panic!("{e}"));
-                let (back, format) =
-                    parse(&write_cairn(&t), &name).unwrap_or_else(|e| panic!("{e}"));
+        let calls = |t: &Transcript| t.entries.iter().flat_map(|e| e.tool_call_ids()).count();
+        for (sub, ext, reader) in [("pi", "jsonl", Format::Pi), ("openai-chat", "json", Format::OpenAi), ("claude-code", "jsonl", Format::ClaudeCode)] {
+            for (name, text) in real_files(sub, ext) {
+                let (t, format) = parse(&text, &name).unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(format, reader, "{name}");
+                let (back, format) = parse(&write_cairn(&t), &name).unwrap_or_else(|e| panic!("{e}"));
                 assert_eq!(format, Format::Cairn);
                 assert_eq!(back, t, "{name}: cairn round trip");
 
-                let (chat, format) =
-                    parse(&write_openai(&t), &name).unwrap_or_else(|e| panic!("{e}"));
-                assert_eq!(format, Format::OpenAi);
-                assert_calls_answered_in_place(&chat, &name);
-                let calls =
-                    |t: &Transcript| t.entries.iter().flat_map(|e| e.tool_call_ids()).count();
-                assert_eq!(calls(&chat), calls(&t), "{name}: tool calls kept");
+                for (written, shape) in [(write_openai(&t), Format::OpenAi), (write_anthropic(&t), Format::Anthropic)] {
+                    let (chat, format) = parse(&written, &name).unwrap_or_else(|e| panic!("{e}"));
+                    // Text-only messages without a system prompt are the same in both shapes.
+                    assert!(format == shape || calls(&t) == 0, "{name}: {shape} output read as {format}");
+                    assert_calls_answered_in_place(&chat, &name);
+                    assert_eq!(calls(&chat), calls(&t), "{name}: tool calls kept in {shape}");
+                    // What the model reads survives (thinking aside, which no API takes back).
+                    let text_of = |t: &Transcript| -> usize {
+                        t.entries.iter().flat_map(|e| &e.parts).filter(|p| !matches!(p, Part::Thinking { .. })).map(|p| format!("{p:?}").len()).sum()
+                    };
+                    assert!(text_of(&chat) * 10 >= text_of(&t) * 9, "{name}: {shape} output lost content");
+                }
                 seen += 1;
             }
         }
-        assert!(seen >= 5, "only {seen} real transcripts");
+        assert!(seen >= 12, "only {seen} real transcripts");
     }
 }

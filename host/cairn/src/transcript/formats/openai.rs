@@ -1,15 +1,14 @@
 //! OpenAI Chat Completions messages: a JSON array of messages, or an object
 //! with a `messages` array (e.g. OpenHands runs).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{image_reference, TextOr, TranscriptError};
+use super::chat::{self, Speaker};
+use super::{content_id, image_reference, opaque, TextOr, TranscriptError};
 use crate::transcript::{Entry, Origin, Part, Role, Transcript};
 
-/// Stands in for the result of a call that has none, so the output stays valid.
-const NO_RESULT: &str = "[no result recorded]";
 
 #[derive(Deserialize)]
 struct Document {
@@ -29,7 +28,7 @@ enum ChatRole {
 #[derive(Deserialize)]
 struct Message {
     role: ChatRole,
-    content: Option<TextOr<ContentPart>>,
+    content: Option<TextOr<KnownOr<ContentPart>>>,
     tool_calls: Option<Vec<ToolCall>>,
     tool_call_id: Option<String>,
     refusal: Option<String>,
@@ -49,8 +48,15 @@ enum ContentPart {
     Refusal {
         refusal: String,
     },
-    #[serde(other)]
-    Other,
+}
+
+/// A content part this reader knows, or any other JSON, kept as opaque text: a reader never
+/// drops what it does not understand.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum KnownOr<T> {
+    Known(T),
+    Other(serde_json::Value),
 }
 
 #[derive(Deserialize)]
@@ -137,24 +143,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
     Ok(Transcript::new(entries))
 }
 
-/// OpenAI chat has no message ids, so an entry's id comes from its role and content: the same
-/// message read again (in the compacted context a harness sends back, say) keeps its id, and a
-/// changed one gets a new id. Positions would shift after every compaction and name other
-/// messages. A repeated message gets `-2`, `-3`, ….
-fn content_id(role: Role, parts: &[Part], seen: &mut HashMap<String, usize>) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(serde_json::to_vec(&(role, parts)).unwrap_or_default());
-    let base: String = std::iter::once("m-".to_string()).chain(digest[..6].iter().map(|b| format!("{b:02x}"))).collect();
-    let n = seen.entry(base.clone()).or_insert(0usize);
-    *n += 1;
-    if *n == 1 {
-        base
-    } else {
-        format!("{base}-{n}")
-    }
-}
-
-fn content_parts(content: Option<TextOr<ContentPart>>) -> Vec<Part> {
+fn content_parts(content: Option<TextOr<KnownOr<ContentPart>>>) -> Vec<Part> {
     let text = |text: String| (!text.is_empty()).then_some(Part::Text { text });
     match content {
         None => Vec::new(),
@@ -162,13 +151,11 @@ fn content_parts(content: Option<TextOr<ContentPart>>) -> Vec<Part> {
         Some(TextOr::Items(items)) => items
             .into_iter()
             .filter_map(|part| match part {
-                ContentPart::Text { text: t } | ContentPart::Refusal { refusal: t } => text(t),
-                ContentPart::ImageUrl { image_url } => Some(Part::Image {
+                KnownOr::Known(ContentPart::Text { text: t } | ContentPart::Refusal { refusal: t }) => text(t),
+                KnownOr::Known(ContentPart::ImageUrl { image_url }) => Some(Part::Image {
                     reference: describe_url(&image_url.url),
                 }),
-                ContentPart::Other => Some(Part::Text {
-                    text: "[unsupported content part]".into(),
-                }),
+                KnownOr::Other(value) => Some(opaque(&value)),
             })
             .collect(),
     }
@@ -228,126 +215,30 @@ struct OutFunction<'a> {
     arguments: &'a str,
 }
 
-impl OutMessage<'_> {
-    fn text(role: &'static str, text: String) -> Self {
-        OutMessage {
-            role,
-            tool_call_id: None,
-            content: Some(OutContent::Text(text)),
-            tool_calls: Vec::new(),
-        }
-    }
-}
-
-/// (entry index, part index) in a transcript.
-type Position = (usize, usize);
-
 pub(super) fn write(t: &Transcript) -> String {
-    // Each call's results with their position, in transcript order.
-    let mut results: HashMap<&str, Vec<(Position, &str)>> = HashMap::new();
-    for (i, entry) in t.entries.iter().enumerate() {
-        for (j, part) in entry.parts.iter().enumerate() {
-            if let Part::ToolResult {
-                call_id, content, ..
-            } = part
-            {
-                results.entry(call_id).or_default().push(((i, j), content));
-            }
-        }
-    }
-    let mut claimed: HashSet<Position> = HashSet::new();
-    let mut out = Vec::new();
-
-    for (i, entry) in t.entries.iter().enumerate() {
-        let speaks_as_agent = entry.role == Role::Assistant && entry.origin != Origin::Summary;
-        let mut texts = Vec::new();
-        let mut calls = Vec::new();
-        for (j, part) in entry.parts.iter().enumerate() {
-            match part {
-                Part::Text { text } | Part::Placeholder { text, .. } => texts.push(text.clone()),
-                Part::Image { reference } => texts.push(format!("[image: {reference}]")),
-                Part::ToolCall { id, name, args } if speaks_as_agent => {
-                    calls.push((j, id, name, args))
-                }
-                Part::ToolCall { id, name, args } => {
-                    texts.push(format!("[tool call {id}: {name} {args}]"))
-                }
-                Part::Thinking { .. } | Part::ToolResult { .. } => {}
-            }
-        }
-
-        if !texts.is_empty() || !calls.is_empty() {
-            let role = match (entry.origin, entry.role) {
-                (Origin::Summary, _) => "user",
-                (_, Role::System) => "system",
-                (_, Role::Assistant) => "assistant",
-                (_, Role::User | Role::Tool) => "user",
+    let out: Vec<OutMessage> = chat::messages(t)
+        .into_iter()
+        .map(|m| {
+            let (role, tool_call_id) = match m.speaker {
+                Speaker::System => ("system", None),
+                Speaker::User => ("user", None),
+                Speaker::Assistant => ("assistant", None),
+                Speaker::Tool { call_id, .. } => ("tool", Some(call_id)),
             };
+            let mut texts = m.texts;
             let content = match texts.len() {
                 0 => None,
                 1 => texts.pop().map(OutContent::Text),
-                _ => Some(OutContent::Parts(
-                    texts
-                        .into_iter()
-                        .map(|text| OutText { kind: "text", text })
-                        .collect(),
-                )),
+                _ => Some(OutContent::Parts(texts.into_iter().map(|text| OutText { kind: "text", text }).collect())),
             };
-            let tool_calls = calls
+            let tool_calls = m
+                .calls
                 .iter()
-                .map(|&(_, id, name, args)| OutCall {
-                    id,
-                    kind: "function",
-                    function: OutFunction {
-                        name,
-                        arguments: args,
-                    },
-                })
+                .map(|c| OutCall { id: c.id, kind: "function", function: OutFunction { name: c.name, arguments: c.args } })
                 .collect();
-            out.push(OutMessage {
-                role,
-                tool_call_id: None,
-                content,
-                tool_calls,
-            });
-
-            // Each call's answer right after it: its first unclaimed later result.
-            for &(j, id, ..) in &calls {
-                let found = results.get(id.as_str()).and_then(|rs| {
-                    rs.iter()
-                        .find(|(pos, _)| *pos > (i, j) && !claimed.contains(pos))
-                });
-                let content = match found {
-                    Some(&(pos, content)) => {
-                        claimed.insert(pos);
-                        content.to_string()
-                    }
-                    None => NO_RESULT.to_string(),
-                };
-                out.push(OutMessage {
-                    role: "tool",
-                    tool_call_id: Some(id),
-                    content: Some(OutContent::Text(content)),
-                    tool_calls: Vec::new(),
-                });
-            }
-        }
-
-        // Results no earlier call took cannot be tool messages.
-        for (j, part) in entry.parts.iter().enumerate() {
-            if let Part::ToolResult {
-                call_id, content, ..
-            } = part
-            {
-                if !claimed.contains(&(i, j)) {
-                    out.push(OutMessage::text(
-                        "user",
-                        format!("[tool result for unknown call {call_id}]\n{content}"),
-                    ));
-                }
-            }
-        }
-    }
+            OutMessage { role, tool_call_id, content, tool_calls }
+        })
+        .collect();
     serde_json::to_string_pretty(&out).expect("plain structs always serialize")
 }
 
@@ -356,6 +247,7 @@ mod tests {
     use super::super::test_support::{assert_calls_answered_in_place, real_files};
     use super::super::{parse as parse_any, Format};
     use super::*;
+    use super::super::chat::NO_RESULT;
 
     fn entry(id: &str, role: Role, origin: Origin, parts: Vec<Part>) -> Entry {
         Entry {

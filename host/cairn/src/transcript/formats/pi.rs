@@ -61,6 +61,37 @@ struct Message {
     full_output_path: Option<String>,
     #[serde(default)]
     exclude_from_context: bool,
+    // assistant
+    usage: Option<Usage>,
+    stop_reason: Option<String>,
+    response_id: Option<String>,
+}
+
+/// An assistant reply's billed tokens (pi-ai's `Usage`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Usage {
+    #[serde(default)]
+    input: u64,
+    #[serde(default)]
+    output: u64,
+    #[serde(default)]
+    cache_read: u64,
+    #[serde(default)]
+    cache_write: u64,
+    total_tokens: Option<u64>,
+}
+
+impl Message {
+    /// The context size the provider saw, as Pi's `calculateContextTokens` reads it; none for
+    /// aborted or failed replies, which Pi's `getLastAssistantUsage` skips.
+    fn reported_tokens(&self) -> Option<u64> {
+        if matches!(self.stop_reason.as_deref(), Some("aborted" | "error")) {
+            return None;
+        }
+        let u = self.usage.as_ref()?;
+        Some(u.total_tokens.unwrap_or(u.input + u.output + u.cache_read + u.cache_write)).filter(|&t| t > 0)
+    }
 }
 
 #[derive(Deserialize)]
@@ -248,7 +279,11 @@ fn convert_message(id: &str, m: &Message) -> Result<Option<Entry>, String> {
         "user" => entry(id, Role::User, Origin::Operator, content_parts(content)),
         // Aborted or failed replies are kept even when empty; Pi leaves them
         // out of requests, but they are part of the record.
-        "assistant" => entry(id, Role::Assistant, Origin::Agent, content_parts(content)),
+        "assistant" => Entry {
+            response: m.response_id.clone(),
+            reported_tokens: m.reported_tokens(),
+            ..entry(id, Role::Assistant, Origin::Agent, content_parts(content))
+        },
         "toolResult" => {
             let call_id = m
                 .tool_call_id

@@ -69,6 +69,10 @@ impl From<wit::Entry> for Entry {
             tokens: e.tokens,
             turn: e.turn,
             pinned: e.pinned,
+            // Host-side metadata the contract does not carry; `invariants::apply` restores
+            // it on entries a plugin hands back.
+            response: None,
+            reported_tokens: None,
         }
     }
 }

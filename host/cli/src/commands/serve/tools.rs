@@ -135,6 +135,8 @@ enum UsageWord {
     Counted,
     /// Nothing automatic happens.
     Unknown,
+    /// The usage the transcript records (Pi, Claude Code, Codex), else counted.
+    Recorded,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -372,6 +374,7 @@ impl Server {
             let usage = match args.usage.unwrap_or(UsageArg::Word(UsageWord::Counted)) {
                 UsageArg::Word(UsageWord::Counted) => Usage::Counted,
                 UsageArg::Word(UsageWord::Unknown) => Usage::Unknown,
+                UsageArg::Word(UsageWord::Recorded) => Usage::recorded_or_counted(&transcript.entries),
                 UsageArg::Reported { reported_tokens, entries_after } => Usage::Reported { tokens: reported_tokens, entries_after },
             };
             let outcome = generation.lifecycle.boundary_blocking(BoundaryReport {
@@ -649,11 +652,9 @@ fn step(step: &StepReport) -> Step {
 
 /// The caller's format when Cairn writes it, else Cairn JSONL ("" when not wanted).
 fn write(transcript: &Transcript, format: formats::Format, wanted: Option<bool>) -> (&'static str, String) {
-    let wanted = wanted.unwrap_or(true);
-    match format {
-        formats::Format::OpenAi => ("openai", if wanted { formats::write_openai(transcript) } else { String::new() }),
-        _ => ("cairn", if wanted { formats::write_cairn(transcript) } else { String::new() }),
-    }
+    let format = if format.writable() { format } else { formats::Format::Cairn };
+    let text = if wanted.unwrap_or(true) { formats::write(format, transcript).unwrap_or_default() } else { String::new() };
+    (format.name(), text)
 }
 
 fn compacted(input: &Transcript, run: &CompactionReport, format: formats::Format, include_transcript: Option<bool>) -> Compacted {

@@ -1,0 +1,262 @@
+//! Claude Code session logs (`~/.claude/projects/<project>/<session>.jsonl`), read as the
+//! context Claude Code sends the model next:
+//! - one line per streamed content block: the blocks of one response (one `message.id`) are
+//!   merged into one entry, whatever tool results Claude Code wrote between them;
+//! - only what follows the last `compact_boundary` is context; the compaction's summary (the
+//!   user line marked `isCompactSummary`) becomes a summary entry;
+//! - sidechain lines (subagents) are not the main conversation and are skipped; a subagent's
+//!   own file (every line a sidechain) is read as its conversation;
+//! - UI and bookkeeping lines (`progress`, `file-history-snapshot`, `queue-operation`, hook
+//!   and timing `system` lines) carry no message and are skipped; meta user lines (hook
+//!   reminders the model does read) are kept as harness entries.
+//! Line shapes: Claude Code 2.1 as recorded; documented only for `compact_boundary`
+//! (https://code.claude.com/docs/en/hooks, "PreCompact"/"SessionStart" and the transcript
+//! notes), the rest read off real sessions.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::anthropic::{split_content, Message};
+use super::TranscriptError;
+use crate::transcript::{Entry, Origin, Role, Transcript};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Line {
+    #[serde(rename = "type")]
+    kind: String,
+    subtype: Option<String>,
+    uuid: Option<String>,
+    #[serde(default)]
+    is_sidechain: bool,
+    #[serde(default)]
+    is_meta: bool,
+    #[serde(default)]
+    is_compact_summary: bool,
+    message: Option<AnyMessage>,
+    /// `system` lines that reach the model (`local_command` output).
+    content: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct AnyMessage {
+    #[serde(flatten)]
+    message: Message,
+    id: Option<String>,
+    usage: Option<Usage>,
+}
+
+/// What the provider billed for the response; the context it saw is the sum.
+#[derive(Deserialize, Clone, Copy)]
+pub(super) struct Usage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: u64,
+    #[serde(default)]
+    cache_read_input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+}
+
+impl Usage {
+    pub(super) fn context_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens + self.output_tokens
+    }
+}
+
+/// Line types that carry no message for the model.
+const BOOKKEEPING: &[&str] = &["progress", "file-history-snapshot", "queue-operation", "summary", "custom-title", "tag", "agent-name", "last-prompt"];
+
+/// Whether `first` (the first non-blank line, parsed) looks like a Claude Code session line.
+pub(super) fn detect(first: &serde_json::Map<String, Value>) -> bool {
+    let kind = first.get("type").and_then(Value::as_str).unwrap_or_default();
+    first.contains_key("sessionId") && first.contains_key("uuid")
+        || kind == "file-history-snapshot"
+        || kind == "summary" && first.contains_key("leafUuid")
+        || kind == "queue-operation"
+}
+
+pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
+    let mut lines = Vec::new();
+    for (i, raw) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let line: Line = serde_json::from_str(raw).map_err(|e| TranscriptError::in_line(source_name, i + 1, &e))?;
+        lines.push((i + 1, line));
+    }
+    // A subagent's own file holds only sidechain lines: then they are the conversation.
+    let all_sidechain = lines.iter().filter(|(_, l)| l.uuid.is_some()).all(|(_, l)| l.is_sidechain);
+    let start = lines.iter().rposition(|(_, l)| l.subtype.as_deref() == Some("compact_boundary")).map_or(0, |p| p + 1);
+
+    let mut entries: Vec<Entry> = Vec::new();
+    // Where each response's entry sits, to merge its later blocks into it.
+    let mut response_at: HashMap<String, usize> = HashMap::new();
+    for (line_no, line) in lines.into_iter().skip(start) {
+        if line.is_sidechain && !all_sidechain {
+            continue;
+        }
+        let err = |m: String| TranscriptError::new(source_name, Some(line_no), m);
+        let id = || line.uuid.clone().unwrap_or_else(|| format!("l{line_no}"));
+        match (line.kind.as_str(), line.message) {
+            ("assistant", Some(m)) => {
+                let split = split_content(&m.message.content).map_err(err)?;
+                if !split.results.is_empty() {
+                    return Err(err("an assistant message carries a tool_result".into()));
+                }
+                let tokens = m.usage.map(|u| u.context_tokens());
+                match m.id.as_ref().and_then(|r| response_at.get(r)) {
+                    Some(&at) => {
+                        let entry = &mut entries[at];
+                        entry.parts.extend(split.parts);
+                        // Every streamed line repeats the usage; the last is final.
+                        entry.reported_tokens = tokens.or(entry.reported_tokens);
+                    }
+                    None => {
+                        if let Some(r) = &m.id {
+                            response_at.insert(r.clone(), entries.len());
+                        }
+                        entries.push(Entry {
+                            parts: split.parts,
+                            response: m.id,
+                            reported_tokens: tokens,
+                            ..Entry::text(id(), Role::Assistant, Origin::Agent, "")
+                        });
+                    }
+                }
+            }
+            ("user", Some(m)) => {
+                let split = split_content(&m.message.content).map_err(err)?;
+                let base = id();
+                for (k, result) in split.results.into_iter().enumerate() {
+                    let rid = if k == 0 { base.clone() } else { format!("{base}-{}", k + 1) };
+                    entries.push(Entry { parts: vec![result], ..Entry::text(rid, Role::Tool, Origin::Tool, "") });
+                }
+                if !split.parts.is_empty() {
+                    let origin = match (line.is_compact_summary, line.is_meta) {
+                        (true, _) => Origin::Summary,
+                        (_, true) => Origin::Harness,
+                        _ => Origin::Operator,
+                    };
+                    let id = if entries.last().is_some_and(|e| e.id == base) { format!("{base}-text") } else { base };
+                    entries.push(Entry { parts: split.parts, ..Entry::text(id, Role::User, origin, "") });
+                }
+            }
+            ("system", _) if line.subtype.as_deref() == Some("local_command") => {
+                if let Some(Value::String(text)) = line.content.filter(|c| c.as_str().is_some_and(|s| !s.is_empty())) {
+                    entries.push(Entry::text(id(), Role::User, Origin::Harness, text));
+                }
+            }
+            // Hook summaries, timings, boundaries: shown to the user, never sent to the model.
+            ("system", _) => {}
+            (kind, None) if BOOKKEEPING.contains(&kind) => {}
+            (kind, Some(_)) => return Err(err(format!("a {kind:?} line with a message: expected user or assistant"))),
+            // A new kind of bookkeeping line: nothing for the model, nothing lost.
+            (kind, None) => tracing::debug!(source = source_name, line = line_no, kind, "skipping a Claude Code line with no message"),
+        }
+    }
+    if entries.is_empty() {
+        return Err(TranscriptError::new(source_name, None, "a Claude Code session with no messages"));
+    }
+    Ok(Transcript::new(entries))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{assert_calls_answered_in_place, real_files};
+    use super::super::{parse as parse_any, Format};
+    use super::*;
+    use crate::transcript::Part;
+
+    const SESSION: &str = r#"{"type":"file-history-snapshot","messageId":"m0","snapshot":{}}
+{"parentUuid":null,"isSidechain":false,"sessionId":"s","type":"user","message":{"role":"user","content":"Never edit files in /config."},"uuid":"u1"}
+{"parentUuid":"u1","isSidechain":false,"sessionId":"s","type":"system","subtype":"compact_boundary","content":"Conversation compacted","uuid":"b1","compactMetadata":{"trigger":"auto","preTokens":1000}}
+{"parentUuid":"b1","isSidechain":false,"sessionId":"s","type":"user","isCompactSummary":true,"message":{"role":"user","content":"Summary: the operator forbade edits in /config."},"uuid":"u2"}
+{"parentUuid":"u2","isSidechain":false,"sessionId":"s","type":"user","message":{"role":"user","content":"Now run the tests."},"uuid":"u3"}
+{"parentUuid":"u3","isSidechain":false,"sessionId":"s","type":"progress","data":{"type":"hook_progress"},"uuid":"p1"}
+{"parentUuid":"u3","isSidechain":false,"sessionId":"s","type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"thinking","thinking":"run both"}],"usage":{"input_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":900,"output_tokens":1}},"uuid":"a1"}
+{"parentUuid":"a1","isSidechain":false,"sessionId":"s","type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"make test"}}],"usage":{"input_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":900,"output_tokens":1}},"uuid":"a2"}
+{"parentUuid":"a2","isSidechain":false,"sessionId":"s","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"2 failed","is_error":true}]},"uuid":"r1"}
+{"parentUuid":"r1","isSidechain":false,"sessionId":"s","type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"t2","name":"Read","input":{"file_path":"a.rs"}}],"usage":{"input_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":900,"output_tokens":57}},"uuid":"a3"}
+{"parentUuid":"a3","isSidechain":false,"sessionId":"s","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"fn main() {}"}]}]},"uuid":"r2"}
+{"parentUuid":"r2","isSidechain":true,"sessionId":"s","type":"user","message":{"role":"user","content":"subagent prompt"},"uuid":"x1"}
+{"parentUuid":"r2","isSidechain":false,"sessionId":"s","type":"user","isMeta":true,"message":{"role":"user","content":"<system-reminder>hook says hi</system-reminder>"},"uuid":"m1"}
+{"parentUuid":"m1","isSidechain":false,"sessionId":"s","type":"system","subtype":"turn_duration","durationMs":5,"uuid":"d1"}
+{"parentUuid":"d1","isSidechain":false,"sessionId":"s","type":"assistant","message":{"id":"msg_2","role":"assistant","content":[{"type":"text","text":"Two tests fail."},{"type":"server_tool_use","id":"s1","name":"web_search","input":{}}],"usage":{"input_tokens":5,"cache_read_input_tokens":1200,"output_tokens":9}},"uuid":"a4"}
+"#;
+
+    #[test]
+    fn reads_the_context_after_the_last_compaction_with_responses_merged() {
+        let (t, format) = parse_any(SESSION, "s.jsonl").unwrap();
+        assert_eq!(format, Format::ClaudeCode);
+        let shape: Vec<(&str, Role, Origin)> = t.entries.iter().map(|e| (e.id.as_str(), e.role, e.origin)).collect();
+        assert_eq!(
+            shape,
+            [
+                ("u2", Role::User, Origin::Summary),
+                ("u3", Role::User, Origin::Operator),
+                ("a1", Role::Assistant, Origin::Agent),
+                ("r1", Role::Tool, Origin::Tool),
+                ("r2", Role::Tool, Origin::Tool),
+                ("m1", Role::User, Origin::Harness),
+                ("a4", Role::Assistant, Origin::Agent),
+            ]
+        );
+        // One response, three streamed lines, results written between them: one entry.
+        let a1 = &t.entries[2];
+        assert_eq!(a1.tool_call_ids().collect::<Vec<_>>(), ["t1", "t2"]);
+        assert_eq!(a1.response.as_deref(), Some("msg_1"));
+        assert_eq!(a1.reported_tokens, Some(3 + 100 + 900 + 57), "the last streamed line's usage is final");
+        assert!(matches!(&t.entries[3].parts[0], Part::ToolResult { is_error: true, content, .. } if content == "2 failed"));
+        assert!(matches!(&t.entries[4].parts[0], Part::ToolResult { content, .. } if content == "fn main() {}"));
+        // An unknown block is kept as text, not dropped.
+        assert!(matches!(&t.entries[6].parts[1], Part::Text { text } if text.starts_with("[server_tool_use block]") && text.contains("web_search")));
+        assert_eq!(crate::transcript::reported_usage(&t.entries), Some((1214, 0)));
+        assert_calls_answered_in_place(&t, "s.jsonl");
+    }
+
+    #[test]
+    fn a_subagent_file_is_its_own_conversation() {
+        let text = r#"{"parentUuid":null,"isSidechain":true,"sessionId":"s","agentId":"x","type":"user","message":{"role":"user","content":"Summarize."},"uuid":"x1"}
+{"parentUuid":"x1","isSidechain":true,"sessionId":"s","agentId":"x","type":"assistant","message":{"id":"msg_9","role":"assistant","content":[{"type":"text","text":"Done."}]},"uuid":"x2"}
+"#;
+        let (t, _) = parse_any(text, "agent.jsonl").unwrap();
+        assert_eq!(t.entries.len(), 2);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let broken = SESSION.replacen(r#""uuid":"u3"}"#, r#""uuid":"u3""#, 1);
+        let e = parse_any(&broken, "s.jsonl").unwrap_err();
+        assert_eq!(e.line, Some(5), "{e}");
+        let odd = format!("{SESSION}{}\n", r#"{"type":"mystery","sessionId":"s","uuid":"z","message":{"role":"user","content":"x"}}"#);
+        let e = parse_any(&odd, "s.jsonl").unwrap_err();
+        assert_eq!(e.line, Some(16), "{e}");
+        assert!(e.message.contains("mystery"), "{e}");
+        let bad_block = SESSION.replacen(r#"{"type":"tool_use","id":"t1","name":"Bash""#, r#"{"type":"tool_use","name":"Bash""#, 1);
+        let e = parse_any(&bad_block, "s.jsonl").unwrap_err();
+        assert_eq!(e.line, Some(8), "{e}");
+        assert!(e.message.contains("has no `id`"), "{e}");
+    }
+
+    /// Every recorded Claude Code session: read by this reader, every call answered right after
+    /// it (parallel calls complete in any order, which the APIs accept),
+    /// Claude Code's own summary as the first entry where it compacted, usage recorded.
+    #[test]
+    #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
+    fn real_claude_code_sessions() {
+        for (name, text) in real_files("claude-code", "jsonl") {
+            let (t, format) = parse_any(&text, &name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(format, Format::ClaudeCode, "{name}");
+            let problems = crate::chain::invariants::pairing_problems(&t.entries);
+            assert!(problems.is_empty(), "{name}: {problems:?}");
+            if text.contains("\"compact_boundary\"") {
+                assert_eq!(t.entries[0].origin, Origin::Summary, "{name}");
+                assert!(t.entries[0].model_text().contains("continued from a previous conversation"), "{name}");
+            }
+            if !name.contains("agent-") {
+                assert!(crate::transcript::reported_usage(&t.entries).is_some(), "{name}: no usage read");
+            }
+        }
+    }
+}
