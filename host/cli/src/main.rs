@@ -45,6 +45,11 @@ enum Command {
     Bench(commands::bench::Args),
     /// Compact a long generated session into a temporary home and show before and after.
     Demo(commands::demo::Args),
+    /// Cairn inside Claude Code through its hooks: install, uninstall, and the hook handlers.
+    ClaudeCode {
+        #[command(subcommand)]
+        command: commands::claude_code::Command,
+    },
 }
 
 fn main() -> ExitCode {
@@ -68,6 +73,7 @@ fn main() -> ExitCode {
         Command::Request(args) => commands::boundary::request(args),
         Command::Notices(args) => commands::boundary::notices(args),
         Command::Simulate(args) => commands::simulate::run(args),
+        Command::ClaudeCode { command } => commands::claude_code::run(command),
     };
     if std::env::var_os("CAIRN_PEAK_RSS").is_some() {
         report_peak_rss();

@@ -2,6 +2,7 @@
 
 pub mod artifact;
 pub mod bench;
+pub mod claude_code;
 pub mod boundary;
 pub mod compact;
 pub mod demo;

@@ -3,6 +3,7 @@
 
 mod authoring;
 mod bench;
+mod claude_code;
 mod cli;
 mod embedding;
 mod lifecycle;

@@ -70,6 +70,14 @@ impl Usage {
 /// Line types that carry no message for the model.
 const BOOKKEEPING: &[&str] = &["progress", "file-history-snapshot", "queue-operation", "summary", "custom-title", "tag", "agent-name", "last-prompt"];
 
+/// Text Claude Code itself writes as a user message: background task notices, hook
+/// reminders, local command output, interruption markers. Not operator intent.
+const INJECTED_PREFIXES: &[&str] = &["<task-notification>", "<system-reminder>", "<local-command-", "<bash-stdout>", "<bash-stderr>", "[Request interrupted by user"];
+
+fn injected(parts: &[crate::transcript::Part]) -> bool {
+    matches!(parts.first(), Some(crate::transcript::Part::Text { text }) if INJECTED_PREFIXES.iter().any(|p| text.trim_start().starts_with(p)))
+}
+
 /// Whether `first` (the first non-blank line, parsed) looks like a Claude Code session line.
 pub(super) fn detect(first: &serde_json::Map<String, Value>) -> bool {
     let kind = first.get("type").and_then(Value::as_str).unwrap_or_default();
@@ -133,7 +141,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                     entries.push(Entry { parts: vec![result], ..Entry::text(rid, Role::Tool, Origin::Tool, "") });
                 }
                 if !split.parts.is_empty() {
-                    let origin = match (line.is_compact_summary, line.is_meta) {
+                    let origin = match (line.is_compact_summary, line.is_meta || injected(&split.parts)) {
                         (true, _) => Origin::Summary,
                         (_, true) => Origin::Harness,
                         _ => Origin::Operator,

@@ -1,0 +1,229 @@
+//! The two hook handlers. Payloads and outputs as Claude Code documents them
+//! (https://code.claude.com/docs/en/hooks): every hook gets `session_id`, `transcript_path`,
+//! `cwd` and `hook_event_name` on stdin; `PreCompact` adds `trigger` and its stdout is not
+//! shown to the model; `SessionStart` adds `source` ("compact" after a compaction) and may
+//! print `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}`,
+//! capped by Claude Code at 10,000 characters. A failing hook exits 1, never 2: exit 2 would
+//! block Claude Code's compaction.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use cairn::storage::{ConversationKey, Home};
+use cairn::transcript::{formats, Origin, Role};
+use cairn::record::Event;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::HookArgs;
+use crate::setup;
+
+/// Claude Code's limit on injected context.
+pub const CONTEXT_LIMIT: usize = 10_000;
+
+/// The fields Cairn reads; Claude Code sends more, which are ignored.
+#[derive(Deserialize)]
+struct Payload {
+    session_id: String,
+    transcript_path: PathBuf,
+    #[serde(default)]
+    source: Option<String>,
+}
+
+fn payload(stdin: impl Read) -> Result<Payload> {
+    serde_json::from_reader(stdin).context("reading Claude Code's hook payload on stdin")
+}
+
+/// One Cairn conversation per Claude Code session.
+fn conversation(session_id: &str) -> ConversationKey {
+    ConversationKey::derive(&format!("claude-code-{session_id}"))
+}
+
+pub fn pre_compact(args: HookArgs, stdin: impl Read) -> Result<()> {
+    let payload = payload(stdin)?;
+    let session = setup::SessionArgs {
+        file: payload.transcript_path.clone(),
+        policy: None,
+        home: args.home,
+        conversation: Some(conversation(&payload.session_id).to_string()),
+        plugin_dir: Vec::new(),
+    }
+    .open()?;
+    let setup::Session { name, transcript, policy, cairn, mut store, .. } = session;
+    // A handover archives every entry and computes the deterministic checkpoint; Claude Code
+    // replaces the context with its own summary, and `session-start` adds what it left out.
+    let report = cairn.handover(&policy, &mut store, &transcript, &name)?;
+    eprintln!(
+        "cairn: archived {} entries of session {} as {}{}",
+        transcript.entries.len(),
+        payload.session_id,
+        report.archive_id,
+        if report.checkpoint.is_some() { " with a checkpoint" } else { "" }
+    );
+    Ok(())
+}
+
+pub fn session_start(args: HookArgs, stdin: impl Read) -> Result<()> {
+    let payload = payload(stdin)?;
+    if payload.source.as_deref().is_some_and(|s| s != "compact") {
+        return Ok(());
+    }
+    let home = Home::open(&setup::home_path(args.home))?;
+    let key = conversation(&payload.session_id);
+    if !home.conversations()?.contains(&key) {
+        return Ok(());
+    }
+    let store = home.existing_conversation(&key)?;
+    let Some(event) = store.latest_committed() else { return Ok(()) };
+    let checkpoint: Value = store.latest_checkpoint().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
+    let operator: Vec<String> = store
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            Event::Snapshot { entries, .. } => Some(entries),
+            _ => None,
+        })
+        .flatten()
+        .filter(|e| e.role == Role::User && e.origin == Origin::Operator)
+        .map(|e| e.model_text().trim().to_string())
+        .collect();
+    // Claude Code's own summary, from the compacted transcript; without it nothing can be
+    // compared and everything is injected.
+    let summary = std::fs::read_to_string(&payload.transcript_path)
+        .ok()
+        .and_then(|text| formats::parse(&text, &payload.transcript_path.display().to_string()).ok())
+        .and_then(|(t, _)| t.entries.into_iter().find(|e| e.origin == Origin::Summary))
+        .map(|e| e.model_text());
+    let context = render(&Record { checkpoint: &checkpoint, operator: &operator, archive_id: &event.archive_id, conversation: key.as_str() }, summary.as_deref());
+    println!("{}", json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}));
+    Ok(())
+}
+
+/// What Cairn recorded before Claude Code compacted.
+pub struct Record<'a> {
+    pub checkpoint: &'a Value,
+    pub operator: &'a [String],
+    pub archive_id: &'a str,
+    pub conversation: &'a str,
+}
+
+/// Lowercase, whitespace collapsed: how "the summary mentions it" is judged.
+fn normalized(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+/// Whether `summary` (normalized) mentions `item`: verbatim, or, for an item naming paths,
+/// every path's file name (summaries often name only the file).
+fn mentioned(summary: &str, item: &str) -> bool {
+    let item = normalized(item);
+    // A check's outcome tail (" — exit code 2") is Cairn's wording, not the summary's.
+    let core = item.split(" — ").next().unwrap_or(&item);
+    if summary.contains(core) {
+        return true;
+    }
+    let paths: Vec<&str> = core.split_whitespace().filter(|w| w.contains('/') && !w.contains("://")).collect();
+    !paths.is_empty() && paths.iter().all(|p| p.rsplit('/').next().is_some_and(|name| name.len() >= 4 && summary.contains(name)))
+}
+
+fn strings<'v>(checkpoint: &'v Value, pointer: &str) -> Vec<&'v str> {
+    checkpoint.pointer(pointer).and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+}
+
+/// The injected context, most important first and within Claude Code's limit: operator
+/// constraints verbatim, then what the summary dropped (operator requests, failing tests,
+/// files changed, identifiers), test status, the next action, and how to recall the rest.
+pub fn render(record: &Record, summary: Option<&str>) -> String {
+    let summary = summary.map(normalized);
+    let dropped = |item: &str| summary.as_deref().is_none_or(|s| !mentioned(s, item));
+    let checkpoint = record.checkpoint;
+    let mut out = Budget::new(CONTEXT_LIMIT);
+    out.line(&format!(
+        "# Cairn: the record of this session before compaction\n\nCairn archived the whole conversation before Claude Code compacted it \
+         (conversation {}, archive {}). Below: what the operator asked, verbatim, and what the compaction summary does not mention.\n",
+        record.conversation, record.archive_id
+    ));
+    let constraints = strings(checkpoint, "/negative_constraints");
+    out.section("## Operator constraints (verbatim; still in force)", constraints.iter().map(|c| format!("- {c}")));
+    let requests: Vec<&String> = record.operator.iter().filter(|m| dropped(m)).collect();
+    out.section(
+        "## Operator messages the summary leaves out (verbatim)",
+        requests.iter().map(|m| format!("- {}", m.chars().take(1200).collect::<String>())),
+    );
+    let failed = strings(checkpoint, "/verification/failed");
+    out.section("## Failing checks the summary does not mention", failed.iter().filter(|f| dropped(f)).map(|f| format!("- FAILED: {f}")));
+    let modified = strings(checkpoint, "/files_modified");
+    out.section("## Files changed that the summary does not name", modified.iter().filter(|f| dropped(f)).map(|f| format!("- {f}")));
+    let artifacts: Vec<String> = checkpoint
+        .pointer("/external_artifacts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.get("uri").and_then(Value::as_str))
+        .filter(|u| dropped(u))
+        .map(|u| format!("- {u}"))
+        .collect();
+    out.section("## Identifiers the summary does not keep", artifacts);
+    let rejected: Vec<String> = checkpoint
+        .pointer("/rejected_hypotheses")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| Some(format!("- {} — rejected: {}", r.get("approach")?.as_str()?, r.get("reason")?.as_str()?)))
+        .collect();
+    out.section("## Approaches already rejected", rejected);
+    let passed = strings(checkpoint, "/verification/passed");
+    out.section("## Test status", failed.iter().map(|f| format!("- FAILED: {f}")).chain(passed.iter().map(|p| format!("- passed: {p}"))));
+    if let Some(next) = checkpoint.pointer("/next_immediate_action").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+        out.section("## Next action in the record", [format!("- {next}")]);
+    }
+    out.line(&format!(
+        "\n## Recall\nAnything else is in the archive: the `session_history` tool of the `cairn` MCP server (summary, search, page), \
+         or `cairn history --conversation {} search TEXT` in a shell.",
+        record.conversation
+    ));
+    out.text
+}
+
+/// Text that stops growing at a limit, saying how much it left out.
+struct Budget {
+    text: String,
+    limit: usize,
+}
+
+impl Budget {
+    fn new(limit: usize) -> Self {
+        Budget { text: String::new(), limit }
+    }
+
+    /// Room kept for the recall note at the end.
+    const RESERVE: usize = 400;
+
+    fn line(&mut self, line: &str) {
+        if self.text.chars().count() + line.chars().count() < self.limit {
+            self.text.push_str(line);
+        }
+    }
+
+    fn section(&mut self, heading: &str, items: impl IntoIterator<Item = String>) {
+        let items: Vec<String> = items.into_iter().collect();
+        if items.is_empty() {
+            return;
+        }
+        let mut used = self.text.chars().count() + heading.chars().count() + 2;
+        if used + Self::RESERVE >= self.limit {
+            return;
+        }
+        self.text.push_str(&format!("\n{heading}\n"));
+        for (n, item) in items.iter().enumerate() {
+            let len = item.chars().count() + 1;
+            if used + len + Self::RESERVE >= self.limit {
+                self.text.push_str(&format!("- … {} more in the archive\n", items.len() - n));
+                return;
+            }
+            used += len;
+            self.text.push_str(item);
+            self.text.push('\n');
+        }
+    }
+}

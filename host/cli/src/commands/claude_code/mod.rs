@@ -1,0 +1,42 @@
+//! `cairn claude-code`: Cairn inside Claude Code through its hooks
+//! (https://code.claude.com/docs/en/hooks).
+//! - `install` / `uninstall` add and remove exactly Cairn's hooks in a settings file;
+//! - `pre-compact` (the `PreCompact` hook) archives the whole transcript into the session's
+//!   conversation and computes the deterministic checkpoint, before Claude Code summarizes;
+//! - `session-start` (the `SessionStart` hook, matcher `compact`) injects the checkpoint and
+//!   what Claude Code's own summary left out as `additionalContext`.
+
+mod hooks;
+mod settings;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+#[derive(clap::Subcommand)]
+pub enum Command {
+    /// Add Cairn's hooks to Claude Code's settings (the user's, or a project's with --project).
+    Install(settings::Args),
+    /// Remove exactly the hooks `install` added.
+    Uninstall(settings::Args),
+    /// The PreCompact hook: reads Claude Code's hook payload on stdin.
+    PreCompact(HookArgs),
+    /// The SessionStart hook (source `compact`): reads the payload on stdin, prints the context to add.
+    SessionStart(HookArgs),
+}
+
+#[derive(clap::Args)]
+pub struct HookArgs {
+    /// Cairn's home (default: $CAIRN_HOME, else ~/.local/share/cairn).
+    #[arg(long)]
+    home: Option<PathBuf>,
+}
+
+pub fn run(command: Command) -> Result<()> {
+    match command {
+        Command::Install(args) => settings::install(args),
+        Command::Uninstall(args) => settings::uninstall(args),
+        Command::PreCompact(args) => hooks::pre_compact(args, std::io::stdin().lock()),
+        Command::SessionStart(args) => hooks::session_start(args, std::io::stdin().lock()),
+    }
+}

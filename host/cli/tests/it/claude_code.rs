@@ -1,0 +1,200 @@
+//! `cairn claude-code`: the settings it installs and removes, and its hooks replayed on the
+//! recorded Claude Code sessions with Claude Code's own compaction summaries.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::support::shared;
+
+fn cairn(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(args)
+        .env("CAIRN_LOG", "error")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running cairn");
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "cairn {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// Settings as Claude Code writes them (two-space JSON, a final newline), with hooks of the
+/// user's own on the same events.
+const SETTINGS: &str = r#"{
+  "permissions": {
+    "allow": [
+      "Bash(npm run lint)"
+    ]
+  },
+  "hooks": {
+    "SessionStart": [
+      {
+        "matcher": "startup",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "bd prime"
+          }
+        ]
+      }
+    ],
+    "PreCompact": [
+      {
+        "matcher": "auto",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "~/.claude/hooks/backup.sh",
+            "timeout": 30
+          }
+        ]
+      }
+    ],
+    "Stop": []
+  },
+  "model": "opus",
+  "env": {
+    "ZED": "1",
+    "ALPHA": "2"
+  }
+}
+"#;
+
+#[test]
+fn install_then_uninstall_leaves_the_settings_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("settings.json");
+    std::fs::write(&path, SETTINGS).unwrap();
+    let file = path.to_str().unwrap();
+
+    cairn(&["claude-code", "install", "--settings", file], "");
+    let installed: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let commands = |event: &str| -> Vec<String> {
+        installed["hooks"][event].as_array().unwrap().iter().flat_map(|g| g["hooks"].as_array().unwrap()).map(|h| h["command"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(commands("PreCompact").len(), 2, "the user's hook stays beside Cairn's");
+    assert!(commands("PreCompact")[1].ends_with("claude-code pre-compact"));
+    let session_start = installed["hooks"]["SessionStart"].as_array().unwrap();
+    assert_eq!(session_start[1]["matcher"], "compact", "Cairn injects only after a compaction");
+    assert!(commands("SessionStart")[1].ends_with("claude-code session-start"));
+    assert_eq!(installed["permissions"], json!({"allow": ["Bash(npm run lint)"]}));
+
+    // A second install changes nothing.
+    let once = std::fs::read_to_string(&path).unwrap();
+    cairn(&["claude-code", "install", "--settings", file], "");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), once);
+
+    cairn(&["claude-code", "uninstall", "--settings", file], "");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), SETTINGS, "uninstall restores the file byte for byte");
+}
+
+#[test]
+fn a_broken_settings_file_is_refused_with_its_line_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("settings.json");
+    let broken = "{\n  \"hooks\": {\n    \"PreCompact\": [,]\n  }\n}\n";
+    std::fs::write(&path, broken).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["claude-code", "install", "--settings", path.to_str().unwrap()]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("{}:3:", path.display())), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), broken);
+}
+
+/// Rules an operator gives early; Claude Code's real summaries never saw them.
+const RULES: [&str; 2] = ["Never edit files in /config.", "Do not push to main without asking me first."];
+
+/// The lines before the last `compact_boundary` (what `PreCompact` sees), with the operator's
+/// rules added after the first operator message.
+fn before_compaction(text: &str, session_id: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let boundary = lines.iter().rposition(|l| l.contains("\"compact_boundary\"")).unwrap();
+    let first_request = lines.iter().position(|l| l.contains("\"type\":\"user\"") || l.contains("\"type\": \"user\"")).unwrap();
+    let rule = json!({"parentUuid": null, "isSidechain": false, "sessionId": session_id, "type": "user",
+        "message": {"role": "user", "content": RULES.join(" ")}, "uuid": "cairn-test-rule"});
+    let mut out: Vec<String> = lines[..=first_request].iter().map(|l| l.to_string()).collect();
+    out.push(rule.to_string());
+    out.extend(lines[first_request + 1..boundary].iter().map(|l| l.to_string()));
+    out.join("\n") + "\n"
+}
+
+fn injected(home: &Path, session_id: &str, pre: &Path, post: &Path) -> String {
+    let home = home.to_str().unwrap();
+    let payload = |path: &Path, event: &str| json!({"session_id": session_id, "transcript_path": path, "cwd": "/tmp", "hook_event_name": event, "trigger": "auto", "source": "compact"}).to_string();
+    cairn(&["claude-code", "pre-compact", "--home", home], &payload(pre, "PreCompact"));
+    let out = cairn(&["claude-code", "session-start", "--home", home], &payload(post, "SessionStart"));
+    let output: Value = serde_json::from_slice(&out.stdout).expect("SessionStart prints JSON");
+    assert_eq!(output["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    output["hookSpecificOutput"]["additionalContext"].as_str().unwrap().to_string()
+}
+
+/// The real sessions, replayed: `PreCompact` gets the transcript as it stood before Claude
+/// Code compacted, `SessionStart` the transcript with Claude Code's own summary.
+#[test]
+#[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
+fn the_hooks_inject_what_claude_codes_own_summary_left_out() {
+    let mut sessions = 0;
+    for file in std::fs::read_dir(shared("claude-code")).unwrap().map(|e| e.unwrap().path()) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        if !text.contains("\"compact_boundary\"") {
+            continue;
+        }
+        sessions += 1;
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        let session_id = name.trim_start_matches("spotter__").trim_end_matches(".jsonl").to_string();
+        let summary = text.lines().find(|l| l.contains("\"isCompactSummary\"")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+
+        // As recorded: whatever the summary left out is added, within Claude Code's limit.
+        let pre = dir.path().join("pre.jsonl");
+        let lines: Vec<&str> = text.lines().collect();
+        let boundary = lines.iter().rposition(|l| l.contains("\"compact_boundary\"")).unwrap();
+        std::fs::write(&pre, lines[..boundary].join("\n") + "\n").unwrap();
+        let context = injected(&dir.path().join("home"), &session_id, &pre, &file);
+        assert!(context.chars().count() <= 10_000, "{name}: {} characters", context.chars().count());
+        assert!(context.contains("session_history"), "{name}: says how to recall the rest");
+        let constraints = context.split("## Operator constraints").nth(1).map_or(0, |s| s.split("\n## ").next().unwrap().lines().filter(|l| l.starts_with("- ")).count());
+        let dropped = |heading: &str| context.split(heading).nth(1).map_or(0, |s| s.split("\n## ").next().unwrap().lines().filter(|l| l.starts_with("- ")).count());
+        eprintln!(
+            "{name}: {constraints} operator constraints recorded; not in Claude Code's summary: {} operator messages, {} failing checks, {} changed files, {} identifiers",
+            dropped("## Operator messages the summary leaves out"),
+            dropped("## Failing checks the summary does not mention"),
+            dropped("## Files changed that the summary does not name"),
+            dropped("## Identifiers the summary does not keep"),
+        );
+        // Nothing the summary already names is repeated as dropped.
+        for line in context.split("## Identifiers the summary does not keep").nth(1).unwrap_or("").split("\n## ").next().unwrap().lines() {
+            if let Some(uri) = line.strip_prefix("- ").filter(|u| u.contains("://")) {
+                assert!(!summary.contains(uri), "{name}: {uri} is in the summary yet reported dropped");
+            }
+        }
+
+        // With operator rules the summary never saw: each comes back verbatim.
+        let ruled = dir.path().join("ruled.jsonl");
+        std::fs::write(&ruled, before_compaction(&text, &session_id)).unwrap();
+        let context = injected(&dir.path().join("home-ruled"), &session_id, &ruled, &file);
+        for rule in RULES {
+            assert!(!summary.contains(rule));
+            assert!(context.contains(&format!("- {rule}")), "{name}: rule {rule:?} missing from\n{context}");
+        }
+        assert!(context.chars().count() <= 10_000);
+    }
+    assert_eq!(sessions, 3, "the recorded sessions with a compaction");
+}
+
+#[test]
+fn session_start_without_a_record_or_after_a_plain_start_adds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let payload = |source: &str| json!({"session_id": "s-1", "transcript_path": dir.path().join("none.jsonl"), "hook_event_name": "SessionStart", "source": source}).to_string();
+    for source in ["compact", "startup"] {
+        let out = cairn(&["claude-code", "session-start", "--home", home.to_str().unwrap()], &payload(source));
+        assert!(out.stdout.is_empty(), "{source}: {}", String::from_utf8_lossy(&out.stdout));
+    }
+}
