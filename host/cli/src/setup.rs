@@ -79,6 +79,11 @@ pub fn host_and_policy(plugin_dirs: &[PathBuf], policy_path: Option<&Path>) -> R
     Ok((cairn, policy))
 }
 
+/// A project's conversation: the one `serve --expose agent` and the Claude Code hooks share.
+pub fn project_conversation(dir: &Path) -> ConversationKey {
+    ConversationKey::derive(&dir.file_name().unwrap_or(dir.as_os_str()).to_string_lossy())
+}
+
 /// `--home`, else `$CAIRN_HOME`, else `$XDG_DATA_HOME/cairn`, else `~/.local/share/cairn`.
 pub fn home_path(home: Option<PathBuf>) -> PathBuf {
     home.or_else(|| std::env::var_os("CAIRN_HOME").map(PathBuf::from))

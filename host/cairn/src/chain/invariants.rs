@@ -280,7 +280,7 @@ mod tests {
         let mut carried = split[3].clone();
         carried.response = None;
         carried.reported_tokens = None;
-        let applied = apply(&split, &window, output("u1", "t1", vec![summary(), carried]), "cmp-1", tokenizer).unwrap();
+        let applied = apply(&split, &window, output("u1", "t1", vec![summary(), carried, split[4].clone()]), "cmp-1", tokenizer).unwrap();
         let back = applied.replacement.iter().find(|e| e.id == "a1").unwrap();
         assert_eq!((back.response.as_deref(), back.reported_tokens), (Some("resp_1"), Some(1234)));
         // The host's own window never starts the tail inside a response either.

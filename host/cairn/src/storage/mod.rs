@@ -150,11 +150,6 @@ impl ConversationStore {
         })
     }
 
-    /// The latest committed compaction or handover.
-    pub fn latest_committed(&self) -> Option<&CompactionEvent> {
-        self.committed().next_back()
-    }
-
     /// The checkpoint of the latest committed compaction or handover that has one.
     pub fn latest_checkpoint(&self) -> Option<&str> {
         self.committed().rev().find_map(|c| c.checkpoint.as_deref())

@@ -110,25 +110,33 @@ fn a_broken_settings_file_is_refused_with_its_line_and_left_alone() {
 /// Rules an operator gives early; Claude Code's real summaries never saw them.
 const RULES: [&str; 2] = ["Never edit files in /config.", "Do not push to main without asking me first."];
 
-/// The lines before the last `compact_boundary` (what `PreCompact` sees), with the operator's
-/// rules added after the first operator message.
-fn before_compaction(text: &str, session_id: &str) -> String {
+/// `text` with the operator's rules added after the first operator message.
+fn with_rules(text: &str, session_id: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
-    let boundary = lines.iter().rposition(|l| l.contains("\"compact_boundary\"")).unwrap();
     let first_request = lines.iter().position(|l| l.contains("\"type\":\"user\"") || l.contains("\"type\": \"user\"")).unwrap();
     let rule = json!({"parentUuid": null, "isSidechain": false, "sessionId": session_id, "type": "user",
         "message": {"role": "user", "content": RULES.join(" ")}, "uuid": "cairn-test-rule"});
-    let mut out: Vec<String> = lines[..=first_request].iter().map(|l| l.to_string()).collect();
-    out.push(rule.to_string());
-    out.extend(lines[first_request + 1..boundary].iter().map(|l| l.to_string()));
+    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    out.insert(first_request + 1, rule.to_string());
     out.join("\n") + "\n"
 }
 
-fn injected(home: &Path, session_id: &str, pre: &Path, post: &Path) -> String {
+/// The lines before the last `compact_boundary`: the transcript `PreCompact` saw.
+fn before_compaction(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let boundary = lines.iter().rposition(|l| l.contains("\"compact_boundary\"")).unwrap();
+    lines[..boundary].join("\n") + "\n"
+}
+
+/// Replays both hooks on one transcript file, as Claude Code does: first as it stood before
+/// the compaction, then with the compaction written.
+fn injected(home: &Path, session_id: &str, transcript: &Path, before: &str, after: &str) -> String {
     let home = home.to_str().unwrap();
-    let payload = |path: &Path, event: &str| json!({"session_id": session_id, "transcript_path": path, "cwd": "/tmp", "hook_event_name": event, "trigger": "auto", "source": "compact"}).to_string();
-    cairn(&["claude-code", "pre-compact", "--home", home], &payload(pre, "PreCompact"));
-    let out = cairn(&["claude-code", "session-start", "--home", home], &payload(post, "SessionStart"));
+    let payload = |event: &str| json!({"session_id": session_id, "transcript_path": transcript, "cwd": "/work/spotter", "hook_event_name": event, "trigger": "auto", "source": "compact"}).to_string();
+    std::fs::write(transcript, before).unwrap();
+    cairn(&["claude-code", "pre-compact", "--home", home], &payload("PreCompact"));
+    std::fs::write(transcript, after).unwrap();
+    let out = cairn(&["claude-code", "session-start", "--home", home], &payload("SessionStart"));
     let output: Value = serde_json::from_slice(&out.stdout).expect("SessionStart prints JSON");
     assert_eq!(output["hookSpecificOutput"]["hookEventName"], "SessionStart");
     output["hookSpecificOutput"]["additionalContext"].as_str().unwrap().to_string()
@@ -152,11 +160,8 @@ fn the_hooks_inject_what_claude_codes_own_summary_left_out() {
         let dir = tempfile::tempdir().unwrap();
 
         // As recorded: whatever the summary left out is added, within Claude Code's limit.
-        let pre = dir.path().join("pre.jsonl");
-        let lines: Vec<&str> = text.lines().collect();
-        let boundary = lines.iter().rposition(|l| l.contains("\"compact_boundary\"")).unwrap();
-        std::fs::write(&pre, lines[..boundary].join("\n") + "\n").unwrap();
-        let context = injected(&dir.path().join("home"), &session_id, &pre, &file);
+        let transcript = dir.path().join(format!("{session_id}.jsonl"));
+        let context = injected(&dir.path().join("home"), &session_id, &transcript, &before_compaction(&text), &text);
         assert!(context.chars().count() <= 10_000, "{name}: {} characters", context.chars().count());
         assert!(context.contains("session_history"), "{name}: says how to recall the rest");
         let constraints = context.split("## Operator constraints").nth(1).map_or(0, |s| s.split("\n## ").next().unwrap().lines().filter(|l| l.starts_with("- ")).count());
@@ -176,14 +181,24 @@ fn the_hooks_inject_what_claude_codes_own_summary_left_out() {
         }
 
         // With operator rules the summary never saw: each comes back verbatim.
-        let ruled = dir.path().join("ruled.jsonl");
-        std::fs::write(&ruled, before_compaction(&text, &session_id)).unwrap();
-        let context = injected(&dir.path().join("home-ruled"), &session_id, &ruled, &file);
+        let ruled = with_rules(&text, &session_id);
+        let context = injected(&dir.path().join("home-ruled"), &session_id, &transcript, &before_compaction(&ruled), &ruled);
         for rule in RULES {
             assert!(!summary.contains(rule));
             assert!(context.contains(&format!("- {rule}")), "{name}: rule {rule:?} missing from\n{context}");
         }
         assert!(context.chars().count() <= 10_000);
+
+        // A second compaction whose summary drops the rules again: they still come back.
+        let again = format!(
+            "{ruled}{}\n{}\n",
+            json!({"parentUuid": null, "isSidechain": false, "sessionId": session_id, "type": "system", "subtype": "compact_boundary", "content": "Conversation compacted", "uuid": "cairn-test-b2"}),
+            json!({"parentUuid": "cairn-test-b2", "isSidechain": false, "sessionId": session_id, "type": "user", "isCompactSummary": true, "message": {"role": "user", "content": "Summary: the work continues."}, "uuid": "cairn-test-s2"}),
+        );
+        let context = injected(&dir.path().join("home-ruled"), &session_id, &transcript, &ruled, &again);
+        for rule in RULES {
+            assert!(context.contains(&format!("- {rule}")), "{name}: after a second compaction, rule {rule:?} missing from\n{context}");
+        }
     }
     assert_eq!(sessions, 3, "the recorded sessions with a compaction");
 }

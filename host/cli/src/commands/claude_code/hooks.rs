@@ -28,6 +28,8 @@ struct Payload {
     session_id: String,
     transcript_path: PathBuf,
     #[serde(default)]
+    cwd: Option<PathBuf>,
+    #[serde(default)]
     source: Option<String>,
 }
 
@@ -35,9 +37,12 @@ fn payload(stdin: impl Read) -> Result<Payload> {
     serde_json::from_reader(stdin).context("reading Claude Code's hook payload on stdin")
 }
 
-/// One Cairn conversation per Claude Code session.
-fn conversation(session_id: &str) -> ConversationKey {
-    ConversationKey::derive(&format!("claude-code-{session_id}"))
+/// One Cairn conversation per project, the one `cairn serve --expose agent` started there
+/// serves: Claude Code names the project in `CLAUDE_PROJECT_DIR`, else the session's `cwd`.
+/// Sessions are told apart in it by their transcript path.
+fn conversation(payload: &Payload) -> ConversationKey {
+    let project = std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from).or_else(|| payload.cwd.clone()).unwrap_or_default();
+    setup::project_conversation(&project)
 }
 
 pub fn pre_compact(args: HookArgs, stdin: impl Read) -> Result<()> {
@@ -46,7 +51,7 @@ pub fn pre_compact(args: HookArgs, stdin: impl Read) -> Result<()> {
         file: payload.transcript_path.clone(),
         policy: None,
         home: args.home,
-        conversation: Some(conversation(&payload.session_id).to_string()),
+        conversation: Some(conversation(&payload).to_string()),
         plugin_dir: Vec::new(),
     }
     .open()?;
@@ -70,16 +75,40 @@ pub fn session_start(args: HookArgs, stdin: impl Read) -> Result<()> {
         return Ok(());
     }
     let home = Home::open(&setup::home_path(args.home))?;
-    let key = conversation(&payload.session_id);
+    let key = conversation(&payload);
     if !home.conversations()?.contains(&key) {
         return Ok(());
     }
     let store = home.existing_conversation(&key)?;
-    let Some(event) = store.latest_committed() else { return Ok(()) };
-    let checkpoint: Value = store.latest_checkpoint().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
-    let operator: Vec<String> = store
-        .events()
+    // This session's record: its snapshots (the transcript path names them) and the handovers
+    // `pre-compact` committed since the first of them.
+    let source = payload.transcript_path.display().to_string();
+    let ours = |e: &&Event| matches!(e, Event::Snapshot { source: s, .. } if *s == source);
+    let events = store.events();
+    let Some(first) = events.iter().position(|e| ours(&e)) else { return Ok(()) };
+    let committed: Vec<_> = events[first..]
         .iter()
+        .filter_map(|e| match e {
+            Event::Compaction(c) if c.committed_by.is_some() => Some(c),
+            _ => None,
+        })
+        .collect();
+    let Some(event) = committed.last() else { return Ok(()) };
+    let checkpoint: Value = event.checkpoint.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
+    // Constraints of every compaction of this session: a rule from before an earlier
+    // compaction is no longer in the context the latest checkpoint was computed from.
+    let mut constraints: Vec<String> = Vec::new();
+    for c in &committed {
+        let value: Value = c.checkpoint.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
+        for rule in strings(&value, "/negative_constraints") {
+            if !constraints.iter().any(|r| r == rule) {
+                constraints.push(rule.to_string());
+            }
+        }
+    }
+    let operator: Vec<String> = events
+        .iter()
+        .filter(ours)
         .filter_map(|e| match e {
             Event::Snapshot { entries, .. } => Some(entries),
             _ => None,
@@ -95,7 +124,7 @@ pub fn session_start(args: HookArgs, stdin: impl Read) -> Result<()> {
         .and_then(|text| formats::parse(&text, &payload.transcript_path.display().to_string()).ok())
         .and_then(|(t, _)| t.entries.into_iter().find(|e| e.origin == Origin::Summary))
         .map(|e| e.model_text());
-    let context = render(&Record { checkpoint: &checkpoint, operator: &operator, archive_id: &event.archive_id, conversation: key.as_str() }, summary.as_deref());
+    let context = render(&Record { checkpoint: &checkpoint, constraints: &constraints, operator: &operator, archive_id: &event.archive_id, conversation: key.as_str() }, summary.as_deref());
     println!("{}", json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}));
     Ok(())
 }
@@ -103,6 +132,7 @@ pub fn session_start(args: HookArgs, stdin: impl Read) -> Result<()> {
 /// What Cairn recorded before Claude Code compacted.
 pub struct Record<'a> {
     pub checkpoint: &'a Value,
+    pub constraints: &'a [String],
     pub operator: &'a [String],
     pub archive_id: &'a str,
     pub conversation: &'a str,
@@ -143,8 +173,7 @@ pub fn render(record: &Record, summary: Option<&str>) -> String {
          (conversation {}, archive {}). Below: what the operator asked, verbatim, and what the compaction summary does not mention.\n",
         record.conversation, record.archive_id
     ));
-    let constraints = strings(checkpoint, "/negative_constraints");
-    out.section("## Operator constraints (verbatim; still in force)", constraints.iter().map(|c| format!("- {c}")));
+    out.section("## Operator constraints (verbatim; still in force)", record.constraints.iter().map(|c| format!("- {c}")));
     let requests: Vec<&String> = record.operator.iter().filter(|m| dropped(m)).collect();
     out.section(
         "## Operator messages the summary leaves out (verbatim)",

@@ -49,7 +49,8 @@ pub struct Args {
     /// The conversation the agent tools act on [default: derived from --project].
     #[arg(long)]
     conversation: Option<String>,
-    /// The project whose conversation the agent tools act on [default: the current directory].
+    /// The project whose conversation the agent tools act on [default: $CLAUDE_PROJECT_DIR, else
+    /// the current directory].
     #[arg(long)]
     project: Option<PathBuf>,
     /// Do not watch the policy file and plugin directories (reload with `policy_reload`).
@@ -87,9 +88,10 @@ impl Serve {
             None => {
                 let project = match &args.project {
                     Some(dir) => dir.canonicalize().with_context(|| format!("--project {}", dir.display()))?,
-                    None => std::env::current_dir()?,
+                    // Claude Code names the project of the MCP servers it starts.
+                    None => std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from).map_or_else(std::env::current_dir, Ok)?,
                 };
-                ConversationKey::derive(&project.file_name().unwrap_or_default().to_string_lossy())
+                setup::project_conversation(&project)
             }
         };
         let (cairn, policy) = setup::host_and_policy(&args.plugin_dir, args.policy.as_deref())?;
