@@ -29,6 +29,8 @@ pub enum OutFormat {
     Cairn,
     Openai,
     Anthropic,
+    /// A Pi v3 session (the summary as Pi's compaction entry).
+    Pi,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -40,6 +42,7 @@ pub fn run(args: Args) -> Result<()> {
             OutFormat::Cairn => formats::write_cairn(&report.transcript),
             OutFormat::Openai => formats::write_openai(&report.transcript),
             OutFormat::Anthropic => formats::write_anthropic(&report.transcript),
+            OutFormat::Pi => formats::write_pi(&report.transcript),
         };
         std::fs::write(out, written).with_context(|| format!("writing {}", out.display()))?;
     }

@@ -9,6 +9,7 @@ mod claude_code;
 mod codex;
 mod openai;
 mod pi;
+mod pi_writeback;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -41,9 +42,9 @@ impl Format {
         }
     }
 
-    /// Cairn writes it (a harness's own session log only that harness writes).
+    /// Cairn writes it (Claude Code's and Codex's logs only they write).
     pub fn writable(self) -> bool {
-        matches!(self, Format::Cairn | Format::OpenAi | Format::Anthropic)
+        matches!(self, Format::Cairn | Format::Pi | Format::OpenAi | Format::Anthropic)
     }
 }
 
@@ -135,7 +136,8 @@ pub fn write(format: Format, t: &Transcript) -> Option<String> {
         Format::Cairn => Some(write_cairn(t)),
         Format::OpenAi => Some(write_openai(t)),
         Format::Anthropic => Some(write_anthropic(t)),
-        Format::Pi | Format::ClaudeCode | Format::Codex => None,
+        Format::Pi => Some(pi_writeback::write(t)),
+        Format::ClaudeCode | Format::Codex => None,
     }
     .filter(|_| format.writable())
 }
@@ -149,6 +151,11 @@ pub fn write_cairn(t: &Transcript) -> String {
 /// immediately answered.
 pub fn write_openai(t: &Transcript) -> String {
     openai::write(t)
+}
+
+/// A Pi v3 session file Pi opens as is (a leading summary becomes its compaction entry).
+pub fn write_pi(t: &Transcript) -> String {
+    pi_writeback::write(t)
 }
 
 /// An Anthropic Messages API body (`system`, `messages`), every tool use answered at the
