@@ -214,14 +214,14 @@ class ServeTest(unittest.IsolatedAsyncioTestCase):
             self.assertTrue(listed["policy"]["handover"][0].startswith("handover"), listed["policy"])
             generation = listed["policy"]["generation"]
 
-            # compact, Pi input: a shorter context, the Cairn-format transcript, and what Pi
+            # compact, Pi input: a shorter context, written back as a Pi session, and what Pi
             # itself needs: the summary of the prefix and the first entry it keeps.
             pi = await c.call("compact", conversation="tools-pi", transcript=pi_text)
             self.assertLess(pi["tokens_after"], pi["tokens_before"])
             self.assertIsNotNone(pi["committed_by"])
-            self.assertEqual(pi["format"], "cairn", "Cairn cannot write Pi sessions: the transcript comes back as Cairn JSONL")
-            for line in pi["transcript"].splitlines():
-                json.loads(line)
+            self.assertEqual(pi["format"], "pi", "the answer comes back in the caller's format")
+            lines = [json.loads(line) for line in pi["transcript"].splitlines()]
+            self.assertEqual((lines[0]["type"], lines[0]["version"]), ("session", 3))
             self.assertIn(pi["first_kept_entry_id"], pi_ids, "first_kept_entry_id names an entry of the input")
             self.assertIsInstance(pi["prefix_summary"], str)
             self.assertGreater(len(pi["prefix_summary"]), 0)
