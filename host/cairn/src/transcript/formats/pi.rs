@@ -232,7 +232,9 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                 .iter()
                 .position(|&k| Some(nodes[k].id.as_str()) == kept);
             for &k in &path[first_kept.unwrap_or(at)..at] {
-                entries.extend(convert(&nodes[k]).map_err(|m| err(nodes[k].line, m))?);
+                // What was billed before the compaction describes the context before it.
+                let kept = convert(&nodes[k]).map_err(|m| err(nodes[k].line, m))?;
+                entries.extend(kept.map(|e| Entry { reported_tokens: None, ..e }));
             }
             at + 1
         }
@@ -714,5 +716,23 @@ mod tests {
             3,
             "bash executions"
         );
+    }
+
+    /// Billed usage counts only after the latest compaction: a kept reply's bill describes
+    /// the context before it (Pi's trigger skips it too); aborted replies bill nothing.
+    #[test]
+    fn billed_usage_after_the_compaction_only() {
+        let reply = |id: &str, parent: &str, total: u64, stop: &str| {
+            format!(r#"{{"type":"message","id":"{id}","parentId":"{parent}","message":{{"role":"assistant","content":[{{"type":"text","text":"ok"}}],"usage":{{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":{total}}},"stopReason":"{stop}"}}}}"#)
+        };
+        let user = |id: &str, parent: &str| format!(r#"{{"type":"message","id":"{id}","parentId":"{parent}","message":{{"role":"user","content":"go"}}}}"#);
+        let head = r#"{"type":"session","version":3,"id":"s"}"#;
+        let compaction = r#"{"type":"compaction","id":"c","parentId":"a1","summary":"before","firstKeptEntryId":"u1"}"#;
+        let kept_only = [head.to_string(), user("u1", "null"), reply("a1", "u1", 150_000, "stop"), compaction.to_string()].join("\n");
+        let t = parse(&kept_only, "s.jsonl").unwrap();
+        assert_eq!(crate::transcript::reported_usage(&t.entries), None);
+        let later = [kept_only, user("u2", "c"), reply("a2", "u2", 20_000, "stop"), user("u3", "a2"), reply("a3", "u3", 999, "aborted")].join("\n");
+        let t = parse(&later, "s.jsonl").unwrap();
+        assert_eq!(crate::transcript::reported_usage(&t.entries), Some((20_000, 2)));
     }
 }
