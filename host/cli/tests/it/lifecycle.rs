@@ -152,3 +152,34 @@ fn a_handover_killed_at_any_point_is_resumed_once() {
         crash_and_restart("handover", point);
     }
 }
+
+/// The trigger sees what the provider billed, as Claude Code and Pi do: the last reply's usage
+/// (input, cache writes and reads, output) plus Cairn's count of what came after, not Cairn's
+/// count of the transcript alone (which lacks the system prompt and tool definitions).
+#[test]
+#[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
+fn boundary_from_transcript_uses_the_billed_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    for file in std::fs::read_dir(shared("claude-code")).unwrap().map(|e| e.unwrap().path()) {
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        if name.contains("agent-") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let last_billed: u64 = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|l| l["type"] == "assistant" && l["isSidechain"] != true)
+            .last()
+            .map(|l| ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"].iter().map(|k| l["message"]["usage"][k].as_u64().unwrap_or(0)).sum())
+            .unwrap();
+        let run = |usage: &str| -> u64 {
+            let args = ["boundary", file.to_str().unwrap(), "--turn", "1", "--window", "200000", usage, "--home", home.to_str().unwrap(), "--conversation", "billed"];
+            ok(&args)["usage"].as_u64().unwrap()
+        };
+        let (recorded, counted) = (run("--from-transcript"), run("--count"));
+        assert!(recorded >= last_billed, "{name}: {recorded} < the last bill {last_billed}");
+        assert!(recorded > counted, "{name}: the bill ({recorded}) includes what the transcript lacks ({counted} counted)");
+    }
+}
