@@ -45,6 +45,8 @@ enum Command {
     Bench(commands::bench::Args),
     /// Compact a long generated session into a temporary home and show before and after.
     Demo(commands::demo::Args),
+    /// Score a policy's chain on the failure scenarios of harness compaction.
+    Eval(commands::eval::Args),
     /// Cairn inside Claude Code through its hooks: install, uninstall, and the hook handlers.
     ClaudeCode {
         #[command(subcommand)]
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
         Command::Plugins { command } => commands::plugins::run(command),
         Command::New(args) => commands::new::run(args),
         Command::Demo(args) => commands::demo::run(args),
+        Command::Eval(args) => commands::eval::run(args),
         Command::Serve(args) => commands::serve::run(args),
         Command::Bench(args) => commands::bench::run(args),
         Command::Boundary(args) => commands::boundary::boundary(args),

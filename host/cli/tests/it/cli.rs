@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 
 use cairn::transcript::{formats, Part};
 use serde_json::Value;
-use support::shared;
+use support::{misbehave_plugin_dir, shared};
 
 fn cairn(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cairn")).args(args).env("CAIRN_LOG", "error").output().expect("running cairn")
@@ -27,16 +27,6 @@ fn fails(args: &[&str]) -> String {
     String::from_utf8(out.stderr).unwrap()
 }
 
-
-/// `<dir>/plugins` holding the misbehave fixture as a plugin file.
-fn misbehave_plugin_dir(dir: &Path) -> std::path::PathBuf {
-    let plugins = dir.join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
-    let fixture = cairn_bundle::FIXTURES.iter().find(|p| p.manifest.contains("name = \"misbehave\"")).unwrap();
-    std::fs::write(plugins.join("misbehave.wasm"), fixture.component).unwrap();
-    std::fs::write(plugins.join("misbehave.toml"), fixture.manifest).unwrap();
-    plugins
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

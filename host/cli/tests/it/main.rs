@@ -6,6 +6,7 @@ mod bench;
 mod claude_code;
 mod cli;
 mod embedding;
+mod eval;
 mod lifecycle;
 mod polyglot;
 mod support;

@@ -10,3 +10,13 @@ pub fn shared(dir: &str) -> PathBuf {
     assert!(path.is_dir(), "this test needs the shared transcripts at {}", path.display());
     path
 }
+
+/// `<dir>/plugins` holding the misbehave fixture as a plugin file.
+pub fn misbehave_plugin_dir(dir: &Path) -> PathBuf {
+    let plugins = dir.join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let fixture = cairn_bundle::FIXTURES.iter().find(|p| p.manifest.contains("name = \"misbehave\"")).unwrap();
+    std::fs::write(plugins.join("misbehave.wasm"), fixture.component).unwrap();
+    std::fs::write(plugins.join("misbehave.toml"), fixture.manifest).unwrap();
+    plugins
+}

@@ -1,0 +1,97 @@
+//! `cairn eval`: the failure scenarios of harness compaction, run against a policy's chain,
+//! as a scorecard. Each check is deterministic on what the agent would see after compaction
+//! (and on the record), so it runs offline. One file per scenario under `scenarios/`.
+
+mod lab;
+mod scenarios;
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+pub use lab::Lab;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Policy file (TOML); the embedded default when absent.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Extra plugin directory; may repeat.
+    #[arg(long)]
+    plugin_dir: Vec<PathBuf>,
+    /// Run only these scenarios (by name); may repeat.
+    #[arg(long)]
+    scenario: Vec<String>,
+    /// Recorded sessions to build the scenarios from (`pi/`, `openai-chat/` inside); a
+    /// generated coding session otherwise.
+    #[arg(long)]
+    transcripts: Option<PathBuf>,
+    /// Print one JSON object for scripts.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Scorecard {
+    policy: String,
+    sessions: String,
+    passed: usize,
+    failed: usize,
+    not_built: usize,
+    scenarios: Vec<scenarios::Outcome>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let all = scenarios::all();
+    for wanted in &args.scenario {
+        if !all.iter().any(|s| s.name() == wanted) {
+            let names: Vec<&str> = all.iter().map(|s| s.name()).collect();
+            bail!("unknown scenario {wanted:?}; the scenarios are: {}", names.join(", "));
+        }
+    }
+    let chosen: Vec<_> = all.into_iter().filter(|s| args.scenario.is_empty() || args.scenario.iter().any(|w| w == s.name())).collect();
+    let lab = Lab::new(&args.plugin_dir, args.policy.as_deref(), args.transcripts.clone())?;
+
+    let bar = indicatif::ProgressBar::new(chosen.len() as u64);
+    if args.json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").expect("a valid template"));
+    let mut outcomes = Vec::new();
+    for scenario in chosen {
+        bar.set_message(scenario.name());
+        outcomes.push(scenarios::run(scenario.as_ref(), &lab));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+
+    let count = |v: scenarios::Verdict| outcomes.iter().filter(|o| o.verdict == v).count();
+    let card = Scorecard {
+        policy: args.policy.as_ref().map_or_else(|| "embedded default".to_string(), |p| p.display().to_string()),
+        sessions: lab.sessions_name(),
+        passed: count(scenarios::Verdict::Pass),
+        failed: count(scenarios::Verdict::Fail),
+        not_built: count(scenarios::Verdict::NotBuilt),
+        scenarios: outcomes,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&card)?);
+    } else {
+        print_table(&card);
+    }
+    Ok(())
+}
+
+fn print_table(card: &Scorecard) {
+    println!("cairn eval — policy: {}; sessions: {}\n", card.policy, card.sessions);
+    println!("{:<22} {:<9} {:>22}  {}", "scenario", "result", "tokens (first → last)", "what was checked");
+    for o in &card.scenarios {
+        let tokens = match (o.tokens.first(), o.tokens.last()) {
+            (Some(first), Some(last)) => format!("{} → {}", first.before, last.after),
+            _ => "—".into(),
+        };
+        println!("{:<22} {:<9} {:>22}  {}", o.name, o.verdict.word(), tokens, o.detail);
+    }
+    println!("\n{} passed, {} failed, {} not built yet", card.passed, card.failed, card.not_built);
+}

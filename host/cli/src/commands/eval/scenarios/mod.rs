@@ -1,0 +1,106 @@
+//! The scenarios, one file each. A scenario builds a session (a recorded one plus injected
+//! probes), compacts it one or more times with the policy under test, and checks what the
+//! agent would see afterwards.
+
+mod buried_constraint;
+mod failed_hypothesis;
+mod long_tool_turn;
+mod model_switch;
+mod not_built;
+mod protocol_sequence;
+mod six_cycles;
+mod unique_observation;
+
+use serde::Serialize;
+
+use super::Lab;
+
+pub trait Scenario {
+    fn name(&self) -> &'static str;
+    fn run(&self, lab: &Lab) -> anyhow::Result<Score>;
+    /// What the scenario still needs, when Cairn cannot check it yet.
+    fn not_built(&self) -> Option<&'static str> {
+        None
+    }
+}
+
+/// What a scenario found.
+pub struct Score {
+    pub passed: bool,
+    pub detail: String,
+    pub tokens: Vec<Cycle>,
+}
+
+impl Score {
+    pub fn new(passed: bool, detail: impl Into<String>, tokens: Vec<Cycle>) -> Self {
+        Score { passed, detail: detail.into(), tokens }
+    }
+}
+
+/// One compaction's tokens, before and after.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Cycle {
+    pub before: u64,
+    pub after: u64,
+}
+
+impl From<&cairn::CompactionReport> for Cycle {
+    fn from(r: &cairn::CompactionReport) -> Self {
+        Cycle { before: r.tokens_before, after: r.tokens_after }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// The scenario could not run (its setup failed): a failure of the chain or the host.
+    Error,
+    NotBuilt,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "FAIL",
+            Verdict::Error => "ERROR",
+            Verdict::NotBuilt => "not built",
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct Outcome {
+    pub name: &'static str,
+    pub verdict: Verdict,
+    pub detail: String,
+    pub tokens: Vec<Cycle>,
+}
+
+pub fn all() -> Vec<Box<dyn Scenario>> {
+    vec![
+        Box::new(buried_constraint::BuriedConstraint),
+        Box::new(failed_hypothesis::FailedHypothesis),
+        Box::new(not_built::NotBuilt("stale-file-edit", "needs file hashes in the compaction record and a staleness check at the boundary")),
+        Box::new(unique_observation::UniqueObservation),
+        Box::new(long_tool_turn::LongToolTurn),
+        Box::new(not_built::NotBuilt("background-worker", "needs running processes (command, port) extracted into the checkpoint")),
+        Box::new(not_built::NotBuilt("cache-cost", "needs a price table and a billed-cost replay over 20 turns")),
+        Box::new(model_switch::ModelSwitch),
+        Box::new(protocol_sequence::ProtocolSequence),
+        Box::new(six_cycles::SixCycles),
+    ]
+}
+
+pub fn run(scenario: &dyn Scenario, lab: &Lab) -> Outcome {
+    let name = scenario.name();
+    if let Some(reason) = scenario.not_built() {
+        return Outcome { name, verdict: Verdict::NotBuilt, detail: reason.to_string(), tokens: Vec::new() };
+    }
+    match scenario.run(lab) {
+        Ok(score) => Outcome { name, verdict: if score.passed { Verdict::Pass } else { Verdict::Fail }, detail: score.detail, tokens: score.tokens },
+        Err(e) => Outcome { name, verdict: Verdict::Error, detail: format!("{e:#}"), tokens: Vec::new() },
+    }
+}

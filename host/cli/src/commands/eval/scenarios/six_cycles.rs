@@ -1,0 +1,57 @@
+//! 10. Six consecutive cycles on a long session: the root objective (the first request), the
+//! operator's constraint and the test status stay in the context in every cycle, and the
+//! context stays under the window.
+
+use cairn::transcript::{Entry, Origin, Part, Role};
+
+use super::buried_constraint::RULE;
+use super::{Cycle, Scenario, Score};
+use crate::commands::eval::lab::{committed_by, grown, text, tool_result, tool_work, with_first_request};
+use crate::commands::eval::Lab;
+
+const WINDOW: u64 = 128_000;
+const FAILING: &str = "tests/test_ledger.py::test_negative_amounts";
+
+pub struct SixCycles;
+
+impl Scenario for SixCycles {
+    fn name(&self) -> &'static str {
+        "six-cycles"
+    }
+
+    fn run(&self, lab: &Lab) -> anyhow::Result<Score> {
+        let (session, base) = lab.session("pi")?;
+        let objective = base
+            .entries
+            .iter()
+            .find(|e| e.role == Role::User && e.origin == Origin::Operator)
+            .map(|e| e.model_text().trim().chars().take(200).collect::<String>())
+            .unwrap_or_default();
+        let status = vec![
+            Entry {
+                parts: vec![Part::ToolCall { id: "sc-test".into(), name: "bash".into(), args: r#"{"command":"pytest"}"#.into() }],
+                ..Entry::text("sc-a", Role::Assistant, Origin::Agent, "")
+            },
+            tool_result("sc-t", "sc-test", format!("FAILED {FAILING} - assert -5 >= 0\n1 failed, 88 passed")),
+        ];
+        let mut context = grown(&with_first_request(base, RULE), status);
+        let mut cycles = Vec::new();
+        for n in 0..6 {
+            context = grown(&context, tool_work(&format!("sc{n}"), 12));
+            let report = lab.compact("six-cycles", &context)?;
+            cycles.push(Cycle::from(&report));
+            context = report.transcript.clone();
+            let seen = text(&context);
+            let missing: Vec<&str> = [("the root objective", objective.as_str()), ("the constraint", RULE), ("the failing test", FAILING)]
+                .into_iter()
+                .filter(|(_, needle)| !seen.contains(needle))
+                .map(|(what, _)| what)
+                .collect();
+            if !missing.is_empty() || report.tokens_after > WINDOW {
+                let why = if missing.is_empty() { format!("{} tokens, over the window", report.tokens_after) } else { format!("{} gone", missing.join(", ")) };
+                return Ok(Score::new(false, format!("{session}: cycle {}: {why} (committed by {})", n + 1, committed_by(&report)), cycles));
+            }
+        }
+        Ok(Score::new(true, format!("{session}: objective, constraint and test status in every one of 6 cycles, under {WINDOW} tokens"), cycles))
+    }
+}

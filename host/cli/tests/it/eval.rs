@@ -1,0 +1,80 @@
+//! `cairn eval`: the scorecard tells a chain that keeps what work needs from one that does not.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::{misbehave_plugin_dir, shared};
+
+/// Verdict by scenario name.
+fn eval(args: &[&str]) -> HashMap<String, String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn")).arg("eval").args(args).arg("--json").env("CAIRN_LOG", "error").output().unwrap();
+    assert!(out.status.success(), "cairn eval {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let card: Value = serde_json::from_slice(&out.stdout).unwrap();
+    card["scenarios"].as_array().unwrap().iter().map(|s| (s["name"].as_str().unwrap().to_string(), s["verdict"].as_str().unwrap().to_string())).collect()
+}
+
+fn transcripts() -> String {
+    shared("").to_str().unwrap().to_string()
+}
+
+/// What the bundled policies keep, scenario by scenario, on the recorded sessions.
+const KEPT: [&str; 6] = ["buried-constraint", "unique-observation", "long-tool-turn", "model-switch", "protocol-sequence", "six-cycles"];
+
+#[test]
+#[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
+fn the_bundled_policies_pass_what_they_keep() {
+    let offline = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/policies/offline.toml");
+    for policy in [None, Some(offline.to_str().unwrap())] {
+        let mut args = vec!["--transcripts", &transcripts()].into_iter().map(str::to_string).collect::<Vec<_>>();
+        if let Some(p) = policy {
+            args.extend(["--policy".to_string(), p.to_string()]);
+        }
+        let card = eval(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(card.len(), 10, "ten scenarios");
+        for name in KEPT {
+            assert_eq!(card[name], "pass", "{policy:?}: {name}");
+        }
+        for name in ["stale-file-edit", "background-worker", "cache-cost"] {
+            assert_eq!(card[name], "not-built", "{name}");
+        }
+        assert_ne!(card["failed-hypothesis"], "error");
+    }
+}
+
+/// A chain that keeps only the recent tail, dropping the operator's requests with the rest.
+#[test]
+#[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
+fn a_chain_that_forgets_fails_the_constraint_scenarios() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = misbehave_plugin_dir(dir.path());
+    let policy = dir.path().join("forget.toml");
+    std::fs::write(&policy, "[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:read\"]\nconfig = { mode = \"forget\" }\n").unwrap();
+    let scenarios = ["buried-constraint", "failed-hypothesis", "six-cycles"];
+    let mut args = vec!["--transcripts".to_string(), transcripts(), "--policy".into(), policy.to_str().unwrap().into(), "--plugin-dir".into(), plugins.to_str().unwrap().into()];
+    for s in scenarios {
+        args.extend(["--scenario".to_string(), s.to_string()]);
+    }
+    let card = eval(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    for name in scenarios {
+        assert_eq!(card[name], "fail", "{name}");
+    }
+}
+
+#[test]
+fn an_unknown_scenario_is_named_with_the_known_ones() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["eval", "--scenario", "nope"]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unknown scenario \"nope\"") && stderr.contains("six-cycles"), "{stderr}");
+}
+
+/// Without recorded sessions the scenarios run on the generated session: offline, no files.
+#[test]
+fn runs_on_the_generated_session() {
+    let card = eval(&["--scenario", "model-switch", "--scenario", "protocol-sequence"]);
+    assert_eq!(card["model-switch"], "pass");
+    assert_eq!(card["protocol-sequence"], "pass");
+}
