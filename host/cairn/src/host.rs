@@ -185,6 +185,14 @@ impl Cairn {
         source: &str,
         options: RunOptions<'_>,
     ) -> Result<CompactionReport> {
+        // Ids name entries in the record and in every plugin's answer: two entries with one id
+        // would be one in the record and blamed on the first plugin that carried either.
+        let mut seen = std::collections::HashMap::new();
+        for (i, entry) in transcript.entries.iter().enumerate() {
+            if let Some(first) = seen.insert(entry.id.as_str(), i) {
+                anyhow::bail!("{source}: entry id {:?} is used twice (entries {} and {}): ids must be unique", entry.id, first + 1, i + 1);
+            }
+        }
         let mut transcript = transcript.clone();
         self.tokenizer.count_transcript(&mut transcript);
         store.record_snapshot(source, &transcript.entries)?;

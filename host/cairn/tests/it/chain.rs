@@ -280,3 +280,19 @@ fn a_huge_token_count_is_refused_and_the_chain_goes_on() {
     assert!(report.steps[0].message.as_deref().unwrap().contains("at most 8388608"), "{:#?}", report.steps[0]);
     assert!(started.elapsed() < std::time::Duration::from_secs(15));
 }
+
+/// An embedder's transcript with two entries under one id is refused before anything is
+/// recorded or run: ids name entries in the record and in every plugin's answer.
+#[test]
+fn duplicate_entry_ids_are_refused_before_anything_runs() {
+    let cairn = host();
+    let policy = cairn.default_policy().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::open(dir.path()).unwrap();
+    let mut store = home.conversation(&ConversationKey::parse("dup").unwrap()).unwrap();
+    let mut t = sample::coding_session(3);
+    t.entries[5].id = t.entries[1].id.clone();
+    let err = cairn.compact(&policy, &mut store, &t, "embedded").unwrap_err().to_string();
+    assert!(err.contains(&format!("embedded: entry id {:?} is used twice (entries 2 and 6)", t.entries[1].id)), "{err}");
+    assert!(store.events().is_empty(), "nothing recorded");
+}

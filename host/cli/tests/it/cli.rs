@@ -312,6 +312,15 @@ fn bad_input_gets_a_clear_error_naming_the_file_and_line() {
     let err = fails(&["compact", s(&broken), "--home", s(&home)]);
     assert!(err.contains("broken.jsonl:2"), "{err}");
 
+    // Two entries with one id: refused before anything is recorded, naming the lines.
+    let mut twice = cairn::transcript::sample::coding_session(2);
+    twice.entries[3].id = twice.entries[2].id.clone();
+    let dup = dir.path().join("dup.jsonl");
+    std::fs::write(&dup, formats::write_cairn(&twice)).unwrap();
+    let err = fails(&["compact", s(&dup), "--home", s(&home)]);
+    assert!(err.contains(&format!("dup.jsonl:5: duplicate entry id `{}` (first at line 4)", twice.entries[2].id)), "{err}");
+    assert!(!home.join("conversations/dup").exists(), "nothing recorded");
+
     let good = dir.path().join("good.jsonl");
     std::fs::write(&good, formats::write_cairn(&cairn::transcript::sample::coding_session(2))).unwrap();
     let policy = dir.path().join("policy.toml");

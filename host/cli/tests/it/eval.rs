@@ -21,7 +21,7 @@ fn transcripts() -> String {
 }
 
 /// What the bundled policies keep, scenario by scenario, on the recorded sessions.
-const KEPT: [&str; 6] = ["buried-constraint", "unique-observation", "long-tool-turn", "model-switch", "protocol-sequence", "six-cycles"];
+const KEPT: [&str; 7] = ["buried-constraint", "failed-hypothesis", "unique-observation", "long-tool-turn", "model-switch", "protocol-sequence", "six-cycles"];
 
 #[test]
 #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
@@ -40,7 +40,6 @@ fn the_bundled_policies_pass_what_they_keep() {
         for name in ["stale-file-edit", "background-worker", "cache-cost"] {
             assert_eq!(card[name], "not-built", "{name}");
         }
-        assert_ne!(card["failed-hypothesis"], "error");
     }
 }
 

@@ -115,9 +115,11 @@ pub fn with_first_request(mut t: Transcript, extra: &str) -> Transcript {
 
 /// Who committed a compaction, for a scorecard line: "shake-elide@0.1.0", "last resort".
 pub fn committed_by(report: &CompactionReport) -> String {
-    match (&report.committed_by, report.degraded) {
-        (_, true) => "the last resort (oldest history dropped)".into(),
+    let steps: Vec<String> = report.steps.iter().map(|s| format!("{} {}{}", s.plugin, s.outcome, s.message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default())).collect();
+    let by = match (&report.committed_by, report.degraded) {
+        (_, true) => "the last resort (oldest history dropped)".to_string(),
         (Some(by), false) => by.clone(),
         (None, false) => "nothing".into(),
-    }
+    };
+    format!("{by}; steps: {}", steps.join(", "))
 }

@@ -23,12 +23,12 @@ impl Scenario for FailedHypothesis {
             Entry {
                 parts: vec![
                     Part::Text { text: format!("Trying a fix: {APPROACH}.") },
-                    Part::ToolCall { id: "fh-call".into(), name: "bash".into(), args: r#"{"command":"pytest tests/test_upload.py"}"#.into() },
+                    Part::ToolCall { id: "hyp-call".into(), name: "bash".into(), args: r#"{"command":"pytest tests/test_upload.py"}"#.into() },
                 ],
-                ..Entry::text("fh-a1", Role::Assistant, Origin::Agent, "")
+                ..Entry::text("hyp-a1", Role::Assistant, Origin::Agent, "")
             },
-            tool_result("fh-t1", "fh-call", "FAILED tests/test_upload.py::test_large_upload - ConnectionResetError\n1 failed, 12 passed".into()),
-            Entry::text("fh-a2", Role::Assistant, Origin::Agent, format!("That approach failed: {APPROACH} does not help, because {REASON}. Rejecting it.")),
+            tool_result("hyp-t1", "hyp-call", "FAILED tests/test_upload.py::test_large_upload - ConnectionResetError\n1 failed, 12 passed".into()),
+            Entry::text("hyp-a2", Role::Assistant, Origin::Agent, format!("That approach failed: {APPROACH} does not help, because {REASON}. Rejecting it.")),
         ];
         let mut context = grown(&grown(&base, attempt), tool_work("fh", 20));
         let mut cycles = Vec::new();
