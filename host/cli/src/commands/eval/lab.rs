@@ -85,12 +85,19 @@ pub fn tool_work(tag: &str, n: usize) -> Vec<Entry> {
                 Part::Text { text: format!("Reading {path}.") },
                 Part::ToolCall { id: call.clone(), name: "read".into(), args: format!(r#"{{"path":"{path}"}}"#) },
             ],
-            ..Entry::text(format!("{tag}-a{i}"), Role::Assistant, Origin::Agent, "")
+            ..Entry::text(format!("{tag}-work-{i}"), Role::Assistant, Origin::Agent, "")
         });
         let body: String = (0..120).map(|l| format!("    def handler_{i}_{l}(self, request):  # {tag}\n        return self.dispatch(request, {l})\n")).collect();
-        entries.push(tool_result(&format!("{tag}-t{i}"), &call, format!("class Module{i}:\n{body}")));
+        entries.push(tool_result(&format!("{tag}-output-{i}"), &call, format!("class Module{i}:\n{body}")));
     }
     entries
+}
+
+/// Replaces the content of `entry`'s tool result (a probe planted in tool work).
+pub fn plant(entry: &mut Entry, content: String) {
+    if let Some(Part::ToolResult { content: c, .. }) = entry.parts.first_mut() {
+        *c = content;
+    }
 }
 
 pub fn tool_result(id: &str, call: &str, content: String) -> Entry {

@@ -3,11 +3,12 @@
 //! (and on the record), so it runs offline. One file per scenario under `scenarios/`.
 
 mod lab;
+mod report;
 mod scenarios;
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 pub use lab::Lab;
@@ -30,6 +31,9 @@ pub struct Args {
     /// Print one JSON object for scripts.
     #[arg(long)]
     json: bool,
+    /// Also write the scorecard as an HTML page with a chart of tokens per cycle.
+    #[arg(long)]
+    report: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -38,6 +42,7 @@ struct Scorecard {
     sessions: String,
     passed: usize,
     failed: usize,
+    errors: usize,
     not_built: usize,
     scenarios: Vec<scenarios::Outcome>,
 }
@@ -72,9 +77,13 @@ pub fn run(args: Args) -> Result<()> {
         sessions: lab.sessions_name(),
         passed: count(scenarios::Verdict::Pass),
         failed: count(scenarios::Verdict::Fail),
+        errors: count(scenarios::Verdict::Error),
         not_built: count(scenarios::Verdict::NotBuilt),
         scenarios: outcomes,
     };
+    if let Some(path) = &args.report {
+        std::fs::write(path, report::html(&card)?).with_context(|| format!("writing {}", path.display()))?;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&card)?);
     } else {
@@ -93,5 +102,5 @@ fn print_table(card: &Scorecard) {
         };
         println!("{:<22} {:<9} {:>22}  {}", o.name, o.verdict.word(), tokens, o.detail);
     }
-    println!("\n{} passed, {} failed, {} not built yet", card.passed, card.failed, card.not_built);
+    println!("\n{} passed, {} failed, {} could not run, {} not built yet", card.passed, card.failed, card.errors, card.not_built);
 }

@@ -6,7 +6,7 @@ use cairn::storage::ArtifactUri;
 use cairn::transcript::Part;
 
 use super::{Cycle, Scenario, Score};
-use crate::commands::eval::lab::{grown, tool_result, tool_work};
+use crate::commands::eval::lab::{grown, plant, tool_work};
 use crate::commands::eval::Lab;
 
 pub struct LongToolTurn;
@@ -21,7 +21,7 @@ impl Scenario for LongToolTurn {
         let rows: Vec<serde_json::Value> = (0..5200).map(|i| serde_json::json!({"id": i, "status": if i % 7 == 0 { "failed" } else { "ok" }, "host": format!("node-{}", i % 97)})).collect();
         let huge = serde_json::to_string(&rows)?;
         let mut probe = tool_work("lt", 1);
-        probe[1] = tool_result("lt-t0", "lt-call-0", huge.clone());
+        plant(&mut probe[1], huge.clone());
         let context = grown(&grown(&base, probe), tool_work("lt-later", 12));
         let report = lab.compact("long-tool-turn", &context)?;
         let cycles = vec![Cycle::from(&report)];

@@ -2,7 +2,9 @@
 //! probes), compacts it one or more times with the policy under test, and checks what the
 //! agent would see afterwards.
 
+mod background_worker;
 mod buried_constraint;
+mod cache_cost;
 mod failed_hypothesis;
 mod long_tool_turn;
 mod model_switch;
@@ -86,8 +88,8 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
         Box::new(not_built::NotBuilt("stale-file-edit", "needs file hashes in the compaction record and a staleness check at the boundary")),
         Box::new(unique_observation::UniqueObservation),
         Box::new(long_tool_turn::LongToolTurn),
-        Box::new(not_built::NotBuilt("background-worker", "needs running processes (command, port) extracted into the checkpoint")),
-        Box::new(not_built::NotBuilt("cache-cost", "needs a price table and a billed-cost replay over 20 turns")),
+        Box::new(background_worker::BackgroundWorker),
+        Box::new(cache_cost::CacheCost),
         Box::new(model_switch::ModelSwitch),
         Box::new(protocol_sequence::ProtocolSequence),
         Box::new(six_cycles::SixCycles),

@@ -5,7 +5,7 @@ use cairn::recall;
 use cairn::storage::ConversationKey;
 
 use super::{Cycle, Scenario, Score};
-use crate::commands::eval::lab::{grown, text, tool_result, tool_work};
+use crate::commands::eval::lab::{grown, plant, text, tool_work};
 use crate::commands::eval::Lab;
 
 const NEEDLE: &str = "3f2b9c1e-7d4a-4e8b-9a61-0c5d2e7f8b13";
@@ -21,7 +21,7 @@ impl Scenario for UniqueObservation {
         let (session, base) = lab.session("openai-chat")?;
         let mut probe = tool_work("uo", 1);
         let filler: String = (0..200).map(|i| format!("worker {i}: idle\n")).collect();
-        probe[1] = tool_result("uo-t0", "uo-call-0", format!("{filler}staging deployment {NEEDLE} listening on port 48213\n{filler}"));
+        plant(&mut probe[1], format!("{filler}staging deployment {NEEDLE} listening on port 48213\n{filler}"));
         let context = grown(&grown(&base, probe), tool_work("uo-later", 30));
         let report = lab.compact("unique-observation", &context)?;
         let cycles = vec![Cycle::from(&report)];

@@ -1,0 +1,82 @@
+//! 7. Billed cost over 20 turns with compaction and without, under prompt caching: a
+//! compaction rewrites the cached prefix, so it pays only once the cheaper turns after it have
+//! made up for that rewrite. Priced for an Anthropic and an OpenAI model; reports both costs
+//! and the break-even turn. It passes when the compaction pays for itself within the 20 turns
+//! on both.
+
+use super::{Cycle, Scenario, Score};
+use crate::commands::eval::lab::{grown, tool_work};
+use crate::commands::eval::Lab;
+
+const TURNS: usize = 20;
+/// New context per turn (tool work) and the reply's own tokens.
+const OUTPUT_TOKENS: u64 = 600;
+
+/// Dollars per million tokens (list prices): a cached input read, a new input token (written
+/// to the cache), an output token.
+struct Prices {
+    model: &'static str,
+    cached: f64,
+    write: f64,
+    output: f64,
+}
+
+const PRICES: [Prices; 2] = [
+    // Anthropic: input $3, 5-minute cache write $3.75, cache read $0.30, output $15.
+    Prices { model: "claude-sonnet-4-5", cached: 0.30, write: 3.75, output: 15.0 },
+    // OpenAI bills no cache writes: a new token is plain input ($1.25), a cached one $0.125.
+    Prices { model: "gpt-5", cached: 0.125, write: 1.25, output: 10.0 },
+];
+
+pub struct CacheCost;
+
+impl Scenario for CacheCost {
+    fn name(&self) -> &'static str {
+        "cache-cost"
+    }
+
+    fn run(&self, lab: &Lab) -> anyhow::Result<Score> {
+        let (session, base) = lab.session("pi")?;
+        let report = lab.compact("cache-cost", &base)?;
+        let cycles = vec![Cycle::from(&report)];
+        // Tokens each turn adds, measured on real tool work.
+        let step = {
+            let mut one = grown(&Default::default(), tool_work("cc", 1));
+            lab.cairn.tokenizer().count_transcript(&mut one);
+            one.total_tokens()
+        };
+        let mut lines = Vec::new();
+        let mut pays = true;
+        for p in &PRICES {
+            let without = costs(report.tokens_before, step, p, false);
+            let with = costs(report.tokens_after, step, p, true);
+            let even = (0..TURNS).find(|&t| with[t] <= without[t]);
+            pays &= even.is_some();
+            lines.push(format!(
+                "{}: ${:.2} with vs ${:.2} without, {}",
+                p.model,
+                with[TURNS - 1],
+                without[TURNS - 1],
+                even.map_or_else(|| format!("no break-even in {TURNS} turns"), |t| format!("breaks even at turn {}", t + 1))
+            ));
+        }
+        Ok(Score::new(pays, format!("{session}: {} → {} tokens; {}", report.tokens_before, report.tokens_after, lines.join("; ")), cycles))
+    }
+}
+
+/// Cumulative cost after each turn for a context starting at `start` tokens that grows by
+/// `step` a turn; `rewritten`: the first call after a compaction finds nothing cached.
+fn costs(start: u64, step: u64, p: &Prices, rewritten: bool) -> Vec<f64> {
+    let per = |tokens: u64, price: f64| tokens as f64 * price / 1e6;
+    let mut total = 0.0;
+    let mut out = Vec::with_capacity(TURNS);
+    let mut context = start;
+    for turn in 0..TURNS {
+        // The cached prefix is last call's prompt and reply; the new part is written to cache.
+        let (cached, fresh) = if turn == 0 && rewritten { (0, context) } else if turn == 0 { (context, 0) } else { (context - step - OUTPUT_TOKENS, step + OUTPUT_TOKENS) };
+        total += per(cached, p.cached) + per(fresh, p.write) + per(OUTPUT_TOKENS, p.output);
+        out.push(total);
+        context += step + OUTPUT_TOKENS;
+    }
+    out
+}
