@@ -152,7 +152,9 @@ impl Gate {
             return Ok(());
         }
         let refusal = Refusal { plugin: self.plugin.clone(), capability: needed[0], action };
-        tracing::warn!(plugin = %self.plugin, capability = %refusal.capability, "{refusal}");
+        // Info, not a warning: plugins probe optional capabilities (a model) and fall back by
+        // design; the step record names every refusal either way.
+        tracing::info!(plugin = %self.plugin, capability = %refusal.capability, "{refusal}");
         if !self.refused.contains(&refusal) {
             self.refused.push(refusal.clone());
         }

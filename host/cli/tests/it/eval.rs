@@ -8,11 +8,18 @@ use serde_json::Value;
 
 use crate::support::{misbehave_plugin_dir, shared};
 
-/// Verdict by scenario name.
-fn eval(args: &[&str]) -> HashMap<String, String> {
+fn scorecard(args: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_cairn")).arg("eval").args(args).arg("--json").env("CAIRN_LOG", "error").output().unwrap();
     assert!(out.status.success(), "cairn eval {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    let card: Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Verdict by scenario name.
+fn eval(args: &[&str]) -> HashMap<String, String> {
+    verdicts(&scorecard(args))
+}
+
+fn verdicts(card: &Value) -> HashMap<String, String> {
     card["scenarios"].as_array().unwrap().iter().map(|s| (s["name"].as_str().unwrap().to_string(), s["verdict"].as_str().unwrap().to_string())).collect()
 }
 
@@ -42,8 +49,16 @@ fn the_bundled_policies_pass_what_they_keep() {
         if let Some(p) = policy {
             args.extend(["--policy".to_string(), p.to_string()]);
         }
-        let card = eval(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let full = scorecard(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let card = verdicts(&full);
         assert_eq!(card.len(), 10, "ten scenarios");
+        // Beside Claude Code's own summaries of the recorded sessions that compacted.
+        let beside = full["beside_claude_code"].as_array().unwrap();
+        assert_eq!(beside.len(), 3);
+        for row in beside {
+            let items = row["items"].as_u64().unwrap();
+            assert!(items > 0 && row["claude_code_kept"].as_u64().unwrap() <= items && row["cairn_kept"].as_u64().unwrap() <= items, "{row}");
+        }
         for name in KEPT {
             assert_eq!(card[name], "pass", "{policy:?}: {name}");
         }

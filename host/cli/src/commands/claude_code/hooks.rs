@@ -139,13 +139,13 @@ pub struct Record<'a> {
 }
 
 /// Lowercase, whitespace collapsed: how "the summary mentions it" is judged.
-fn normalized(text: &str) -> String {
+pub fn normalized(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
 /// Whether `summary` (normalized) mentions `item`: verbatim, or, for an item naming paths,
 /// every path's file name (summaries often name only the file).
-fn mentioned(summary: &str, item: &str) -> bool {
+pub fn mentioned(summary: &str, item: &str) -> bool {
     let item = normalized(item);
     // A check's outcome tail (" — exit code 2") is Cairn's wording, not the summary's.
     let core = item.split(" — ").next().unwrap_or(&item);
@@ -156,7 +156,7 @@ fn mentioned(summary: &str, item: &str) -> bool {
     !paths.is_empty() && paths.iter().all(|p| p.rsplit('/').next().is_some_and(|name| name.len() >= 4 && summary.contains(name)))
 }
 
-fn strings<'v>(checkpoint: &'v Value, pointer: &str) -> Vec<&'v str> {
+pub fn strings<'v>(checkpoint: &'v Value, pointer: &str) -> Vec<&'v str> {
     checkpoint.pointer(pointer).and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
 }
 

@@ -6,7 +6,7 @@
 //! - `session-start` (the `SessionStart` hook, matcher `compact`) injects the checkpoint and
 //!   what Claude Code's own summary left out as `additionalContext`.
 
-mod hooks;
+pub mod hooks;
 mod settings;
 
 use std::path::PathBuf;

@@ -5,6 +5,7 @@
 mod lab;
 mod report;
 mod scenarios;
+mod side_by_side;
 
 use std::path::PathBuf;
 
@@ -45,6 +46,8 @@ struct Scorecard {
     errors: usize,
     not_built: usize,
     scenarios: Vec<scenarios::Outcome>,
+    /// Beside Claude Code's own compaction summaries (with `--transcripts`).
+    beside_claude_code: Vec<side_by_side::Row>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -69,6 +72,11 @@ pub fn run(args: Args) -> Result<()> {
         outcomes.push(scenarios::run(scenario.as_ref(), &lab));
         bar.inc(1);
     }
+    bar.set_message("beside Claude Code");
+    let beside_claude_code = match &args.transcripts {
+        Some(dir) => side_by_side::rows(&lab, dir)?,
+        None => Vec::new(),
+    };
     bar.finish_and_clear();
 
     let count = |v: scenarios::Verdict| outcomes.iter().filter(|o| o.verdict == v).count();
@@ -80,6 +88,7 @@ pub fn run(args: Args) -> Result<()> {
         errors: count(scenarios::Verdict::Error),
         not_built: count(scenarios::Verdict::NotBuilt),
         scenarios: outcomes,
+        beside_claude_code,
     };
     if let Some(path) = &args.report {
         std::fs::write(path, report::html(&card)?).with_context(|| format!("writing {}", path.display()))?;
@@ -103,4 +112,17 @@ fn print_table(card: &Scorecard) {
         println!("{:<22} {:<9} {:>22}  {}", o.name, o.verdict.word(), tokens, o.detail);
     }
     println!("\n{} passed, {} failed, {} could not run, {} not built yet", card.passed, card.failed, card.errors, card.not_built);
+    if !card.beside_claude_code.is_empty() {
+        println!("\nBeside Claude Code's own compaction: of what the record says work needs (constraints, failing checks, changed files, identifiers),");
+        println!("{:<56} {:>6} {:>22} {:>22}", "session", "items", "Claude Code's summary", "this policy's context");
+        for r in &card.beside_claude_code {
+            println!(
+                "{:<56} {:>6} {:>22} {:>22}",
+                r.session,
+                r.items,
+                format!("{} kept, {} tok", r.claude_code_kept, r.claude_code_tokens),
+                format!("{} kept, {} tok", r.cairn_kept, r.cairn_tokens)
+            );
+        }
+    }
 }

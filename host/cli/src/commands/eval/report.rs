@@ -22,12 +22,28 @@ pub fn html(card: &Scorecard) -> Result<String> {
             if o.tokens.is_empty() { String::new() } else { chart(o)? }
         ));
     }
+    let mut beside = String::new();
+    if !card.beside_claude_code.is_empty() {
+        beside.push_str("<h2>Beside Claude Code's own compaction</h2>\n<p>Of what the record says work needs (constraints, failing checks, changed files, identifiers):</p>\n<table><tr><th>session</th><th>items</th><th>Claude Code's summary</th><th>this policy's context</th></tr>\n");
+        for r in &card.beside_claude_code {
+            beside.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{} kept, {} tokens</td><td>{} kept, {} tokens</td></tr>\n",
+                escape(&r.session),
+                r.items,
+                r.claude_code_kept,
+                r.claude_code_tokens,
+                r.cairn_kept,
+                r.cairn_tokens
+            ));
+        }
+        beside.push_str("</table>\n");
+    }
     Ok(format!(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>cairn eval</title>\n<style>\
          body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:6px;vertical-align:top}}\
          tr.pass td:nth-child(2){{color:#080}} tr.fail td:nth-child(2){{color:#b00;font-weight:bold}} tr.none td:nth-child(2){{color:#888}}\
          </style></head><body>\n<h1>cairn eval</h1>\n<p>Policy: {}; sessions: {}. {} passed, {} failed, {} could not run, {} not built yet.</p>\n\
-         <table><tr><th>scenario</th><th>result</th><th>what was checked</th><th>tokens per cycle (before, after)</th></tr>\n{rows}</table>\n</body></html>\n",
+         <table><tr><th>scenario</th><th>result</th><th>what was checked</th><th>tokens per cycle (before, after)</th></tr>\n{rows}</table>\n{beside}</body></html>\n",
         escape(&card.policy),
         escape(&card.sessions),
         card.passed,
