@@ -37,6 +37,9 @@ pub struct RunOptions<'a> {
     pub resume: Option<&'a str>,
     /// The commit policy's last word on the checked outcome.
     pub approve: Option<&'a dyn Fn(&Proposal) -> CommitDecision>,
+    /// The harness's working directory: the files the conversation touched there are stamped
+    /// in the record, so a later boundary can say which changed since (`workspace::stale`).
+    pub workspace: Option<&'a std::path::Path>,
 }
 
 impl Cairn {
@@ -260,6 +263,9 @@ impl Cairn {
         event.checkpoint = committed.checkpoint;
         event.seed = committed.seed;
         event.retrospective = committed.retrospective;
+        if let Some(workspace) = options.workspace {
+            event.files = crate::workspace::stamp(workspace, &crate::workspace::touched_paths(&transcript.entries));
+        }
         store.record_compaction(event.clone())?;
         crate::fault::point("recorded");
 

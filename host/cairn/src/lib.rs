@@ -25,6 +25,7 @@ pub mod recall;
 pub mod record;
 pub mod storage;
 pub mod tokenizer;
+pub mod workspace;
 pub mod transcript;
 mod wit_edge;
 

@@ -86,6 +86,9 @@ pub struct BoundaryOutcome {
     pub report: Option<CompactionReport>,
     /// Ids of notices queued by this call.
     pub notices: Vec<String>,
+    /// Files the last stamped compaction described that changed since (with a workspace).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stale_files: Vec<crate::workspace::StaleFile>,
     /// The working context after this boundary.
     #[serde(skip)]
     pub transcript: Transcript,
@@ -102,17 +105,25 @@ struct Inner {
     cairn: Arc<Cairn>,
     home: Arc<Home>,
     policy: CheckedPolicy,
+    workspace: Option<std::path::PathBuf>,
 }
 
 impl Lifecycle {
     pub fn new(cairn: Cairn, home: Home, policy: CheckedPolicy) -> Self {
-        Lifecycle { inner: Arc::new(Inner { cairn: Arc::new(cairn), home: Arc::new(home), policy }) }
+        Lifecycle { inner: Arc::new(Inner { cairn: Arc::new(cairn), home: Arc::new(home), policy, workspace: None }) }
+    }
+
+    /// The harness's working directory: compactions stamp the files the conversation touched
+    /// there, and every boundary reports those that changed since (`stale_files`).
+    pub fn with_workspace(&self, workspace: impl Into<std::path::PathBuf>) -> Self {
+        let Inner { cairn, home, policy, .. } = self.inner.as_ref();
+        Lifecycle { inner: Arc::new(Inner { cairn: cairn.clone(), home: home.clone(), policy: policy.clone(), workspace: Some(workspace.into()) }) }
     }
 
     /// The same host, home and plugins (and circuit breaker) under another policy: a
     /// long-running host swaps policies this way without recompiling anything.
     pub fn with_policy(&self, policy: CheckedPolicy) -> Self {
-        Lifecycle { inner: Arc::new(Inner { cairn: self.inner.cairn.clone(), home: self.inner.home.clone(), policy }) }
+        Lifecycle { inner: Arc::new(Inner { cairn: self.inner.cairn.clone(), home: self.inner.home.clone(), policy, workspace: self.inner.workspace.clone() }) }
     }
 
     pub fn cairn(&self) -> &Cairn {
@@ -175,8 +186,9 @@ impl Lifecycle {
 
     /// The synchronous core of [`Lifecycle::boundary`].
     pub fn boundary_blocking(&self, report: BoundaryReport) -> Result<BoundaryOutcome> {
-        let Inner { cairn, home, policy } = self.inner.as_ref();
+        let Inner { cairn, home, policy, workspace } = self.inner.as_ref();
         let (mut store, mut state) = open(home, &report.conversation)?;
+        let stale_files = workspace.as_deref().map(|w| store.stale_files(w)).unwrap_or_default();
         let (mut notices, resumed) = self.recover(&mut store, &mut state)?;
         if let Some(run) = resumed.filter(|r| r.purpose == Purpose::Handover && r.committed_by.is_some()) {
             // The harness never saw this handover's outcome: it gets it now, in place of
@@ -189,6 +201,7 @@ impl Lifecycle {
                 transcript: run.transcript.clone(),
                 report: Some(run),
                 notices,
+                stale_files,
             });
         }
         // What is on disk now; any change from here on is saved however the boundary ends.
@@ -220,7 +233,7 @@ impl Lifecycle {
             pending: state.pending.clone(),
             recent: state.recent.clone(),
         };
-        let mut outcome = BoundaryOutcome { turn: report.turn, advice: None, action: Action::None, usage, report: None, notices: Vec::new(), transcript: transcript.clone() };
+        let mut outcome = BoundaryOutcome { turn: report.turn, advice: None, action: Action::None, usage, report: None, notices: Vec::new(), stale_files, transcript: transcript.clone() };
 
         let overlaid = overlay_trigger_config(policy, state.overlay);
         let decision = fallback::trigger(cairn, overlaid.as_ref().unwrap_or(policy), &mut state, &input);
@@ -313,7 +326,7 @@ impl Lifecycle {
         request: Option<&AgentRequest>,
         boundary: &Boundary,
     ) -> Result<CompactionReport> {
-        let Inner { cairn, policy, .. } = self.inner.as_ref();
+        let Inner { cairn, policy, workspace, .. } = self.inner.as_ref();
         // After the chain the built-in rule has nothing to add: a failing commit policy commits.
         let approve = |proposal: &Proposal| fallback::ask_commit(cairn, policy, boundary, proposal).unwrap_or(CommitDecision::Commit);
         let options = RunOptions {
@@ -321,6 +334,7 @@ impl Lifecycle {
             preserve: request.map(|r| r.preserve.as_str()),
             resume: request.map(|r| r.resume.as_str()),
             approve: Some(&approve),
+            workspace: workspace.as_deref(),
         };
         match purpose {
             Purpose::Compact => cairn.compact_with(policy, store, transcript, "boundary", options),

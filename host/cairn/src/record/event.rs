@@ -50,6 +50,9 @@ pub struct CompactionEvent {
     /// Why the commit policy refused a checked outcome.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejected: Option<String>,
+    /// The files the conversation touched, as they were (when the harness named its workspace).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<crate::workspace::FileStamp>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,6 +93,7 @@ impl CompactionEvent {
             retrospective: None,
             sessions: None,
             rejected: None,
+            files: Vec::new(),
         }
     }
 }

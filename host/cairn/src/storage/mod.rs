@@ -150,6 +150,11 @@ impl ConversationStore {
         })
     }
 
+    /// The files the latest stamped compaction recorded that changed in `workspace` since.
+    pub fn stale_files(&self, workspace: &Path) -> Vec<crate::workspace::StaleFile> {
+        self.committed().rev().find(|c| !c.files.is_empty()).map_or_else(Vec::new, |c| crate::workspace::stale(workspace, &c.files))
+    }
+
     /// The checkpoint of the latest committed compaction or handover that has one.
     pub fn latest_checkpoint(&self) -> Option<&str> {
         self.committed().rev().find_map(|c| c.checkpoint.as_deref())

@@ -22,6 +22,10 @@ pub struct Common {
     policy: Option<PathBuf>,
     #[arg(long)]
     plugin_dir: Vec<PathBuf>,
+    /// The agent's working directory: compactions stamp the files the conversation touched
+    /// there, and the boundary reports those changed since (`stale_files`).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
 }
 
 impl Common {
@@ -29,7 +33,10 @@ impl Common {
         let key = ConversationKey::parse(&self.conversation)?;
         let home_path = setup::home_path(self.home.clone());
         let (cairn, policy) = setup::host_and_policy(&self.plugin_dir, self.policy.as_deref())?;
-        let lifecycle = Lifecycle::new(cairn, Home::open(&home_path)?, policy);
+        let mut lifecycle = Lifecycle::new(cairn, Home::open(&home_path)?, policy);
+        if let Some(workspace) = &self.workspace {
+            lifecycle = lifecycle.with_workspace(workspace);
+        }
         Ok((lifecycle, key, Home::open(&home_path)?))
     }
 }

@@ -22,6 +22,10 @@ pub struct Args {
     /// Print one JSON object for scripts.
     #[arg(long)]
     json: bool,
+    /// The agent's working directory: the files the conversation touched there are stamped
+    /// in the record (`cairn boundary --workspace` then reports those changed since).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -35,7 +39,8 @@ pub enum OutFormat {
 
 pub fn run(args: Args) -> Result<()> {
     let setup::Session { name, transcript, format, policy, cairn, home, mut store } = args.session.open()?;
-    let report = cairn.compact(&policy, &mut store, &transcript, &name)?;
+    let options = cairn::RunOptions { workspace: args.workspace.as_deref(), ..Default::default() };
+    let report = cairn.compact_with(&policy, &mut store, &transcript, &name, options)?;
 
     if let Some(out) = &args.out {
         let written = match args.out_format {

@@ -183,3 +183,26 @@ fn boundary_from_transcript_uses_the_billed_usage() {
         assert!(recorded > counted, "{name}: the bill ({recorded}) includes what the transcript lacks ({counted} counted)");
     }
 }
+
+/// `compact --workspace` stamps the files the session read or edited; `boundary --workspace`
+/// then names those changed on disk since, and only those.
+#[test]
+fn a_file_changed_after_compaction_is_reported_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, ws, file) = (dir.path().join("home"), dir.path().join("ws"), dir.path().join("session.jsonl"));
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    for module in ["accounts", "journal", "ledger", "reports", "currency"] {
+        std::fs::write(ws.join(format!("src/{module}.rs")), format!("// {module}\n")).unwrap();
+    }
+    std::fs::write(&file, formats::write_cairn(&sample::coding_session(12))).unwrap();
+    let (h, w, f) = (home.to_str().unwrap(), ws.to_str().unwrap(), file.to_str().unwrap());
+    ok(&["compact", f, "--home", h, "--conversation", "ws", "--workspace", w, "--json"]);
+    let quiet = ok(&["boundary", f, "--turn", "13", "--window", "1000000", "--count", "--home", h, "--conversation", "ws", "--workspace", w]);
+    assert!(quiet.get("stale_files").is_none(), "{quiet}");
+    std::fs::write(ws.join("src/ledger.rs"), "// rewritten\n").unwrap();
+    std::fs::remove_file(ws.join("src/journal.rs")).unwrap();
+    let out = ok(&["boundary", f, "--turn", "14", "--window", "1000000", "--count", "--home", h, "--conversation", "ws", "--workspace", w]);
+    let mut stale: Vec<(String, String)> = out["stale_files"].as_array().unwrap().iter().map(|s| (s["path"].as_str().unwrap().into(), s["change"].as_str().unwrap().into())).collect();
+    stale.sort();
+    assert_eq!(stale, [("src/journal.rs".to_string(), "deleted".to_string()), ("src/ledger.rs".into(), "changed".into())]);
+}

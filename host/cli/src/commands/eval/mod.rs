@@ -44,7 +44,6 @@ struct Scorecard {
     passed: usize,
     failed: usize,
     errors: usize,
-    not_built: usize,
     scenarios: Vec<scenarios::Outcome>,
     /// Beside Claude Code's own compaction summaries (with `--transcripts`).
     beside_claude_code: Vec<side_by_side::Row>,
@@ -86,7 +85,6 @@ pub fn run(args: Args) -> Result<()> {
         passed: count(scenarios::Verdict::Pass),
         failed: count(scenarios::Verdict::Fail),
         errors: count(scenarios::Verdict::Error),
-        not_built: count(scenarios::Verdict::NotBuilt),
         scenarios: outcomes,
         beside_claude_code,
     };
@@ -111,7 +109,7 @@ fn print_table(card: &Scorecard) {
         };
         println!("{:<22} {:<9} {:>22}  {}", o.name, o.verdict.word(), tokens, o.detail);
     }
-    println!("\n{} passed, {} failed, {} could not run, {} not built yet", card.passed, card.failed, card.errors, card.not_built);
+    println!("\n{} passed, {} failed, {} could not run", card.passed, card.failed, card.errors);
     if !card.beside_claude_code.is_empty() {
         println!("\nBeside Claude Code's own compaction: of what the record says work needs (constraints, failing checks, changed files, identifiers),");
         println!("{:<56} {:>6} {:>22} {:>22}", "session", "items", "Claude Code's summary", "this policy's context");

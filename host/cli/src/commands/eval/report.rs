@@ -12,7 +12,6 @@ pub fn html(card: &Scorecard) -> Result<String> {
         let class = match o.verdict {
             Verdict::Pass => "pass",
             Verdict::Fail | Verdict::Error => "fail",
-            Verdict::NotBuilt => "none",
         };
         rows.push_str(&format!(
             "<tr class=\"{class}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
@@ -41,15 +40,14 @@ pub fn html(card: &Scorecard) -> Result<String> {
     Ok(format!(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>cairn eval</title>\n<style>\
          body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:6px;vertical-align:top}}\
-         tr.pass td:nth-child(2){{color:#080}} tr.fail td:nth-child(2){{color:#b00;font-weight:bold}} tr.none td:nth-child(2){{color:#888}}\
-         </style></head><body>\n<h1>cairn eval</h1>\n<p>Policy: {}; sessions: {}. {} passed, {} failed, {} could not run, {} not built yet.</p>\n\
+         tr.pass td:nth-child(2){{color:#080}} tr.fail td:nth-child(2){{color:#b00;font-weight:bold}}\
+         </style></head><body>\n<h1>cairn eval</h1>\n<p>Policy: {}; sessions: {}. {} passed, {} failed, {} could not run.</p>\n\
          <table><tr><th>scenario</th><th>result</th><th>what was checked</th><th>tokens per cycle (before, after)</th></tr>\n{rows}</table>\n{beside}</body></html>\n",
         escape(&card.policy),
         escape(&card.sessions),
         card.passed,
         card.failed,
-        card.errors,
-        card.not_built
+        card.errors
     ))
 }
 

@@ -8,9 +8,9 @@ mod cache_cost;
 mod failed_hypothesis;
 mod long_tool_turn;
 mod model_switch;
-mod not_built;
 mod protocol_sequence;
 mod six_cycles;
+mod stale_file_edit;
 mod unique_observation;
 
 use serde::Serialize;
@@ -20,10 +20,6 @@ use super::Lab;
 pub trait Scenario {
     fn name(&self) -> &'static str;
     fn run(&self, lab: &Lab) -> anyhow::Result<Score>;
-    /// What the scenario still needs, when Cairn cannot check it yet.
-    fn not_built(&self) -> Option<&'static str> {
-        None
-    }
 }
 
 /// What a scenario found.
@@ -59,7 +55,6 @@ pub enum Verdict {
     Fail,
     /// The scenario could not run (its setup failed): a failure of the chain or the host.
     Error,
-    NotBuilt,
 }
 
 impl Verdict {
@@ -68,7 +63,6 @@ impl Verdict {
             Verdict::Pass => "pass",
             Verdict::Fail => "FAIL",
             Verdict::Error => "ERROR",
-            Verdict::NotBuilt => "not built",
         }
     }
 }
@@ -85,7 +79,7 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
     vec![
         Box::new(buried_constraint::BuriedConstraint),
         Box::new(failed_hypothesis::FailedHypothesis),
-        Box::new(not_built::NotBuilt("stale-file-edit", "needs file hashes in the compaction record and a staleness check at the boundary")),
+        Box::new(stale_file_edit::StaleFileEdit),
         Box::new(unique_observation::UniqueObservation),
         Box::new(long_tool_turn::LongToolTurn),
         Box::new(background_worker::BackgroundWorker),
@@ -98,9 +92,6 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
 
 pub fn run(scenario: &dyn Scenario, lab: &Lab) -> Outcome {
     let name = scenario.name();
-    if let Some(reason) = scenario.not_built() {
-        return Outcome { name, verdict: Verdict::NotBuilt, detail: reason.to_string(), tokens: Vec::new() };
-    }
     match scenario.run(lab) {
         Ok(score) => Outcome { name, verdict: if score.passed { Verdict::Pass } else { Verdict::Fail }, detail: score.detail, tokens: score.tokens },
         Err(e) => Outcome { name, verdict: Verdict::Error, detail: format!("{e:#}"), tokens: Vec::new() },
