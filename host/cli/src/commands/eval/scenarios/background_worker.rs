@@ -3,8 +3,8 @@
 
 use cairn::transcript::{Entry, Origin, Part, Role};
 
-use super::{Cycle, Scenario, Score};
-use crate::commands::eval::lab::{committed_by, grown, text, tool_result, tool_work};
+use super::{cycles, Scenario, Score};
+use crate::commands::eval::lab::{grown, text, tool_result};
 use crate::commands::eval::Lab;
 
 const COMMAND: &str = "python -m http.server 8765";
@@ -30,18 +30,13 @@ impl Scenario for BackgroundWorker {
             tool_result("bw-t1", "bw-call", "[1] 48211".into()),
             Entry::text("bw-a2", Role::Assistant, Origin::Agent, format!("The dev server is running in the background on port {PORT} (pid 48211).")),
         ];
-        let mut context = grown(&grown(&base, launch), tool_work("bw", 20));
-        let mut cycles = Vec::new();
-        for n in 0..2 {
-            let report = lab.compact("background-worker", &context)?;
-            cycles.push(Cycle::from(&report));
-            context = report.transcript.clone();
-            let seen = text(&context);
-            if !(seen.contains(PORT) && seen.contains("http.server")) {
-                return Ok(Score::new(false, format!("{session}: after cycle {} the context no longer says the server runs on port {PORT} (committed by {})", n + 1, committed_by(&report)), cycles));
-            }
-            context = grown(&context, tool_work(&format!("bw{n}"), 15));
-        }
-        Ok(Score::new(true, format!("{session}: the running server and its port {PORT} are in the context after 2 cycles"), cycles))
+        let (kept, tokens) = cycles(lab, "background-worker", grown(&base, launch), &[20, 15], |r| {
+            let seen = text(&r.transcript);
+            (!(seen.contains(PORT) && seen.contains("http.server"))).then(|| format!("the context no longer says the server runs on port {PORT}"))
+        })?;
+        Ok(match kept {
+            Ok(()) => Score::new(true, format!("{session}: the running server and its port {PORT} are in the context after 2 cycles"), tokens),
+            Err(why) => Score::new(false, format!("{session}: {why}"), tokens),
+        })
     }
 }

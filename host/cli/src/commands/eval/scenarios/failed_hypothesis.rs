@@ -3,8 +3,8 @@
 
 use cairn::transcript::{Entry, Origin, Part, Role};
 
-use super::{Cycle, Scenario, Score};
-use crate::commands::eval::lab::{committed_by, grown, text, tool_result, tool_work};
+use super::{cycles, Scenario, Score};
+use crate::commands::eval::lab::{grown, text, tool_result};
 use crate::commands::eval::Lab;
 
 const APPROACH: &str = "retrying the upload with a longer timeout";
@@ -30,19 +30,17 @@ impl Scenario for FailedHypothesis {
             tool_result("hyp-t1", "hyp-call", "FAILED tests/test_upload.py::test_large_upload - ConnectionResetError\n1 failed, 12 passed".into()),
             Entry::text("hyp-a2", Role::Assistant, Origin::Agent, format!("That approach failed: {APPROACH} does not help, because {REASON}. Rejecting it.")),
         ];
-        let mut context = grown(&grown(&base, attempt), tool_work("fh", 20));
-        let mut cycles = Vec::new();
-        for n in 0..2 {
-            let report = lab.compact("failed-hypothesis", &context)?;
-            cycles.push(Cycle::from(&report));
-            context = report.transcript.clone();
-            let seen = text(&context);
-            if !(seen.contains(APPROACH) && seen.contains(REASON)) {
-                let what = if seen.contains(APPROACH) { "the reason" } else { "the approach" };
-                return Ok(Score::new(false, format!("{session}: {what} is gone after cycle {} (committed by {})", n + 1, committed_by(&report)), cycles));
+        let (kept, tokens) = cycles(lab, "failed-hypothesis", grown(&base, attempt), &[20, 15], |r| {
+            let seen = text(&r.transcript);
+            match (seen.contains(APPROACH), seen.contains(REASON)) {
+                (true, true) => None,
+                (true, false) => Some("the reason is gone".into()),
+                _ => Some("the approach is gone".into()),
             }
-            context = grown(&context, tool_work(&format!("fh{n}"), 15));
-        }
-        Ok(Score::new(true, format!("{session}: the rejected approach and its reason survive 2 cycles"), cycles))
+        })?;
+        Ok(match kept {
+            Ok(()) => Score::new(true, format!("{session}: the rejected approach and its reason survive 2 cycles"), tokens),
+            Err(why) => Score::new(false, format!("{session}: {why}"), tokens),
+        })
     }
 }

@@ -48,6 +48,30 @@ impl From<&cairn::CompactionReport> for Cycle {
     }
 }
 
+/// Compaction cycles of `context` in conversation `key`: before each, `calls[n]` rounds of
+/// fresh tool work join it; after each, `lost` names what the context no longer holds. Stops at
+/// the first loss: `Err(line)` says which cycle lost what and who committed it.
+pub fn cycles(
+    lab: &Lab,
+    key: &str,
+    mut context: cairn::transcript::Transcript,
+    calls: &[usize],
+    lost: impl Fn(&cairn::CompactionReport) -> Option<String>,
+) -> anyhow::Result<(Result<(), String>, Vec<Cycle>)> {
+    use super::lab::{committed_by, grown, tool_work};
+    let mut tokens = Vec::new();
+    for (n, &work) in calls.iter().enumerate() {
+        context = grown(&context, tool_work(&format!("{key}-{n}"), work));
+        let report = lab.compact(key, &context)?;
+        tokens.push(Cycle::from(&report));
+        if let Some(what) = lost(&report) {
+            return Ok((Err(format!("cycle {} of {}: {what} (committed by {})", n + 1, calls.len(), committed_by(&report))), tokens));
+        }
+        context = report.transcript;
+    }
+    Ok((Ok(()), tokens))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {

@@ -5,8 +5,8 @@
 use cairn::transcript::{Entry, Origin, Part, Role};
 
 use super::buried_constraint::RULE;
-use super::{Cycle, Scenario, Score};
-use crate::commands::eval::lab::{committed_by, grown, text, tool_result, tool_work, with_first_request};
+use super::{cycles, Scenario, Score};
+use crate::commands::eval::lab::{grown, text, tool_result, with_first_request};
 use crate::commands::eval::Lab;
 
 const WINDOW: u64 = 128_000;
@@ -34,24 +34,22 @@ impl Scenario for SixCycles {
             },
             tool_result("sc-t", "sc-test", format!("FAILED {FAILING} - assert -5 >= 0\n1 failed, 88 passed")),
         ];
-        let mut context = grown(&with_first_request(base, RULE), status);
-        let mut cycles = Vec::new();
-        for n in 0..6 {
-            context = grown(&context, tool_work(&format!("sc{n}"), 12));
-            let report = lab.compact("six-cycles", &context)?;
-            cycles.push(Cycle::from(&report));
-            context = report.transcript.clone();
-            let seen = text(&context);
+        let (kept, tokens) = cycles(lab, "six-cycles", grown(&with_first_request(base, RULE), status), &[12; 6], |r| {
+            let seen = text(&r.transcript);
             let missing: Vec<&str> = [("the root objective", objective.as_str()), ("the constraint", RULE), ("the failing test", FAILING)]
                 .into_iter()
                 .filter(|(_, needle)| !seen.contains(needle))
                 .map(|(what, _)| what)
                 .collect();
-            if !missing.is_empty() || report.tokens_after > WINDOW {
-                let why = if missing.is_empty() { format!("{} tokens, over the window", report.tokens_after) } else { format!("{} gone", missing.join(", ")) };
-                return Ok(Score::new(false, format!("{session}: cycle {}: {why} (committed by {})", n + 1, committed_by(&report)), cycles));
+            match (missing.is_empty(), r.tokens_after > WINDOW) {
+                (false, _) => Some(format!("{} gone", missing.join(", "))),
+                (true, true) => Some(format!("{} tokens, over the window", r.tokens_after)),
+                (true, false) => None,
             }
-        }
-        Ok(Score::new(true, format!("{session}: objective, constraint and test status in every one of 6 cycles, under {WINDOW} tokens"), cycles))
+        })?;
+        Ok(match kept {
+            Ok(()) => Score::new(true, format!("{session}: objective, constraint and test status in every one of 6 cycles, under {WINDOW} tokens"), tokens),
+            Err(why) => Score::new(false, format!("{session}: {why}"), tokens),
+        })
     }
 }
