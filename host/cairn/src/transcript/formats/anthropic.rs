@@ -95,10 +95,11 @@ fn result_text(content: &Value) -> String {
 fn describe_image(block: &Value) -> String {
     let source = block.get("source");
     let get = |k: &str| source.and_then(|s| s.get(k)).and_then(Value::as_str);
-    match (get("type"), get("data"), get("url")) {
-        (_, Some(data), _) => image_reference(get("media_type").unwrap_or("unknown"), data.len()),
-        (_, None, Some(url)) => url.chars().take(100).collect(),
-        _ => "image".into(),
+    // Inline data is described, not kept; a link is kept up to 100 characters.
+    match (get("data"), get("url")) {
+        (Some(data), _) => image_reference(get("media_type").unwrap_or("unknown"), data.len()),
+        (None, Some(url)) => url.chars().take(100).collect(),
+        (None, None) => "image".into(),
     }
 }
 

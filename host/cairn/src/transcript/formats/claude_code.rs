@@ -136,6 +136,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
             ("user", Some(m)) => {
                 let split = split_content(&m.message.content).map_err(err)?;
                 let base = id();
+                let results = split.results.len();
                 for (k, result) in split.results.into_iter().enumerate() {
                     let rid = if k == 0 { base.clone() } else { format!("{base}-{}", k + 1) };
                     entries.push(Entry { parts: vec![result], ..Entry::text(rid, Role::Tool, Origin::Tool, "") });
@@ -146,7 +147,8 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                         (_, true) => Origin::Harness,
                         _ => Origin::Operator,
                     };
-                    let id = if entries.last().is_some_and(|e| e.id == base) { format!("{base}-text") } else { base };
+                    // The line's id went to its first result, if it had any.
+                    let id = if results > 0 { format!("{base}-text") } else { base };
                     entries.push(Entry { parts: split.parts, ..Entry::text(id, Role::User, origin, "") });
                 }
             }
@@ -221,6 +223,17 @@ mod tests {
         assert!(matches!(&t.entries[6].parts[1], Part::Text { text } if text.starts_with("[server_tool_use block]") && text.contains("web_search")));
         assert_eq!(crate::transcript::reported_usage(&t.entries), Some((1214, 0)));
         assert_calls_answered_in_place(&t, "s.jsonl");
+    }
+
+    /// One user line answering two calls and adding words: three entries, three ids.
+    #[test]
+    fn results_and_text_of_one_line_get_ids_of_their_own() {
+        let text = r#"{"parentUuid":null,"isSidechain":false,"sessionId":"s","type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Read","input":{}},{"type":"tool_use","id":"t2","name":"Read","input":{}}]},"uuid":"a1"}
+{"parentUuid":"a1","isSidechain":false,"sessionId":"s","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"one"},{"type":"tool_result","tool_use_id":"t2","content":"two"},{"type":"text","text":"and stop there"}]},"uuid":"u1"}
+"#;
+        let (t, _) = parse_any(text, "s.jsonl").unwrap();
+        let ids: Vec<&str> = t.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["a1", "u1", "u1-2", "u1-text"]);
     }
 
     #[test]
