@@ -368,6 +368,33 @@ class ServeTest(unittest.IsolatedAsyncioTestCase):
         self.assertLess(time.monotonic() - started, 60)
 
     # ------------------------------------------------------------------------------------------
+    async def test_a_workspace_file_changed_after_compaction_is_stale(self) -> None:
+        await within(60, self._stale_files())
+
+    async def _stale_files(self) -> None:
+        workspace = self.tmp / "ws"
+        (workspace / "src").mkdir(parents=True)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Read every module, then tidy them."}]
+        for i in range(40):
+            path = f"src/module_{i}.py"
+            (workspace / path).write_text(f"def f{i}():\n    return {i}\n")
+            call = f"call-{i}"
+            messages.append({"role": "assistant", "content": f"Reading {path}.", "tool_calls": [
+                {"id": call, "type": "function", "function": {"name": "read", "arguments": json.dumps({"path": path})}}]})
+            messages.append({"role": "tool", "tool_call_id": call, "content": f"def f{i}():\n    return {i}\n" + "# filler line\n" * 300})
+        transcript = json.dumps(messages)
+        async with self.serve("--workspace", str(workspace), "--no-watch") as c:
+            compacted = await c.call("compact", conversation="ws", transcript=transcript, include_transcript=False)
+            self.assertIsNotNone(compacted["committed_by"])
+            quiet = await c.call("boundary", conversation="ws", turn=2, transcript=transcript, window=10_000_000, include_transcript=False)
+            self.assertEqual(quiet["stale_files"], [])
+            (workspace / "src/module_3.py").write_text("def f3():\n    return 'changed'\n")
+            (workspace / "src/module_7.py").unlink()
+            stale = await c.call("boundary", conversation="ws", turn=3, transcript=transcript, window=10_000_000, include_transcript=False)
+            self.assertEqual(sorted((f["path"], f["change"]) for f in stale["stale_files"]),
+                             [("src/module_3.py", "changed"), ("src/module_7.py", "deleted")])
+
+    # ------------------------------------------------------------------------------------------
     async def test_two_servers_serialize_one_conversation(self) -> None:
         await within(90, self._two_servers())
 

@@ -38,6 +38,15 @@ pub enum Change {
     Deleted,
 }
 
+impl Change {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Change::Changed => "changed",
+            Change::Deleted => "deleted",
+        }
+    }
+}
+
 /// A stamped file that is no longer what the compacted context describes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StaleFile {

@@ -130,6 +130,11 @@ impl Lifecycle {
         &self.inner.cairn
     }
 
+    /// The workspace compactions stamp files in, if the harness named one.
+    pub fn workspace(&self) -> Option<&std::path::Path> {
+        self.inner.workspace.as_deref()
+    }
+
     pub fn home(&self) -> &Home {
         &self.inner.home
     }

@@ -56,6 +56,17 @@ pub struct Args {
     /// Do not watch the policy file and plugin directories (reload with `policy_reload`).
     #[arg(long)]
     no_watch: bool,
+    /// The agent's working directory: compactions stamp the files the conversation touched
+    /// there, and `boundary` answers with those changed since (`stale_files`).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+}
+
+fn with_workspace(lifecycle: Lifecycle, workspace: Option<&std::path::Path>) -> Lifecycle {
+    match workspace {
+        Some(dir) => lifecycle.with_workspace(dir),
+        None => lifecycle,
+    }
 }
 
 /// One policy generation: the lifecycle (host, plugins, breaker, policy) calls run on.
@@ -69,6 +80,7 @@ pub struct Serve {
     home: PathBuf,
     policy_path: Option<PathBuf>,
     plugin_dirs: Vec<PathBuf>,
+    workspace: Option<PathBuf>,
     /// The agent tools' conversation, fixed by the server.
     own: ConversationKey,
     current: RwLock<Arc<Generation>>,
@@ -95,13 +107,14 @@ impl Serve {
             }
         };
         let (cairn, policy) = setup::host_and_policy(&args.plugin_dir, args.policy.as_deref())?;
-        let lifecycle = Lifecycle::new(cairn, Home::open(&home)?, policy);
+        let lifecycle = with_workspace(Lifecycle::new(cairn, Home::open(&home)?, policy), args.workspace.as_deref());
         let owed = lifecycle.deliver_owed_notices()?;
         tracing::info!(home = %home.display(), conversation = %own, owed, "serving");
         Ok(Serve {
             home,
             policy_path: args.policy.clone(),
             plugin_dirs: args.plugin_dir.clone(),
+            workspace: args.workspace.clone(),
             own,
             current: RwLock::new(Arc::new(Generation { number: 1, lifecycle })),
             conversations: Mutex::new(HashMap::new()),
@@ -126,7 +139,7 @@ impl Serve {
         let current = self.current();
         let loaded = if plugins {
             setup::host_and_policy(&self.plugin_dirs, self.policy_path.as_deref())
-                .and_then(|(cairn, policy)| Ok(Lifecycle::new(cairn, Home::open(&self.home)?, policy)))
+                .and_then(|(cairn, policy)| Ok(with_workspace(Lifecycle::new(cairn, Home::open(&self.home)?, policy), self.workspace.as_deref())))
         } else {
             self.read_policy().and_then(|(text, source)| Ok(current.lifecycle.with_policy(current.lifecycle.cairn().load_policy(&text, &source)?)))
         };

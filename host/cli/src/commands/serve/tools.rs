@@ -197,6 +197,16 @@ struct BoundaryOut {
     /// As `compact`'s, when this boundary compacted or handed over.
     first_kept_entry_id: Option<String>,
     prefix_summary: String,
+    /// Files the last compaction described that changed since (`serve --workspace`).
+    stale_files: Vec<StaleOut>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct StaleOut {
+    /// Relative to the workspace.
+    path: String,
+    /// `changed` or `deleted`.
+    change: String,
 }
 
 #[derive(Deserialize, JsonSchema, Clone, Copy)]
@@ -403,6 +413,7 @@ impl Server {
                 format,
                 transcript,
                 first_kept_entry_id: kept.first_kept_entry_id,
+                stale_files: outcome.stale_files.iter().map(|f| StaleOut { path: f.path.clone(), change: f.change.word().into() }).collect(),
                 prefix_summary: kept.prefix_summary,
             })
         })
@@ -590,7 +601,7 @@ impl Server {
             let (transcript, format) = formats::parse(&args.transcript, "transcript")?;
             let lifecycle = &generation.lifecycle;
             let mut store = lifecycle.home().conversation(&conversation)?;
-            let options = RunOptions { preserve: args.preserve.as_deref(), resume: args.resume.as_deref(), ..RunOptions::default() };
+            let options = RunOptions { preserve: args.preserve.as_deref(), resume: args.resume.as_deref(), workspace: lifecycle.workspace(), ..RunOptions::default() };
             let (cairn, policy) = (lifecycle.cairn(), lifecycle.policy());
             let run = if handover {
                 cairn.handover_with(policy, &mut store, &transcript, "serve", options)?
