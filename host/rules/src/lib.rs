@@ -5,6 +5,8 @@
 //! The functions work on any entry type through [`RuleEntry`]: the host's domain `Entry` and
 //! the SDK's generated WIT `Entry` both implement it.
 
+pub mod intent;
+
 /// How many operator messages a handover seed quotes…
 pub const SEED_MESSAGES: usize = 3;
 /// …and how many characters of each.

@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+use cairn_rules::intent::{is_constraint, prose, sentences, word_positions};
 use crate::types::{Entry, Part, Role, ToolResult};
 use crate::{clip_ellipsis, is_operator_message, log_warn, message_text};
 
@@ -267,9 +268,6 @@ fn non_empty(text: &str) -> Vec<String> {
 
 // ---- operator intent --------------------------------------------------------------------------
 
-const CONSTRAINT_MARKERS: &[&str] =
-    &["don't", "dont", "do not", "never", "must not", "mustn't", "avoid", "avoiding", "without", "no longer", "stop", "stopping"];
-
 /// Constraint sentences, verbatim and de-duplicated, in conversation order; within `budget`
 /// tokens with the newest messages first in line.
 fn constraints(operator: &[String], budget: u32, count: &dyn Fn(&str) -> u32) -> Vec<String> {
@@ -291,38 +289,6 @@ fn constraints(operator: &[String], budget: u32, count: &dyn Fn(&str) -> u32) ->
     }
     kept.sort();
     kept.into_iter().map(|(_, _, s)| s).collect()
-}
-
-/// What the operator wrote themselves: without fenced blocks, quotes, tables and diff lines
-/// they pasted.
-fn prose(message: &str) -> String {
-    let mut fenced = false;
-    let mut out = String::new();
-    for line in message.lines() {
-        let t = line.trim_start();
-        if t.starts_with("```") {
-            fenced = !fenced;
-        } else if !fenced && !t.starts_with(['>', '|', '+']) {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
-fn is_constraint(sentence: &str) -> bool {
-    if sentence.ends_with('?') {
-        return false; // a question, not a rule
-    }
-    // "I don't understand …" is no rule.
-    const NOT_RULES: &[&str] = &["think", "tink", "understand", "know", "see", "get", "remember", "believe", "recall"];
-    let lower = sentence.to_lowercase().replace('’', "'");
-    CONSTRAINT_MARKERS.iter().any(|m| {
-        word_positions(&lower, m).any(|end| {
-            let next = lower[end..].split(|c: char| !c.is_alphanumeric()).find(|w| !w.is_empty()).unwrap_or("");
-            !(["don't", "dont", "do not"].contains(m) && NOT_RULES.contains(&next))
-        })
-    })
 }
 
 /// The requests the objective quotes: the last operator request, preceded by the latest one of
@@ -802,39 +768,6 @@ fn uri_name(uri: &str) -> String {
 }
 
 // ---- text -------------------------------------------------------------------------------------
-
-/// Sentences and lines: split at newlines and at `.`/`!`/`?` followed by whitespace.
-pub(crate) fn sentences(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let end = match c {
-            '\n' => Some((i, i + 1)),
-            '.' | '!' | '?' if chars.peek().is_none_or(|(_, n)| n.is_whitespace()) => Some((i + 1, i + 1)),
-            _ => None,
-        };
-        if let Some((end, next)) = end {
-            let s = text[start..end].trim();
-            if !s.is_empty() {
-                out.push(s);
-            }
-            start = next;
-        }
-    }
-    let s = text[start..].trim();
-    if !s.is_empty() {
-        out.push(s);
-    }
-    out
-}
-
-/// Where `word` ends in `lower`, wherever it has no letter or digit on either side.
-fn word_positions<'a>(lower: &'a str, word: &'a str) -> impl Iterator<Item = usize> + 'a {
-    lower.match_indices(word).map(move |(at, _)| (at, at + word.len())).filter(move |&(at, end)| {
-        lower[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric()) && lower[end..].chars().next().is_none_or(|c| !c.is_alphanumeric())
-    }).map(|(_, end)| end)
-}
 
 fn starts_with_word(lower: &str, word: &str) -> bool {
     lower.strip_prefix(word).is_some_and(|rest| !rest.starts_with(char::is_alphanumeric))

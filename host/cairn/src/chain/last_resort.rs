@@ -12,6 +12,46 @@ pub struct LastResort;
 
 pub const LAST_RESORT: &str = "last-resort";
 
+/// How the marker begins, and the line above the rules it carries: a later truncation that
+/// drops this marker finds its rules again and carries them on.
+const MARKER: &str = "[Cairn dropped the";
+const RULES: &str = "The operator's rules from that history, verbatim and still in force:";
+/// At most this much rule text rides on a marker (the newest rules stay when it is full).
+const MAX_RULE_CHARS: usize = 4_000;
+
+/// The operator's rules in the dropped entries, and those earlier markers carried, in order,
+/// each once; the root objective's own stay in it.
+fn dropped_rules(dropped: &[Entry], root: Option<&str>) -> Vec<String> {
+    let mut rules: Vec<String> = Vec::new();
+    for entry in dropped {
+        let found = match (entry.role, entry.origin) {
+            (Role::User, Origin::Operator) if Some(entry.id.as_str()) != root => cairn_rules::intent::constraint_sentences(&entry.model_text()),
+            (_, Origin::Harness) => carried(&entry.model_text()),
+            _ => Vec::new(),
+        };
+        for rule in found {
+            if !rules.contains(&rule) {
+                rules.push(rule);
+            }
+        }
+    }
+    let mut chars = 0;
+    let keep = rules.iter().rev().take_while(|r| {
+        chars += r.len() + 3;
+        chars <= MAX_RULE_CHARS
+    });
+    let kept = keep.count();
+    rules.split_off(rules.len() - kept)
+}
+
+/// The rules an earlier marker carried.
+fn carried(text: &str) -> Vec<String> {
+    if !text.starts_with(MARKER) {
+        return Vec::new();
+    }
+    text.lines().skip_while(|l| *l != RULES).skip(1).filter_map(|l| l.strip_prefix("- ")).map(str::to_string).collect()
+}
+
 impl Step for LastResort {
     fn name(&self) -> String {
         format!("{LAST_RESORT}@{}", env!("CARGO_PKG_VERSION"))
@@ -59,16 +99,17 @@ fn truncate(input: &StepInput<'_>) -> Result<StrategyOutput, StepError> {
     let root_objective = dropped_entries.iter().filter(plain).find(|e| e.role == Role::User && e.origin == Origin::Operator);
     let latest_summary = dropped_entries.iter().filter(plain).rfind(|e| e.origin == Origin::Summary);
     let mut replacement: Vec<Entry> = root_objective.into_iter().chain(latest_summary).cloned().collect();
-    let marker = Entry::text(
-        "",
-        Role::User,
-        Origin::Harness,
-        format!(
-            "[Cairn dropped the {count} oldest entries of this conversation to fit the context window; \
-             they are kept in the conversation's record (compaction {}).]",
-            input.archive_id
-        ),
+    let rules = dropped_rules(dropped_entries, root_objective.map(|e| e.id.as_str()));
+    let mut text = format!(
+        "{MARKER} {count} oldest entries of this conversation to fit the context window; \
+         they are kept in the conversation's record (compaction {}).]",
+        input.archive_id
     );
+    if !rules.is_empty() {
+        text.push_str(&format!("\n{RULES}\n"));
+        text.push_str(&rules.iter().map(|r| format!("- {r}")).collect::<Vec<_>>().join("\n"));
+    }
+    let marker = Entry::text("", Role::User, Origin::Harness, text);
     replacement.push(marker);
     Ok(StrategyOutput {
         first: entries[head].id.clone(),
@@ -112,5 +153,39 @@ mod tests {
         assert_eq!(output.replacement.last().unwrap().origin, Origin::Harness, "then the marker");
         let applied = crate::chain::apply(&t.entries, &window, output, "a-0123456789abcdef", &crate::tokenizer::Tokenizer::default()).unwrap();
         assert!(applied.tokens_after < t.total_tokens());
+    }
+
+    fn input<'a>(entries: &'a [Entry], window: &'a Window, archive_id: &'a str) -> StepInput<'a> {
+        StepInput {
+            purpose: Purpose::Compact,
+            entries,
+            window,
+            archive_id,
+            archive: None,
+            preserve: None,
+            resume: None,
+            previous_checkpoint: None,
+            deadline: std::time::Instant::now(),
+        }
+    }
+
+    /// A rule the operator gave after the first request outlives the history it was given in,
+    /// through one truncation and the next, which drops the first marker.
+    #[test]
+    fn the_operators_rules_outlive_the_history_they_were_given_in() {
+        let tokenizer = crate::tokenizer::Tokenizer::default();
+        let mut t = sample::coding_session(12);
+        let third = t.entries.iter().position(|e| e.origin == Origin::Operator && e.turn == 3).unwrap();
+        t.entries[third].parts.push(crate::transcript::Part::Text { text: "Never touch the migrations folder.".into() });
+        tokenizer.count_transcript(&mut t);
+        let mut context = t.entries;
+        for (round, archive) in ["a-0000000000000001", "a-0000000000000002"].into_iter().enumerate() {
+            let window = Window::compute(&context, 100, 10);
+            let output = truncate(&input(&context, &window, archive)).unwrap();
+            let marker = output.replacement.last().unwrap().model_text();
+            assert!(marker.contains("- Never touch the migrations folder."), "round {round}: {marker}");
+            assert_eq!(marker.matches("- Never touch the migrations folder.").count(), 1, "each rule once");
+            context = crate::chain::apply(&context, &window, output, archive, &tokenizer).unwrap().context;
+        }
     }
 }
