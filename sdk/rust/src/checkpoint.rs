@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use cairn_rules::intent::{is_constraint, prose, sentences, word_positions};
+use cairn_rules::intent::{is_constraint, prose, sentences};
 use crate::types::{Entry, Part, Role, ToolResult};
 use crate::{clip_ellipsis, is_operator_message, log_warn, message_text};
 

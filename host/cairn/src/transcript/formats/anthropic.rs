@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::chat::{self, Speaker};
-use super::{content_id, image_reference, opaque, TranscriptError};
+use super::{content_id, describe_url, image_reference, opaque, TranscriptError};
 use crate::transcript::{Entry, Origin, Part, Role, Transcript};
 
 #[derive(Deserialize)]
@@ -98,7 +98,7 @@ fn describe_image(block: &Value) -> String {
     // Inline data is described, not kept; a link is kept up to 100 characters.
     match (get("data"), get("url")) {
         (Some(data), _) => image_reference(get("media_type").unwrap_or("unknown"), data.len()),
-        (None, Some(url)) => url.chars().take(100).collect(),
+        (None, Some(url)) => describe_url(url),
         (None, None) => "image".into(),
     }
 }

@@ -15,7 +15,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{image_reference, opaque, TranscriptError};
+use super::{describe_url, opaque, TranscriptError};
 use crate::transcript::{Entry, Origin, Part, Role, Transcript};
 
 const ENVELOPE_TYPES: &[&str] = &["session_meta", "response_item", "turn_context", "event_msg", "compacted"];
@@ -270,18 +270,6 @@ fn tool_result(call_id: String, output: &Value) -> Vec<Part> {
     let mut parts = vec![Part::ToolResult { call_id, content, is_error, elided: None }];
     parts.extend(images);
     parts
-}
-
-/// Inline data is described, not kept; links are kept up to 100 characters.
-fn describe_url(url: &str) -> String {
-    match url.strip_prefix("data:") {
-        Some(rest) => {
-            let mime = rest.split([';', ',']).next().filter(|m| !m.is_empty()).unwrap_or("unknown");
-            let data = rest.split_once(',').map_or("", |(_, d)| d);
-            image_reference(mime, data.len())
-        }
-        None => url.chars().take(100).collect(),
-    }
 }
 
 #[cfg(test)]

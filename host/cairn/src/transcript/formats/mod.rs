@@ -283,6 +283,19 @@ fn opaque(value: &serde_json::Value) -> Part {
     Part::Text { text: format!("[{kind} block] {value}") }
 }
 
+/// An image URL as an entry keeps it: inline data is described, not kept; a link is kept up
+/// to 100 characters.
+fn describe_url(url: &str) -> String {
+    match url.strip_prefix("data:") {
+        Some(rest) => {
+            let mime = rest.split([';', ',']).next().filter(|m| !m.is_empty()).unwrap_or("unknown");
+            let data = rest.split_once(',').map_or("", |(_, d)| d);
+            image_reference(mime, data.len())
+        }
+        None => url.chars().take(100).collect(),
+    }
+}
+
 /// How an inline base64 image is described instead of kept.
 fn image_reference(mime_type: &str, base64_len: usize) -> String {
     format!("{mime_type} image, {base64_len} bytes base64")

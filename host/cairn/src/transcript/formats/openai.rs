@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::chat::{self, Speaker};
-use super::{content_id, image_reference, opaque, TextOr, TranscriptError};
+use super::{content_id, describe_url, opaque, TextOr, TranscriptError};
 use crate::transcript::{Entry, Origin, Part, Role, Transcript};
 
 
@@ -158,22 +158,6 @@ fn content_parts(content: Option<TextOr<KnownOr<ContentPart>>>) -> Vec<Part> {
                 KnownOr::Other(value) => Some(opaque(&value)),
             })
             .collect(),
-    }
-}
-
-/// Inline data is described, not kept; links are kept up to 100 characters.
-fn describe_url(url: &str) -> String {
-    match url.strip_prefix("data:") {
-        Some(rest) => {
-            let mime = rest
-                .split([';', ','])
-                .next()
-                .filter(|m| !m.is_empty())
-                .unwrap_or("unknown");
-            let data = rest.split_once(',').map_or("", |(_, d)| d);
-            image_reference(mime, data.len())
-        }
-        None => url.chars().take(100).collect(),
     }
 }
 
