@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use crate::chain::{self, Applied, BreakerSettings, CircuitBreaker, HostSeed, LastResort, Step, StepError, StepInput, Window};
+use crate::chain::{self, Applied, BreakerSettings, CircuitBreaker, HostSeed, LastResort, StageSteps, Step, StepError, StepInput, Window};
 use crate::engine::Engine;
 use crate::model::{ModelError, ModelProvider, ModelRequest};
 use crate::plugin::{Plugin, Registry, WasmStrategy};
@@ -105,31 +105,40 @@ impl Cairn {
     }
 
     /// The chain's steps for one run, ending with the host's own step that cannot fail.
-    fn steps(&self, policy: &CheckedPolicy, purpose: Purpose) -> Vec<Box<dyn Step>> {
+    /// The pipeline's stages as steps to run: the last compaction stage ends with the host's
+    /// `last-resort`, a handover (one stage) with its `host-seed`.
+    fn stages<'p>(&self, policy: &'p CheckedPolicy, purpose: Purpose) -> Vec<StageSteps<'p>> {
         let model = self.model_for(policy);
-        let specs = match purpose {
-            Purpose::Compact => &policy.chain,
-            Purpose::Handover => &policy.handover,
-        };
-        let mut steps: Vec<Box<dyn Step>> = specs
-            .iter()
-            .map(|step| -> Box<dyn Step> {
-                Box::new(WasmStrategy {
-                    engine: self.registry.engine().clone(),
-                    plugin: step.plugin.clone(),
-                    grants: step.grants.clone(),
-                    limits: step.limits,
-                    config: step.config.clone(),
-                    tokenizer: self.tokenizer,
-                    model: model.clone(),
+        let wasm = |steps: &[crate::policy::PolicyStep]| -> Vec<Box<dyn Step>> {
+            steps
+                .iter()
+                .map(|step| -> Box<dyn Step> {
+                    Box::new(WasmStrategy {
+                        engine: self.registry.engine().clone(),
+                        plugin: step.plugin.clone(),
+                        grants: step.grants.clone(),
+                        limits: step.limits,
+                        config: step.config.clone(),
+                        tokenizer: self.tokenizer,
+                        model: model.clone(),
+                    })
                 })
-            })
-            .collect();
-        steps.push(match purpose {
-            Purpose::Compact => Box::new(LastResort),
-            Purpose::Handover => Box::new(HostSeed),
-        });
-        steps
+                .collect()
+        };
+        match purpose {
+            Purpose::Compact => {
+                let mut stages: Vec<StageSteps<'p>> = policy.stages.iter().map(|stage| StageSteps { name: &stage.name, steps: wasm(&stage.chain) }).collect();
+                if let Some(last) = stages.last_mut() {
+                    last.steps.push(Box::new(LastResort));
+                }
+                stages
+            }
+            Purpose::Handover => {
+                let mut steps = wasm(&policy.handover);
+                steps.push(Box::new(HostSeed));
+                vec![StageSteps { name: "handover", steps }]
+            }
+        }
     }
 
     /// Compacts `transcript` under `policy`, recording everything in `store`.
@@ -152,10 +161,12 @@ impl Cairn {
         self.run(Purpose::Handover, policy, store, transcript, source, options)
     }
 
-    /// Runs step `index` of the policy's compaction chain on `input` alone: no other step, no
+    /// Runs step `index` of the first compaction stage on `input` alone: no other step, no
     /// checks, nothing recorded. For measuring a plugin (`cairn bench`), not for compacting.
     pub fn run_step(&self, policy: &CheckedPolicy, index: usize, input: &StepInput<'_>) -> Option<chain::StepAnswer> {
-        self.steps(policy, Purpose::Compact).get(index).map(|step| step.run(input))
+        let mut stages = self.stages(policy, Purpose::Compact);
+        let first = stages.first_mut()?;
+        (index < first.steps.len()).then(|| first.steps.swap_remove(index).run(input))
     }
 
     /// Asks a trigger plugin; the breaker skips one that keeps malfunctioning.
@@ -214,13 +225,14 @@ impl Cairn {
             entries: &transcript.entries,
             window: &window,
             archive_id: archive_id.as_str(),
+            artifacts_before: 0,
             archive: Some(Arc::new(store.archive_view()?)),
             preserve: options.preserve,
             resume: options.resume,
             previous_checkpoint: store.latest_checkpoint(),
             deadline: settings.chain_deadline(),
         };
-        let steps = self.steps(policy, purpose);
+        let stages = self.stages(policy, purpose);
         let seeds = store.seed_ids();
         let known: HashSet<&str> = transcript.entries.iter().map(|e| e.id.as_str()).collect();
         // The commit policy judges each checked outcome as the chain produces it.
@@ -232,11 +244,11 @@ impl Cairn {
             kept_summary_ids: kept_summary_ids(&applied.context, &applied.replacement.iter().filter(|e| !known.contains(e.id.as_str())).collect::<Vec<_>>(), &seeds),
         };
         let approve = options.approve.map(|approve| move |plugin: &str, applied: &Applied| approve(&proposal(plugin, applied)));
-        let run = chain::run(&steps, &input, &self.tokenizer, &self.breaker, settings.breaker(), approve.as_ref().map(|a| a as chain::Approve<'_>));
+        let run = chain::run_pipeline(&stages, &input, &self.tokenizer, &self.breaker, settings.breaker(), approve.as_ref().map(|a| a as chain::Approve<'_>));
 
         let mut event = CompactionEvent::new(purpose, archive_id.as_str(), tokens_before, run.steps.clone());
         event.rejected = run.refused;
-        let committed = match run.committed {
+        let mut committed = match run.committed {
             Some(committed) => committed,
             None => {
                 store.record_compaction(event.clone())?;
@@ -245,6 +257,7 @@ impl Cairn {
                 return Ok(report);
             }
         };
+        chain::anchor::root_objective(&mut committed, input.previous_checkpoint, &transcript.entries, &self.tokenizer);
         let applied = committed.applied;
         let originals = &transcript.entries[applied.first..=applied.last];
         let artifacts = store.write_archive(&archive_id, originals, &committed.artifacts)?;

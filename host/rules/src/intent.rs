@@ -1,6 +1,21 @@
 //! Operator intent in text: which sentences of what the operator wrote are rules ("never push
 //! to main", "do not change the lexer"). The SDK's checkpoint quotes them; the host's last
-//! resort carries them past the history it drops.
+//! resort carries them past the history it drops. And the root objective every checkpoint
+//! anchors.
+
+/// The root objective (the operator's first request) is quoted up to this many chars.
+pub const ROOT_OBJECTIVE_CHARS: usize = 2_000;
+
+/// The root objective as a checkpoint anchors it: the operator's first request, trimmed and
+/// clipped at [`ROOT_OBJECTIVE_CHARS`] (with "…"), so host and plugins quote it alike.
+pub fn root_objective(first_request: &str) -> String {
+    let text = first_request.trim();
+    if text.chars().count() <= ROOT_OBJECTIVE_CHARS {
+        text.to_string()
+    } else {
+        format!("{}…", crate::clip_chars(text, ROOT_OBJECTIVE_CHARS - 1).trim_end())
+    }
+}
 
 /// Words that make an operator's sentence a rule.
 pub const CONSTRAINT_MARKERS: &[&str] =

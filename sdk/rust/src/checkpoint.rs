@@ -37,6 +37,11 @@ pub const FIELDS: [&str; 11] = [
 #[derive(Serialize, Deserialize, Default, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Checkpoint {
+    /// The operator's first request, verbatim ([`cairn_rules::intent::root_objective`]).
+    /// Anchored: once a conversation has one, the host keeps it unchanged in every later
+    /// checkpoint, whatever a strategy writes; `task_objective` is the current request.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub root_objective: String,
     pub task_objective: String,
     pub negative_constraints: Vec<String>,
     pub accepted_decisions: Vec<String>,
@@ -184,6 +189,7 @@ pub fn extract_with(entries: &[Entry], token_budget: u32, count: &dyn Fn(&str) -
     };
     let agent = agent_statements(entries);
     Checkpoint {
+        root_objective: operator.first().map(|first| cairn_rules::intent::root_objective(first)).unwrap_or_default(),
         task_objective: objective,
         negative_constraints: constraints(&operator, budget, count),
         accepted_decisions: agent.decisions,
@@ -217,6 +223,8 @@ pub fn merge(previous: &Checkpoint, current: Checkpoint) -> Checkpoint {
     let files_modified = union(&previous.files_modified, current.files_modified, usize::MAX);
     let files_read = union(&previous.files_read, current.files_read, usize::MAX).into_iter().filter(|f| !files_modified.contains(f)).collect();
     Checkpoint {
+        // The first request of the conversation is the previous checkpoint's, never a later one.
+        root_objective: fresh(previous.root_objective.clone(), &current.root_objective, |s| s.is_empty()),
         task_objective: fresh(current.task_objective, &previous.task_objective, |s| s.is_empty()),
         negative_constraints: union(&previous.negative_constraints, current.negative_constraints, usize::MAX),
         accepted_decisions: union(&previous.accepted_decisions, current.accepted_decisions, MAX_STATEMENTS),
@@ -247,6 +255,9 @@ pub fn render(checkpoint: &Checkpoint) -> String {
     };
     let cp = checkpoint;
     let v = &cp.verification;
+    if cp.root_objective != cp.task_objective {
+        section("Root objective (the operator's first request)", non_empty(&cp.root_objective));
+    }
     section("Objective", non_empty(&cp.task_objective));
     section("Constraints (verbatim)", cp.negative_constraints.clone());
     section("Decisions", cp.accepted_decisions.clone());

@@ -24,16 +24,19 @@ pub enum ArchiveError {
 pub struct ArchiveCapability {
     gate: Gate,
     archive_id: String,
-    /// Contents in order; artifact `n` (1-based) is `pending[n - 1]`.
+    /// Contents in order; artifact `first + n` (1-based) is `pending[n - 1]`.
     pending: Vec<String>,
+    /// Artifacts earlier stages of this run stored under the same archive id.
+    first: u32,
     bytes: usize,
     view: Option<Arc<ArchiveView>>,
 }
 
 impl ArchiveCapability {
-    /// Reads from `view`; artifacts are numbered under `archive_id`.
-    pub fn new(gate: Gate, archive_id: String, view: Option<Arc<ArchiveView>>) -> Self {
-        ArchiveCapability { gate, archive_id, pending: Vec::new(), bytes: 0, view }
+    /// Reads from `view`; artifacts are numbered under `archive_id`, after the `first` that
+    /// earlier stages of the run stored there.
+    pub fn new(gate: Gate, archive_id: String, first: u32, view: Option<Arc<ArchiveView>>) -> Self {
+        ArchiveCapability { gate, archive_id, pending: Vec::new(), first, bytes: 0, view }
     }
 
     pub fn gate(&self) -> &Gate {
@@ -74,7 +77,7 @@ impl ArchiveCapability {
         }
         self.bytes += content.len();
         self.pending.push(content);
-        Ok(ArtifactUri { archive_id: self.archive_id.clone(), index: self.pending.len() as u32 }.to_string())
+        Ok(ArtifactUri { archive_id: self.archive_id.clone(), index: self.first + self.pending.len() as u32 }.to_string())
     }
 }
 
@@ -84,7 +87,7 @@ mod tests {
     use crate::capabilities::Grants;
 
     fn archive(grants: &[Capability]) -> ArchiveCapability {
-        ArchiveCapability::new(Gate::new("p@1".into(), Grants::new(grants.iter().copied())), "a-0123456789abcdef".into(), None)
+        ArchiveCapability::new(Gate::new("p@1".into(), Grants::new(grants.iter().copied())), "a-0123456789abcdef".into(), 0, None)
     }
 
     #[test]

@@ -64,6 +64,12 @@ pub fn apply(entries: &[Entry], window: &Window, output: StrategyOutput, archive
     for (n, entry) in replacement.iter_mut().enumerate() {
         if entry.id.is_empty() {
             entry.id = format!("{archive_id}-r{}", n + 1);
+            // An earlier stage of the run may have added that id already.
+            let mut k = 1;
+            while index.contains_key(entry.id.as_str()) {
+                k += 1;
+                entry.id = format!("{archive_id}-r{}.{k}", n + 1);
+            }
             entry.turn = entries[first].turn;
         } else {
             let at = index.get(entry.id.as_str()).copied();

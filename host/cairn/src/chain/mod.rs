@@ -1,16 +1,19 @@
 //! The chain runner: strategies in policy order until one yields an outcome that passes the
-//! host's checks. Every step's outcome class, time and token figures are recorded. The last
+//! host's checks (a pipeline runs one chain per stage, `pipeline.rs`). Every step's outcome class, time and token figures are recorded. The last
 //! step is host-native and cannot fail, so a chain always ends.
 
+pub mod anchor;
 mod breaker;
 pub(crate) mod invariants;
 mod last_resort;
+mod pipeline;
 mod seed;
 mod window;
 
 pub use breaker::{BreakerSettings, CircuitBreaker};
 pub use invariants::{apply, Applied};
 pub use last_resort::{LastResort, LAST_RESORT};
+pub use pipeline::{run_pipeline, StageSteps};
 pub use seed::{HostSeed, SEED_STEP};
 pub use window::{safe_cuts, Window};
 
@@ -77,6 +80,8 @@ pub struct StepInput<'a> {
     pub entries: &'a [Entry],
     pub window: &'a Window,
     pub archive_id: &'a str,
+    /// Artifacts earlier stages of this run stored; this step's are numbered after them.
+    pub artifacts_before: usize,
     /// The conversation's archive, for plugins granted `archive:read`.
     pub archive: Option<std::sync::Arc<crate::storage::ArchiveView>>,
     pub preserve: Option<&'a str>,
@@ -130,6 +135,8 @@ pub struct ChainRun {
     pub committed: Option<Committed>,
     /// Why the commit policy refused the last outcome it was shown, if it refused one.
     pub refused: Option<String>,
+    /// The commit policy said "not now": nothing after it ran.
+    pub deferred: bool,
 }
 
 /// The commit policy's word on one checked outcome: `Reject` passes the turn to the next
@@ -148,7 +155,7 @@ pub fn run(
     approve: Option<Approve<'_>>,
 ) -> ChainRun {
     use crate::record::CommitDecision;
-    let mut refused = None;
+    let (mut refused, mut deferred) = (None, false);
     let tokens_before: u64 = input.entries.iter().map(|e| e.tokens as u64).sum();
     let mut reports = Vec::new();
     for step in steps {
@@ -194,14 +201,15 @@ pub fn run(
                     reports.push(StepReport::failed(name, OutcomeClass::Rejected, &format!("the commit policy refused it: {why}"), millis, answer.refused));
                     refused = Some(why.clone());
                     if matches!(verdict, CommitDecision::Defer(_)) {
+                        deferred = true;
                         break;
                     }
                     continue;
                 }
                 tracing::info!(plugin = %name, millis, tokens_after = applied.tokens_after, "step ok");
-                reports.push(StepReport { plugin: name.clone(), outcome: OutcomeClass::Ok, millis, message: None, tokens_after: Some(applied.tokens_after), refused: answer.refused });
+                reports.push(StepReport { plugin: name.clone(), outcome: OutcomeClass::Ok, millis, message: None, tokens_after: Some(applied.tokens_after), refused: answer.refused, stage: None });
                 let committed = Committed { plugin: name, applied, artifacts: answer.artifacts, checkpoint, seed, retrospective };
-                return ChainRun { tokens_before, steps: reports, committed: Some(committed), refused: None };
+                return ChainRun { tokens_before, steps: reports, committed: Some(committed), refused: None, deferred: false };
             }
             Err(error) => {
                 breaker.record(&name, error.class(), breaker_settings);
@@ -210,5 +218,5 @@ pub fn run(
             }
         }
     }
-    ChainRun { tokens_before, steps: reports, committed: None, refused }
+    ChainRun { tokens_before, steps: reports, committed: None, refused, deferred }
 }

@@ -21,6 +21,8 @@ pub struct Services {
     pub tokenizer: Tokenizer,
     /// The archive this call's artifacts go into, and the conversation's archive to read.
     pub archive_id: String,
+    /// Artifacts already stored under `archive_id` by earlier stages of the run.
+    pub artifacts_before: u32,
     pub archive: Option<Arc<ArchiveView>>,
     pub model: Option<Arc<dyn ModelProvider>>,
     /// When the call must be over; host calls (the model) stop by then too.
@@ -30,7 +32,7 @@ pub struct Services {
 impl Services {
     /// Nothing but the deadline (triggers and commit policies import only `log`).
     pub fn none(deadline: Instant) -> Self {
-        Services { tokenizer: Tokenizer::default(), archive_id: String::new(), archive: None, model: None, deadline }
+        Services { tokenizer: Tokenizer::default(), archive_id: String::new(), artifacts_before: 0, archive: None, model: None, deadline }
     }
 }
 
@@ -65,7 +67,7 @@ impl CallState {
             log: LogCapability::new(gate()),
             tokens: TokensCapability::new(gate(), services.tokenizer, services.deadline),
             model: ModelCapability::new(gate(), services.model, services.deadline),
-            archive: ArchiveCapability::new(gate(), services.archive_id, services.archive),
+            archive: ArchiveCapability::new(gate(), services.archive_id, services.artifacts_before, services.archive),
             deadline: services.deadline,
             plugin,
             wasi,

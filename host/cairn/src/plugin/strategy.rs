@@ -33,6 +33,7 @@ impl Step for WasmStrategy {
         let services = Services {
             tokenizer: self.tokenizer,
             archive_id: input.archive_id.to_string(),
+            artifacts_before: input.artifacts_before as u32,
             archive: input.archive.clone(),
             model: self.model.clone(),
             deadline: Instant::now() + timeout,

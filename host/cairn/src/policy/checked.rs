@@ -24,11 +24,19 @@ pub struct PolicyStep {
     pub config: String,
 }
 
+/// One stage of the compaction pipeline: a fallback chain.
+#[derive(Clone)]
+pub struct Stage {
+    pub name: String,
+    pub chain: Vec<PolicyStep>,
+}
+
 #[derive(Clone)]
 pub struct CheckedPolicy {
     policy: Arc<Policy>,
-    /// The compaction chain, without the host's `last-resort` (which always ends it).
-    pub chain: Vec<PolicyStep>,
+    /// The compaction pipeline's stages, the last without the host's `last-resort` (which
+    /// always ends it).
+    pub stages: Vec<Stage>,
     /// The handover chain, without the host's `host-seed` (which always ends it).
     pub handover: Vec<PolicyStep>,
     pub trigger: Option<PolicyStep>,
@@ -47,9 +55,18 @@ impl CheckedPolicy {
     pub fn check(policy: Policy, plugins: &Registry) -> Result<Self> {
         let trigger = policy.trigger.as_ref().map(|spec| step(&policy, plugins, spec, World::Trigger)).transpose()?;
         let commit = policy.commit.as_ref().map(|spec| step(&policy, plugins, spec, World::CommitPolicy)).transpose()?;
-        let chain = steps(&policy, plugins, &policy.chain, LAST_RESORT)?;
+        let stages = policy
+            .stages()
+            .into_iter()
+            .map(|(name, specs)| Ok(Stage { name: name.to_string(), chain: steps(&policy, plugins, specs, LAST_RESORT)? }))
+            .collect::<Result<_>>()?;
         let handover = steps(&policy, plugins, &policy.handover, SEED_STEP)?;
-        Ok(CheckedPolicy { policy: Arc::new(policy), chain, handover, trigger, commit })
+        Ok(CheckedPolicy { policy: Arc::new(policy), stages, handover, trigger, commit })
+    }
+
+    /// Every strategy step of the compaction pipeline, stage after stage.
+    pub fn compaction_steps(&self) -> impl Iterator<Item = &PolicyStep> {
+        self.stages.iter().flat_map(|stage| &stage.chain)
     }
 
     pub fn policy(&self) -> &Policy {

@@ -5,7 +5,7 @@
 
 mod checked;
 
-pub use checked::{CheckedPolicy, PolicyStep};
+pub use checked::{CheckedPolicy, PolicyStep, Stage};
 
 use std::ops::Range;
 use std::time::Duration;
@@ -50,9 +50,12 @@ const MAX_TIMEOUT_MS: u64 = 600_000;
 pub struct Policy {
     #[serde(default)]
     pub compaction: CompactionSettings,
-    /// The compaction chain.
+    /// The compaction chain: a pipeline of one stage.
     #[serde(default)]
     pub chain: Vec<StepSpec>,
+    /// The compaction pipeline, when it has more than one stage (instead of `chain`).
+    #[serde(default)]
+    pub stage: Vec<StageSpec>,
     /// The handover chain (a host-native seed step always ends it).
     #[serde(default)]
     pub handover: Vec<StepSpec>,
@@ -102,6 +105,15 @@ impl Default for CompactionSettings {
     }
 }
 
+/// One stage of a compaction pipeline: a fallback chain of its own, run on what the stages
+/// before it left, and only while that is still above the target.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageSpec {
+    pub name: Spanned<String>,
+    pub chain: Vec<StepSpec>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StepSpec {
@@ -146,7 +158,9 @@ impl Policy {
         if settings.chain_timeout_ms == 0 || settings.breaker_failures == 0 {
             bail!("{source}: compaction.chain_timeout_ms and compaction.breaker_failures must be at least 1");
         }
-        for step in policy.chain.iter().chain(&policy.handover).chain(&policy.trigger).chain(&policy.commit) {
+        policy.check_stages()?;
+        let staged = policy.stage.iter().flat_map(|stage| &stage.chain);
+        for step in policy.chain.iter().chain(staged).chain(&policy.handover).chain(&policy.trigger).chain(&policy.commit) {
             let memory = *step.memory_mib.get_ref();
             if memory == 0 || memory > MAX_MEMORY_MIB {
                 bail!("{}: memory_mib must be 1..={MAX_MEMORY_MIB}, got {memory}", policy.at(step.memory_mib.span()));
@@ -157,6 +171,37 @@ impl Policy {
             }
         }
         Ok(policy)
+    }
+
+    /// The compaction pipeline as `(stage name, its chain)`: a `[[chain]]` is one stage.
+    pub fn stages(&self) -> Vec<(&str, &[StepSpec])> {
+        if self.stage.is_empty() {
+            vec![("compact", &self.chain[..])]
+        } else {
+            self.stage.iter().map(|stage| (stage.name.get_ref().as_str(), &stage.chain[..])).collect()
+        }
+    }
+
+    fn check_stages(&self) -> Result<()> {
+        if let (Some(stage), false) = (self.stage.first(), self.chain.is_empty()) {
+            bail!("{}: a policy has either a [[chain]] or [[stage]]s, not both (put the chain in a stage)", self.at(stage.name.span()));
+        }
+        let mut names = std::collections::HashSet::new();
+        for (n, stage) in self.stage.iter().enumerate() {
+            let at = self.at(stage.name.span());
+            let name = stage.name.get_ref();
+            if name.trim().is_empty() || !names.insert(name) {
+                bail!("{at}: each stage needs a name of its own, got {name:?}");
+            }
+            if stage.chain.is_empty() {
+                bail!("{at}: stage `{name}` has no [[stage.chain]] step");
+            }
+            let closing = stage.chain.iter().find(|step| step.plugin.get_ref() == crate::chain::LAST_RESORT);
+            if let Some(step) = closing.filter(|_| n + 1 < self.stage.len()) {
+                bail!("{}: `last-resort` ends the last stage; in stage `{name}` it would leave nothing for the stages after it", self.at(step.plugin.span()));
+            }
+        }
+        Ok(())
     }
 
     /// `file:line:column` for a byte span of the policy text.

@@ -53,7 +53,7 @@ impl CompactionReport {
             tokens_after: event.tokens_after,
             steps: event.steps.clone(),
             committed_by: event.committed_by.clone(),
-            degraded: event.committed_by.as_deref().is_some_and(|p| p.starts_with(LAST_RESORT_PREFIX)),
+            degraded: event.committed_by.as_deref().is_some_and(|by| by.split(" + ").any(|p| p.starts_with(LAST_RESORT_PREFIX))),
             replaced: event.replaced.len(),
             forgotten: event.forgotten.clone(),
             artifacts: event.artifacts.clone(),

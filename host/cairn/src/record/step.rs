@@ -49,11 +49,14 @@ pub struct StepReport {
     /// Capabilities the plugin called without a grant (each refused with `denied`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<String>,
+    /// The pipeline stage the step ran in (policies with `[[stage]]`s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
 }
 
 impl StepReport {
     pub fn failed(plugin: String, outcome: OutcomeClass, message: &str, millis: u64, refused: Vec<String>) -> Self {
-        StepReport { plugin, outcome, millis, message: Some(clip_message(message)), tokens_after: None, refused }
+        StepReport { plugin, outcome, millis, message: Some(clip_message(message)), tokens_after: None, refused, stage: None }
     }
 }
 

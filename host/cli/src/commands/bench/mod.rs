@@ -210,6 +210,7 @@ fn shake_elide_wasm_vs_native(iterations: usize, cairn: &cairn::Cairn, policy: &
         entries: &transcript.entries,
         window: &window,
         archive_id: "a-0000000000000000",
+        artifacts_before: 0,
         archive: None,
         preserve: None,
         resume: None,
@@ -224,7 +225,7 @@ fn shake_elide_wasm_vs_native(iterations: usize, cairn: &cairn::Cairn, policy: &
             Ok(ms(started.elapsed()))
         })
         .collect::<Result<Vec<_>>>()?;
-    let native_ms: Vec<f64> = (0..iterations).map(|_| ms(native::shake_elide(&transcript, &window, &policy.chain[0].config))).collect();
+    let native_ms: Vec<f64> = (0..iterations).map(|_| ms(native::shake_elide(&transcript, &window, &policy.stages[0].chain[0].config))).collect();
     Ok((median(wasm), median(native_ms)))
 }
 

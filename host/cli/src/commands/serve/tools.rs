@@ -764,11 +764,11 @@ fn render_prefix(entries: &[Entry], archive_id: &str) -> String {
 
 fn policy_out(generation: &Generation) -> PolicyOut {
     let policy = generation.lifecycle.policy();
-    let names = |steps: &[cairn::policy::PolicyStep]| steps.iter().map(|s| s.plugin.manifest.name.clone()).collect();
+    let names = |steps: &mut dyn Iterator<Item = &cairn::policy::PolicyStep>| steps.map(|s| s.plugin.manifest.name.clone()).collect();
     PolicyOut {
         source: policy.source.clone(),
-        chain: names(&policy.chain),
-        handover: names(&policy.handover),
+        chain: names(&mut policy.compaction_steps()),
+        handover: names(&mut policy.handover.iter()),
         trigger: policy.trigger.as_ref().map(|s| s.plugin.manifest.name.clone()),
         commit: policy.commit.as_ref().map(|s| s.plugin.manifest.name.clone()),
         generation: generation.number,

@@ -1,0 +1,155 @@
+//! The compaction pipeline: stages in order, each a fallback chain ([`run`](super::run)) on
+//! what the stages before it left, run only while that is still above the target (offload
+//! tool outputs first, then summarize what is still too large). What the stages commit is
+//! composed into one outcome on the original entries, so the commit policy, the record and
+//! the archive see one compaction.
+
+use super::{run, Applied, Approve, BreakerSettings, ChainRun, CircuitBreaker, Committed, Step, StepInput, Window};
+use crate::tokenizer::Tokenizer;
+use crate::transcript::Entry;
+
+/// A stage's name and its chain.
+pub struct StageSteps<'s> {
+    pub name: &'s str,
+    pub steps: Vec<Box<dyn Step>>,
+}
+
+/// Runs the stages; a policy of one stage is exactly its chain.
+pub fn run_pipeline(
+    stages: &[StageSteps<'_>],
+    input: &StepInput<'_>,
+    tokenizer: &Tokenizer,
+    breaker: &CircuitBreaker,
+    breaker_settings: BreakerSettings,
+    approve: Option<Approve<'_>>,
+) -> ChainRun {
+    if let [only] = stages {
+        return run(&only.steps, input, tokenizer, breaker, breaker_settings, approve);
+    }
+    let tokens_before: u64 = input.entries.iter().map(|e| e.tokens as u64).sum();
+    let target = input.window.token_target;
+    let tail_len = input.entries.len() - input.window.tail_start;
+    let mut context = input.entries.to_vec();
+    let mut composed: Option<Committed> = None;
+    let (mut reports, mut refused) = (Vec::new(), None);
+    for (n, stage) in stages.iter().enumerate() {
+        let current = composed.as_ref().map_or(tokens_before, |c| c.applied.tokens_after);
+        if n > 0 && current <= target {
+            tracing::info!(stage = stage.name, current, target, "the context is at its target; the stage is not needed");
+            break;
+        }
+        // Earlier stages touched neither the protected head nor the verbatim tail.
+        let window = Window { protected_head: input.window.protected_head, tail_start: context.len() - tail_len, token_target: target };
+        let earlier = composed.as_ref();
+        let stage_input = StepInput {
+            purpose: input.purpose,
+            entries: &context,
+            window: &window,
+            archive_id: input.archive_id,
+            artifacts_before: input.artifacts_before + earlier.map_or(0, |c| c.artifacts.len()),
+            archive: input.archive.clone(),
+            preserve: input.preserve,
+            resume: input.resume,
+            previous_checkpoint: earlier.and_then(|c| c.checkpoint.as_deref()).or(input.previous_checkpoint),
+            deadline: input.deadline,
+        };
+        let onto_original = |applied: &Applied| compose(input.entries, earlier.map(|c| &c.applied), applied);
+        let stage_approve = approve.map(|approve| move |plugin: &str, applied: &Applied| approve(plugin, &onto_original(applied)));
+        let stage_run = run(&stage.steps, &stage_input, tokenizer, breaker, breaker_settings, stage_approve.as_ref().map(|a| a as Approve<'_>));
+        reports.extend(stage_run.steps.into_iter().map(|mut report| {
+            report.stage = Some(stage.name.to_string());
+            report
+        }));
+        if stage_run.deferred {
+            return ChainRun { tokens_before, steps: reports, committed: None, refused: stage_run.refused, deferred: true };
+        }
+        refused = stage_run.refused.or(refused);
+        if let Some(stage_committed) = stage_run.committed {
+            let applied = onto_original(&stage_committed.applied);
+            context = stage_committed.applied.context.clone();
+            composed = Some(merge(composed, stage_committed, applied));
+        }
+    }
+    let refused = if composed.is_some() { None } else { refused };
+    ChainRun { tokens_before, steps: reports, committed: composed, refused, deferred: false }
+}
+
+/// A stage's outcome (on the context the earlier stages left) as one outcome on the original
+/// entries: the replaced range spans every stage's range; its replacement is whatever the
+/// final context holds there.
+fn compose(original: &[Entry], earlier: Option<&Applied>, stage: &Applied) -> Applied {
+    let Some(earlier) = earlier else { return stage.clone() };
+    let added = earlier.replacement.len();
+    // An index of the earlier context, as an index of the original; inside the earlier
+    // replacement it stands for the earlier range's first (or last) entry.
+    let to_original = |i: usize, inside: usize| match i {
+        i if i < earlier.first => i,
+        i if i < earlier.first + added => inside,
+        i => i - (earlier.first + added) + earlier.last + 1,
+    };
+    let first = earlier.first.min(to_original(stage.first, earlier.first));
+    let last = earlier.last.max(to_original(stage.last, earlier.last));
+    let after = original.len() - last - 1;
+    let replacement = stage.context[first..stage.context.len() - after].to_vec();
+    let kept: std::collections::HashSet<&str> = replacement.iter().map(|e| e.id.as_str()).collect();
+    let forgotten = original[first..=last].iter().filter(|e| !kept.contains(e.id.as_str())).map(|e| e.id.clone()).collect();
+    Applied { first, last, replacement, forgotten, context: stage.context.clone(), tokens_after: stage.tokens_after }
+}
+
+/// What the stages committed so far, with one more stage's outcome.
+fn merge(earlier: Option<Committed>, stage: Committed, applied: Applied) -> Committed {
+    match earlier {
+        None => Committed { applied, ..stage },
+        Some(earlier) => Committed {
+            plugin: format!("{} + {}", earlier.plugin, stage.plugin),
+            applied,
+            artifacts: [earlier.artifacts, stage.artifacts].concat(),
+            checkpoint: stage.checkpoint.or(earlier.checkpoint),
+            seed: stage.seed.or(earlier.seed),
+            retrospective: stage.retrospective.or(earlier.retrospective),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::{Origin, Role};
+
+    fn entry(id: &str) -> Entry {
+        let mut entry = Entry::text(id, Role::User, Origin::Operator, id);
+        entry.tokens = 10;
+        entry
+    }
+
+    fn applied(input: &[Entry], first: usize, last: usize, replacement: Vec<Entry>) -> Applied {
+        let context: Vec<Entry> = input[..first].iter().cloned().chain(replacement.iter().cloned()).chain(input[last + 1..].iter().cloned()).collect();
+        let tokens_after = context.iter().map(|e| e.tokens as u64).sum();
+        Applied { first, last, replacement, forgotten: Vec::new(), context, tokens_after }
+    }
+
+    /// Stage 1 elides entries 2..=4 into two; stage 2 summarizes from entry 1 through the
+    /// first of the elided ones, and then one more original entry after them.
+    #[test]
+    fn stages_compose_into_one_range_of_the_original() {
+        let original: Vec<Entry> = (0..10).map(|i| entry(&format!("e{i}"))).collect();
+        let first = applied(&original, 2, 4, vec![entry("e2"), entry("x-r2")]);
+        let second = applied(&first.context, 1, 4, vec![entry("x-r1.2")]);
+        let composed = compose(&original, Some(&first), &second);
+        assert_eq!((composed.first, composed.last), (1, 5), "from e1 (before stage 1's range) to e5 (after it)");
+        let ids: Vec<&str> = composed.replacement.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["x-r1.2"]);
+        assert_eq!(composed.forgotten, ["e1", "e2", "e3", "e4", "e5"]);
+        let rebuilt: Vec<&str> = original[..1].iter().chain(&composed.replacement).chain(&original[6..]).map(|e| e.id.as_str()).collect();
+        let context: Vec<&str> = composed.context.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(rebuilt, context, "the original with the composed range replaced is the final context");
+
+        // A second stage inside the first one's replacement keeps the first's range.
+        let inside = applied(&first.context, 3, 3, vec![entry("x-r1.3")]);
+        let composed = compose(&original, Some(&first), &inside);
+        assert_eq!((composed.first, composed.last), (2, 4));
+        let ids: Vec<&str> = composed.replacement.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["e2", "x-r1.3"]);
+        assert_eq!(composed.forgotten, ["e3", "e4"]);
+    }
+}
