@@ -221,11 +221,11 @@ mod tests {
         let retro = plain_retrospective(&entries, &rendered);
         assert!(retro.starts_with("# Retrospective\n\n11 entries over 6 turns; 5 operator requests."));
         assert!(retro.contains("- Turn 1: first request\n  → Done with request 1."));
-        assert!(retro.contains("## Checkpoint\n\n### Objective\n- Ship it. Don't push to main."));
+        assert!(retro.contains("## Checkpoint\n\n### Root objective (the operator's first request)\n- first request\n\n### Objective\n- Ship it. Don't push to main."));
         assert!(retro.contains("### Constraints (verbatim)\n- Don't push to main."));
         // The seed's checkpoint is then the rendered checkpoint, nested.
         let seed = seed("a-1", &rendered, None, &entries);
-        assert!(seed.contains("## Checkpoint\n\n### Objective\n- Ship it. Don't push to main."));
+        assert!(seed.contains("### Objective\n- Ship it. Don't push to main."));
         assert_eq!(cp.next_immediate_action, "Ship it.");
     }
 }

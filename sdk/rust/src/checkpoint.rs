@@ -886,9 +886,13 @@ mod tests {
         let required: Vec<&str> = schema["required"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
         assert_eq!(required, FIELDS);
         keys.sort();
+        // …and the optional root objective, the first request.
         let mut fields = FIELDS.to_vec();
+        fields.push("root_objective");
         fields.sort();
         assert_eq!(keys, fields);
+        assert!(schema["properties"]["root_objective"].is_object());
+        assert_eq!(cp.root_objective, FIRST_REQUEST.trim());
     }
 
     #[test]
@@ -1002,8 +1006,9 @@ mod tests {
             pending_work: vec!["new".into()],
             ..Default::default()
         };
-        let merged = merge(&previous, current);
+        let merged = merge(&Checkpoint { root_objective: "first ask".into(), ..previous }, Checkpoint { root_objective: "a later ask".into(), ..current });
         assert_eq!(merged.task_objective, "old goal");
+        assert_eq!(merged.root_objective, "first ask", "the first request is never replaced");
         assert_eq!(merged.negative_constraints, ["Never push.", "Avoid unsafe."]);
         assert!(merged.files_read.is_empty());
         assert_eq!(merged.files_modified, ["a.rs"]);
@@ -1017,6 +1022,7 @@ mod tests {
         assert_eq!(
             headings,
             [
+                "## Root objective (the operator's first request)",
                 "## Objective",
                 "## Constraints (verbatim)",
                 "## Decisions",

@@ -266,8 +266,10 @@ mod tests {
     #[test]
     fn the_embedded_default_parses() {
         let policy = Policy::default_policy();
-        assert_eq!(policy.chain[0].plugin.get_ref(), "shake-elide");
-        assert!(policy.chain[0].grants().has(Capability::ArchiveWrite));
+        let stages = policy.stages();
+        assert_eq!(stages.iter().map(|(name, _)| *name).collect::<Vec<_>>(), ["offload", "summarize"]);
+        assert_eq!(stages[0].1[0].plugin.get_ref(), "shake-elide");
+        assert!(stages[0].1[0].grants().has(Capability::ArchiveWrite));
     }
 
     #[test]
@@ -282,5 +284,16 @@ mod tests {
 
         let err = Policy::parse("[[chain]]\nplugin = \"x\"\ngrants = [\"disk\"]\n", "p.toml").unwrap_err().to_string();
         assert!(err.starts_with("p.toml:3:11: unknown variant `disk`"), "{err}");
+
+        let both = "[[chain]]\nplugin = \"a\"\n[[stage]]\nname = \"s\"\n[[stage.chain]]\nplugin = \"b\"\n";
+        let err = Policy::parse(both, "p.toml").unwrap_err().to_string();
+        assert!(err.starts_with("p.toml:4:8: a policy has either a [[chain]] or [[stage]]s"), "{err}");
+        let early = "[[stage]]\nname = \"one\"\n[[stage.chain]]\nplugin = \"last-resort\"\n[[stage]]\nname = \"two\"\n[[stage.chain]]\nplugin = \"b\"\n";
+        let err = Policy::parse(early, "p.toml").unwrap_err().to_string();
+        assert!(err.starts_with("p.toml:4:10: `last-resort` ends the last stage"), "{err}");
+        let empty = "[[stage]]\nname = \"one\"\nchain = []\n";
+        assert!(Policy::parse(empty, "p.toml").unwrap_err().to_string().starts_with("p.toml:2:8: stage `one` has no"));
+        let twice = "[[stage]]\nname = \"one\"\nchain = [{ plugin = \"a\" }]\n[[stage]]\nname = \"one\"\nchain = [{ plugin = \"b\" }]\n";
+        assert!(Policy::parse(twice, "p.toml").unwrap_err().to_string().contains("each stage needs a name of its own"));
     }
 }

@@ -15,8 +15,13 @@ fn lifecycle(home: &std::path::Path, policy_text: &str) -> Lifecycle {
     Lifecycle::new(cairn, Home::open(home).unwrap(), policy)
 }
 
+/// The embedded default with its first stage alone as a `[[chain]]`: these tests are about the
+/// lifecycle, and edit the chain.
 fn default_policy() -> String {
-    cairn::policy::DEFAULT_POLICY.to_string()
+    let text = cairn::policy::DEFAULT_POLICY;
+    let (start, end) = (text.find("[[stage]]").unwrap(), text.find("# Handover").unwrap());
+    let chain = "[[chain]]\nplugin = \"shake-elide\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\n\n[chain.config]\nmin_tokens = 200\nprotected_tools = []\n\n";
+    format!("{}{chain}{}", &text[..start], &text[end..])
 }
 
 fn key() -> ConversationKey {

@@ -6,5 +6,6 @@ mod chain;
 mod hostile;
 mod lifecycle;
 mod model;
+mod pipeline;
 mod robustness;
 mod support;

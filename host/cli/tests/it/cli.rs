@@ -32,9 +32,9 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// Compacts `file` to OpenAI JSON and checks what a harness relies on: shake-elide committed,
+/// Compacts `file` to OpenAI JSON and checks what a harness relies on: shake-elide ran first,
 /// the context shrank, every tool call is immediately followed by its result, and every
-/// placeholder's artifact is the exact original tool output.
+/// artifact is the exact original tool output.
 fn compact_and_verify(file: &Path, max_ratio: f64) {
     let dir = tempfile::tempdir().unwrap();
     let (home, out) = (dir.path().join("home"), dir.path().join("out.json"));
@@ -73,7 +73,7 @@ fn compact_and_verify(file: &Path, max_ratio: f64) {
             _ => None,
         })
         .collect();
-    let mut checked = 0;
+    // A placeholder left in the context recovers its own call's output.
     for message in messages.iter().filter(|m| m["role"] == "tool") {
         let content = message["content"].as_str().unwrap();
         let Some(uri) = content.split("recover: ").nth(1) else { continue };
@@ -81,17 +81,22 @@ fn compact_and_verify(file: &Path, max_ratio: f64) {
         assert!(artifacts.iter().any(|a| a == uri), "{uri} is not among the reported artifacts");
         let stored = ok(&["artifact", uri, "--home", s(&home)]);
         assert_eq!(stored, originals[message["tool_call_id"].as_str().unwrap()], "{uri}");
-        checked += 1;
     }
-    assert!(checked > 0, "no elided tool output in {}", file.display());
+    // Everything set aside — also what the summarizing stage then replaced — is in the archive
+    // byte for byte.
+    for uri in artifacts {
+        let stored = ok(&["artifact", uri.as_str().unwrap(), "--home", s(&home)]);
+        assert!(original.entries.iter().any(|e| e.model_text().contains(&stored)), "{uri} is not original content");
+    }
 }
 
 #[test]
 #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
 fn compacts_the_large_pi_session() {
     let pi = shared("pi");
-    // Edit and write tool calls hold ~45k tokens of file contents here; tool calls are never elided.
-    compact_and_verify(&pi.join("pi-mono__large-session.jsonl"), 0.7);
+    // Edit and write calls hold ~45k tokens of file contents that elision leaves (34 % freed);
+    // the default's summarizing stage takes the rest under the target (half).
+    compact_and_verify(&pi.join("pi-mono__large-session.jsonl"), 0.5);
 }
 
 #[test]
@@ -245,7 +250,7 @@ fn compacts_the_openhands_sessions() {
     files.sort();
     assert_eq!(files.len(), 3);
     for file in files {
-        compact_and_verify(&file, 0.8);
+        compact_and_verify(&file, 0.6);
     }
 }
 
