@@ -6,6 +6,7 @@
 //! resumes on the next call.
 
 mod fallback;
+mod headroom;
 mod state;
 
 pub use crate::record::{AgentRequest, Boundary, CommitDecision, Proposal, RequestKind, TriggerDecision, TriggerInput};
@@ -228,6 +229,15 @@ impl Lifecycle {
                 Some(tokens.saturating_add(after.iter().map(|e| e.tokens as u64).sum::<u64>()))
             }
         };
+        let usable = report.window.saturating_sub(report.reserve);
+        if let (Some(left), Some(now)) = (state.compacted_to, usage) {
+            // The first boundary after a compaction: what the harness added back is measured.
+            state.compacted_to = None;
+            let what = format!("the context grew from {left} to {now} tokens right after the compaction (re-injection budget {})", settings.reinject_budget_tokens);
+            if let Some(notice) = headroom::check(&mut state, settings, now, usable, format!("low-headroom-{}-{}", report.conversation, report.turn), &what) {
+                state.owed_notices.push(notice);
+            }
+        }
         let input = TriggerInput {
             context_tokens: usage,
             window: report.window,
@@ -264,6 +274,10 @@ impl Lifecycle {
         if !requested && purpose == Purpose::Handover && state.overlay.auto_handover == Some(false) {
             purpose = Purpose::Compact;
         }
+        if !requested && purpose == Purpose::Compact && state.handover_next.is_some() && state.overlay.auto_handover != Some(false) {
+            tracing::info!(conversation = %report.conversation, "thrash guard: handing over instead of compacting");
+            purpose = Purpose::Handover;
+        }
         if input.cooldown_left > 0 {
             // A trigger may not override the cooldown.
             outcome.action = Action::Deferred(format!("cooldown: {} turns left", input.cooldown_left));
@@ -297,7 +311,7 @@ impl Lifecycle {
         fault::point("reserved");
 
         let run = self.maintain(&mut store, &transcript, purpose, archive_id, request.as_ref(), &boundary)?;
-        notices.extend(self.finish(&mut store, &mut state, &run, request.is_some())?);
+        notices.extend(self.finish(&mut store, &mut state, &run, request.is_some(), Some(usable))?);
         outcome.action = match (&run.committed_by, purpose) {
             (None, _) => Action::Failed,
             (Some(_), Purpose::Compact) => Action::Compacted,
@@ -347,8 +361,9 @@ impl Lifecycle {
         }
     }
 
-    /// After a maintenance: progress bookkeeping, state saved, then the notice.
-    fn finish(&self, store: &mut ConversationStore, state: &mut ConversationState, run: &CompactionReport, requested: bool) -> Result<Vec<String>> {
+    /// After a maintenance: progress bookkeeping and the thrash guard (with the usable window,
+    /// when known), state saved, then the notice.
+    fn finish(&self, store: &mut ConversationStore, state: &mut ConversationState, run: &CompactionReport, requested: bool, usable: Option<u64>) -> Result<Vec<String>> {
         let settings = &self.inner.policy.lifecycle;
         let freed = run.tokens_before.saturating_sub(run.tokens_after);
         let enough = run.committed_by.is_some() && freed as f64 >= run.tokens_before as f64 * settings.min_freed_ratio;
@@ -366,6 +381,18 @@ impl Lifecycle {
         state.recent.drain(..keep);
         state.prepared = None;
         state.owed_notices.push(maintenance_notice(run));
+        match (&run.committed_by, run.purpose) {
+            (None, _) => {}
+            (Some(_), Purpose::Handover) => (state.compacted_to, state.handover_next) = (None, None),
+            (Some(_), Purpose::Compact) => {
+                state.compacted_to = Some(run.tokens_after);
+                let floor = run.tokens_after.saturating_add(settings.reinject_budget_tokens);
+                let what = format!("the compaction left {} tokens, plus a re-injection budget of {}", run.tokens_after, settings.reinject_budget_tokens);
+                if let Some(notice) = usable.and_then(|usable| headroom::check(state, settings, floor, usable, format!("low-headroom-{}", run.archive_id), &what)) {
+                    state.owed_notices.push(notice);
+                }
+            }
+        }
         if run.degraded {
             state.owed_notices.push(Notice::new(
                 format!("degraded-{}", run.archive_id),
@@ -425,7 +452,7 @@ impl Lifecycle {
                 failed
             }
         };
-        let notices = self.finish(store, state, &run, prepared.request.is_some())?;
+        let notices = self.finish(store, state, &run, prepared.request.is_some(), None)?;
         Ok((notices, Some(run)))
     }
 }

@@ -31,11 +31,18 @@ pub struct LifecycleSettings {
     /// A pause ends by itself this many turns after it began (0: only a resume or a
     /// successful agent request ends it).
     pub resume_after_turns: u32,
+    /// Tokens a harness may add back after a compaction (files it re-reads, its plan, Cairn's
+    /// own session-start context): counted into the floor a compaction leaves.
+    pub reinject_budget_tokens: u64,
+    /// The thrash guard: a compaction whose floor (what it left plus the re-injection budget,
+    /// or what the next boundary measured) leaves less than this share of the usable window
+    /// free would trigger again within turns, so the next automatic maintenance is a handover.
+    pub min_headroom_ratio: f64,
 }
 
 impl Default for LifecycleSettings {
     fn default() -> Self {
-        LifecycleSettings { cooldown_turns: 5, pause_after: 3, min_freed_ratio: 0.10, resume_after_turns: 20 }
+        LifecycleSettings { cooldown_turns: 5, pause_after: 3, min_freed_ratio: 0.10, resume_after_turns: 20, reinject_budget_tokens: 10_000, min_headroom_ratio: 0.15 }
     }
 }
 
@@ -153,6 +160,10 @@ impl Policy {
             if !(ratio > 0.0 && ratio < 1.0) {
                 bail!("{source}: compaction.{field} must be between 0 and 1 (exclusive), got {ratio}");
             }
+        }
+        let headroom = policy.lifecycle.min_headroom_ratio;
+        if !(0.0..1.0).contains(&headroom) {
+            bail!("{source}: lifecycle.min_headroom_ratio must be at least 0 and below 1, got {headroom}");
         }
         let settings = &policy.compaction;
         if settings.chain_timeout_ms == 0 || settings.breaker_failures == 0 {

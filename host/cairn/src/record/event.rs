@@ -106,7 +106,7 @@ fn compact() -> Purpose {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Notice {
     pub id: String,
-    /// `compacted`, `handed-over`, `failed` or `paused`.
+    /// `compacted`, `handed-over`, `failed`, `paused`, `resumed`, `degraded` or `low-headroom`.
     pub kind: String,
     pub text: String,
     pub at: u64,
