@@ -3,8 +3,9 @@
 //! own session-start context). When that floor leaves too little of the window free, the next
 //! turns trigger compaction again, each pass freeing less. The floor is judged twice: as the
 //! compaction leaves it, plus the policy's re-injection budget, and at the next boundary, as
-//! measured. Too high, and the next automatic maintenance is a handover: a fresh session starts
-//! from its seed, with no tail to carry.
+//! measured. Too high, and the next automatic maintenance is a handover, where automatic
+//! handovers are allowed: a fresh session starts from its seed, with no tail to carry. Where they
+//! are not, the notice tells the harness, and passes that free too little pause maintenance.
 
 use super::ConversationState;
 use crate::policy::LifecycleSettings;
@@ -24,7 +25,7 @@ pub fn check(state: &mut ConversationState, settings: &LifecycleSettings, floor:
     Some(Notice::new(
         notice_id,
         "low-headroom",
-        format!("Compacting again would free little and soon trigger again — {why}. The next automatic maintenance hands over to a fresh session."),
+        format!("Compacting again would free little and soon trigger again — {why}. The next automatic maintenance hands over to a fresh session, where automatic handovers are allowed."),
     ))
 }
 

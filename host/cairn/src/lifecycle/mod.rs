@@ -274,7 +274,7 @@ impl Lifecycle {
         if !requested && purpose == Purpose::Handover && state.overlay.auto_handover == Some(false) {
             purpose = Purpose::Compact;
         }
-        if !requested && purpose == Purpose::Compact && state.handover_next.is_some() && state.overlay.auto_handover != Some(false) {
+        if !requested && purpose == Purpose::Compact && state.handover_next.is_some() && auto_handover_allowed(policy, state.overlay) {
             tracing::info!(conversation = %report.conversation, "thrash guard: handing over instead of compacting");
             purpose = Purpose::Handover;
         }
@@ -481,6 +481,15 @@ pub fn set_overlay(home: &Home, conversation: &ConversationKey, maintenance: Opt
     state.overlay.auto_handover = auto_handover.or(state.overlay.auto_handover);
     store.save_state(&state)?;
     Ok((state.overlay, state.paused))
+}
+
+/// Whether Cairn may hand over on its own: the operator's switch, else the trigger config's
+/// `auto_handover` key (where the trigger has one), else yes.
+fn auto_handover_allowed(policy: &CheckedPolicy, overlay: Overlay) -> bool {
+    overlay.auto_handover.unwrap_or_else(|| {
+        let config = policy.trigger.as_ref().and_then(|step| serde_json::from_str::<serde_json::Value>(&step.config).ok());
+        config.and_then(|c| c.get("auto_handover").and_then(serde_json::Value::as_bool)) != Some(false)
+    })
 }
 
 /// The policy with the overlay's `auto_handover` written into the trigger's config, when the
