@@ -1,6 +1,14 @@
 //! The append-only event log of one conversation (`events.jsonl`).
+//!
+//! Every boundary opens its conversation, so a log is kept parsed for the life of the process
+//! (by path, device and inode, and checked against its first and last bytes): a later load
+//! parses only the lines appended since, instead of the whole history again.
 
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use anyhow::{Context, Result};
 use cap_std::fs::{Dir, OpenOptions};
@@ -10,24 +18,99 @@ use crate::record::Event;
 
 pub const EVENTS: &str = "events.jsonl";
 
+/// A log as parsed: its events, and the ids of every entry its snapshots hold.
+#[derive(Debug, Default, Clone)]
+pub struct Parsed {
+    pub events: Vec<Event>,
+    pub known_entries: HashSet<String>,
+}
+
+impl Parsed {
+    pub fn push(&mut self, event: Event) {
+        if let Event::Snapshot { entries, .. } = &event {
+            self.known_entries.extend(entries.iter().map(|e| e.id.clone()));
+        }
+        self.events.push(event);
+    }
+}
+
+/// A parsed log and where its parsing stopped.
+#[derive(Clone)]
+struct Kept {
+    parsed: Arc<Parsed>,
+    /// Bytes up to the end of the last complete line parsed.
+    len: u64,
+    next_line: usize,
+    /// The file's first and last bytes up to `len`: a file that reuses the inode of a deleted
+    /// log (or was rewritten) does not match them.
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+const KEPT_LOGS: usize = 64;
+const CHECK_BYTES: u64 = 256;
+static KEPT: LazyLock<Mutex<HashMap<(PathBuf, u64, u64), Kept>>> = LazyLock::new(Default::default);
+
+fn bytes_at(file: &std::fs::File, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
+    let mut bytes = vec![0; len as usize];
+    file.read_exact_at(&mut bytes, offset)?;
+    Ok(bytes)
+}
+
+fn ends(file: &std::fs::File, len: u64) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+    let n = len.min(CHECK_BYTES);
+    Ok((bytes_at(file, 0, n)?, bytes_at(file, len - n, n)?))
+}
+
 /// Reads the log. A last line without its newline is a write in progress or one a crash
 /// tore: it is not read, and only a writer (holding the lock, so no write is in progress)
 /// cuts it off. A line of a kind this version does not know is kept and skipped; a line that
 /// is not an event is corruption, an error naming the line.
-pub fn load(dir: &Dir, shown: &Path, writer: bool) -> Result<Vec<Event>> {
-    let lines = files::read_lines(dir, EVENTS).with_context(|| format!("reading {}", shown.display()))?;
-    let mut events = Vec::with_capacity(lines.complete.len());
-    for (number, line) in &lines.complete {
-        match serde_json::from_str::<Event>(line) {
+pub fn load(dir: &Dir, shown: &Path, writer: bool) -> Result<Arc<Parsed>> {
+    let reading = || format!("reading {}", shown.display());
+    let file = match dir.open(EVENTS) {
+        Ok(file) => file.into_std(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Arc::default()),
+        Err(e) => return Err(e).with_context(reading),
+    };
+    let metadata = file.metadata().with_context(reading)?;
+    let key = (shown.to_path_buf(), metadata.dev(), metadata.ino());
+    let kept = KEPT.lock().ok().and_then(|kept| kept.get(&key).cloned());
+    let kept = kept.filter(|k| k.len <= metadata.len() && ends(&file, k.len).is_ok_and(|(head, tail)| head == k.head && tail == k.tail));
+    let (mut parsed, start, mut line) = kept.map_or((Arc::default(), 0, 1), |k| (k.parsed, k.len, k.next_line));
+
+    let mut bytes = Vec::new();
+    (&file).seek(SeekFrom::Start(start)).with_context(reading)?;
+    (&file).read_to_end(&mut bytes).with_context(reading)?;
+    let (mut complete, mut torn) = (start, false);
+    for chunk in bytes.split_inclusive(|b| *b == b'\n') {
+        let Some(text) = chunk.strip_suffix(b"\n") else {
+            torn = true;
+            break;
+        };
+        complete += chunk.len() as u64;
+        let number = line;
+        line += 1;
+        let text = std::str::from_utf8(text).map_err(|e| anyhow::anyhow!("{}:{number}: corrupt event log line (not UTF-8: {e})", shown.display()))?;
+        if text.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Event>(text) {
             Ok(Event::Unknown) => tracing::debug!(log = %shown.display(), line = number, "skipping an event of a kind this version does not know"),
-            Ok(event) => events.push(event),
+            Ok(event) => Arc::make_mut(&mut parsed).push(event),
             Err(e) => anyhow::bail!("{}:{number}: corrupt event log line (not a Cairn event: {e})", shown.display()),
         }
     }
-    if lines.torn.is_some() && writer {
-        repair(dir, shown, lines.complete.last().map_or(1, |(n, _)| n + 1), lines.complete_len)?;
+    if torn && writer {
+        repair(dir, shown, line, complete)?;
     }
-    Ok(events)
+    if let (Ok((head, tail)), Ok(mut kept)) = (ends(&file, complete), KEPT.lock()) {
+        if kept.len() >= KEPT_LOGS {
+            kept.clear();
+        }
+        kept.insert(key, Kept { parsed: parsed.clone(), len: complete, next_line: line, head, tail });
+    }
+    Ok(parsed)
 }
 
 fn repair(dir: &Dir, shown: &Path, line: usize, good_len: u64) -> Result<()> {

@@ -4,7 +4,7 @@
 //!
 //! Layout of `conversations/<key>/`, one module per part:
 //! - `events.jsonl` — the append-only event log (`log`);
-//! - `archives/<archive-id>/` — originals and artifacts of each compaction (`archive`);
+//! - `archives/<archive-id>/` — originals (`entries.jsonl`) and artifacts (one `artifacts` pack) of each compaction (`archive`);
 //! - `state.json` — the lifecycle's small state, replaced atomically (`state`);
 //! - `outbox.jsonl`, `acks.jsonl` — notices for the harness and their acknowledgements (`outbox`).
 //!
@@ -22,7 +22,7 @@ mod state;
 pub use archive::ArchiveView;
 pub use ids::{session_id, ArchiveId, ArtifactUri, ConversationKey, IdError};
 
-use std::collections::HashSet;
+use std::sync::Arc;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -117,22 +117,14 @@ pub struct ConversationStore {
     dir: Dir,
     key: ConversationKey,
     path: PathBuf,
-    events: Vec<Event>,
-    known_entries: HashSet<String>,
+    /// The log as parsed, shared with the process's kept copy until this store appends.
+    log: Arc<log::Parsed>,
 }
 
 impl ConversationStore {
     fn load(dir: Dir, key: ConversationKey, path: PathBuf, writer: Option<lock::Writer>) -> Result<Self> {
-        let events = log::load(&dir, &path.join(log::EVENTS), writer.is_some())?;
-        let known_entries = events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Snapshot { entries, .. } => Some(entries.iter().map(|e| e.id.clone())),
-                _ => None,
-            })
-            .flatten()
-            .collect();
-        Ok(ConversationStore { writer, dir, key, path, events, known_entries })
+        let log = log::load(&dir, &path.join(log::EVENTS), writer.is_some())?;
+        Ok(ConversationStore { writer, dir, key, path, log })
     }
 
     pub fn key(&self) -> &ConversationKey {
@@ -140,11 +132,11 @@ impl ConversationStore {
     }
 
     pub fn events(&self) -> &[Event] {
-        &self.events
+        &self.log.events
     }
 
     fn committed(&self) -> impl DoubleEndedIterator<Item = &CompactionEvent> {
-        self.events.iter().filter_map(|e| match e {
+        self.log.events.iter().filter_map(|e| match e {
             Event::Compaction(c) if c.committed_by.is_some() => Some(c.as_ref()),
             _ => None,
         })
@@ -176,7 +168,7 @@ impl ConversationStore {
 
     /// Appends the entries the record has not seen yet. Returns how many were new.
     pub fn record_snapshot(&mut self, source: &str, entries: &[Entry]) -> Result<usize> {
-        let new: Vec<Entry> = entries.iter().filter(|e| !self.known_entries.contains(&e.id)).cloned().collect();
+        let new: Vec<Entry> = entries.iter().filter(|e| !self.log.known_entries.contains(&e.id)).cloned().collect();
         if new.is_empty() {
             return Ok(0);
         }
@@ -200,10 +192,7 @@ impl ConversationStore {
     fn append(&mut self, event: Event) -> Result<()> {
         self.writable()?;
         log::append(&self.dir, &self.path.join(log::EVENTS), &event)?;
-        if let Event::Snapshot { entries, .. } = &event {
-            self.known_entries.extend(entries.iter().map(|e| e.id.clone()));
-        }
-        self.events.push(event);
+        Arc::make_mut(&mut self.log).push(event);
         Ok(())
     }
 
@@ -247,7 +236,7 @@ impl ConversationStore {
     /// that was prepared before a crash).
     pub fn recorded_entries(&self, ids: &[String]) -> Result<Vec<Entry>> {
         let mut by_id = std::collections::HashMap::new();
-        for event in &self.events {
+        for event in &self.log.events {
             if let Event::Snapshot { entries, .. } = event {
                 for entry in entries {
                     by_id.insert(entry.id.as_str(), entry);
@@ -302,6 +291,38 @@ mod tests {
         drop(s);
         let s = store(dir.path());
         assert_eq!(s.events().len(), 2);
+    }
+
+    /// The log is kept parsed between loads: what another store appended is read, and a log
+    /// replaced behind the process's back (a new file, perhaps on a reused inode, or one
+    /// rewritten in place) is read again from its start.
+    #[test]
+    fn a_kept_log_sees_appends_and_never_serves_a_replaced_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = store(dir.path());
+        s.record_snapshot("a", &[entry("e1")]).unwrap();
+        drop(s);
+        let mut other = store(dir.path());
+        other.record_snapshot("b", &[entry("e2")]).unwrap();
+        drop(other);
+        let ids = |s: &ConversationStore| -> Vec<String> {
+            s.events().iter().flat_map(|e| match e {
+                Event::Snapshot { entries, .. } => entries.iter().map(|e| e.id.clone()).collect(),
+                _ => Vec::new(),
+            }).collect()
+        };
+        assert_eq!(ids(&store(dir.path())), ["e1", "e2"]);
+
+        let log = dir.path().join("conversations/c1/events.jsonl");
+        let rewritten = std::fs::read_to_string(&log).unwrap().replace("\"e1\"", "\"x1\"").replace("\"e2\"", "\"x2\"");
+        std::fs::write(&log, format!("{rewritten}{rewritten}")).unwrap();
+        assert_eq!(ids(&store(dir.path())), ["x1", "x2", "x1", "x2"], "rewritten in place, longer");
+
+        std::fs::remove_file(&log).unwrap();
+        let mut fresh = store(dir.path());
+        fresh.record_snapshot("c", &[entry("n1")]).unwrap();
+        drop(fresh);
+        assert_eq!(ids(&store(dir.path())), ["n1"], "a new file");
     }
 
     #[test]
