@@ -67,16 +67,16 @@ impl Tokenizer {
     /// are immutable and come back at every boundary, so each is counted once, and a boundary
     /// costs in proportion to what is new.
     pub fn count_entry(&self, entry: &mut crate::transcript::Entry) {
-        let text = entry.model_text();
+        // The text is hashed piece by piece: built only when it must be counted.
         let key = {
-            use std::hash::{Hash, Hasher};
+            use std::hash::Hasher;
             let mut hasher = std::hash::DefaultHasher::new();
-            text.hash(&mut hasher);
+            cairn_rules::entry_text_pieces(&*entry, |piece| hasher.write(piece.as_bytes()));
             hasher.finish()
         };
         let known = ENTRY_COUNTS.lock().ok().and_then(|counts| counts.get(&key).copied());
         let tokens = known.unwrap_or_else(|| {
-            let tokens = self.count(&text);
+            let tokens = self.count(&entry.model_text());
             if let Ok(mut counts) = ENTRY_COUNTS.lock() {
                 if counts.len() >= MAX_KEPT_COUNTS {
                     counts.clear();

@@ -31,19 +31,24 @@ pub trait RuleEntry {
 /// The text the model reads in an entry; what token counts are taken of.
 pub fn entry_text(entry: &impl RuleEntry) -> String {
     let mut out = String::new();
+    entry_text_pieces(entry, |piece| out.push_str(piece));
+    out
+}
+
+/// [`entry_text`] piece by piece, without building it (to hash it, say).
+pub fn entry_text_pieces<'e>(entry: &'e impl RuleEntry, mut piece: impl FnMut(&'e str)) {
     for part in entry.parts() {
         match part {
-            PartRef::Text(text) | PartRef::Thinking(text) | PartRef::Image(text) | PartRef::Placeholder(text) => out.push_str(text),
+            PartRef::Text(text) | PartRef::Thinking(text) | PartRef::Image(text) | PartRef::Placeholder(text) => piece(text),
             PartRef::ToolCall { name, args, .. } => {
-                out.push_str(name);
-                out.push(' ');
-                out.push_str(args);
+                piece(name);
+                piece(" ");
+                piece(args);
             }
-            PartRef::ToolResult { content, .. } => out.push_str(content),
+            PartRef::ToolResult { content, .. } => piece(content),
         }
-        out.push('\n');
+        piece("\n");
     }
-    out
 }
 
 /// `cuts[i]` is true when history may be cut just before entry `i` without separating a tool

@@ -25,7 +25,8 @@ pub fn root_objective(committed: &mut Committed, previous_checkpoint: Option<&st
         }
     }
     let applied = &mut committed.applied;
-    if applied.context.iter().any(|e| e.model_text().contains(&anchor)) {
+    let quoted = |e: &Entry| e.parts.iter().any(|p| matches!(p, Part::Text { text } if text.contains(anchor.as_str())));
+    if applied.context.iter().any(quoted) {
         return;
     }
     let Some(n) = applied.replacement.iter().position(|e| e.origin == Origin::Summary) else { return };
