@@ -219,7 +219,7 @@ impl Lifecycle {
             }
         }
 
-        let mut transcript = report.transcript.clone();
+        let mut transcript = report.transcript;
         cairn.tokenizer().count_transcript(&mut transcript);
         let usage = match report.usage {
             Usage::Unknown => None,
@@ -248,7 +248,9 @@ impl Lifecycle {
             pending: state.pending.clone(),
             recent: state.recent.clone(),
         };
-        let mut outcome = BoundaryOutcome { turn: report.turn, advice: None, action: Action::None, usage, report: None, notices: Vec::new(), stale_files, transcript: transcript.clone() };
+        // The counted context is the outcome's unless maintenance replaces it.
+        let mut outcome = BoundaryOutcome { turn: report.turn, advice: None, action: Action::None, usage, report: None, notices: Vec::new(), stale_files, transcript };
+        let transcript = &outcome.transcript;
 
         let overlaid = overlay_trigger_config(policy, state.overlay);
         let decision = fallback::trigger(cairn, overlaid.as_ref().unwrap_or(policy), &mut state, &input);
@@ -310,7 +312,7 @@ impl Lifecycle {
         store.save_state(&state)?;
         fault::point("reserved");
 
-        let run = self.maintain(&mut store, &transcript, purpose, archive_id, request.as_ref(), &boundary)?;
+        let run = self.maintain(&mut store, transcript, purpose, archive_id, request.as_ref(), &boundary)?;
         notices.extend(self.finish(&mut store, &mut state, &run, request.is_some(), Some(usable))?);
         outcome.action = match (&run.committed_by, purpose) {
             (None, _) => Action::Failed,

@@ -131,7 +131,7 @@ pub fn replay(
             window,
             reserve,
             usage: if recorded_usage_holds { Usage::recorded_or_counted(&context) } else { Usage::Counted },
-            transcript: Transcript::new(context.clone()),
+            transcript: Transcript::new(std::mem::take(&mut context)),
         })?;
         recorded_usage_holds &= !matches!(outcome.action, Action::Compacted | Action::HandedOver);
         let before = outcome.usage.unwrap_or(0);
