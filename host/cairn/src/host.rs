@@ -104,7 +104,6 @@ impl Cairn {
         }))
     }
 
-    /// The chain's steps for one run, ending with the host's own step that cannot fail.
     /// The pipeline's stages as steps to run: the last compaction stage ends with the host's
     /// `last-resort`, a handover (one stage) with its `host-seed`.
     fn stages<'p>(&self, policy: &'p CheckedPolicy, purpose: Purpose) -> Vec<StageSteps<'p>> {

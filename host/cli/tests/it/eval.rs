@@ -106,3 +106,39 @@ fn runs_on_the_generated_session_and_writes_a_report() {
     assert!(html.contains("<td>six-cycles</td><td>pass</td>"), "{html}");
     assert_eq!(html.matches("<svg").count(), 2, "a chart per scenario that compacted");
 }
+
+/// The agent probe asks the policy's model each scenario's question over the compacted context
+/// and grades the answer; it reports apart from the deterministic verdicts.
+#[test]
+fn the_agent_probe_grades_what_the_model_answers_over_the_compacted_context() {
+    use crate::support::loopback::{openai_reply, Loopback, Reply};
+    // A model that reads its context back whole, and one that finds nothing in it.
+    let reader = Loopback::start(|_, request| {
+        let body: Value = serde_json::from_str(&request.body).unwrap();
+        Reply::ok(openai_reply(body["messages"][1]["content"].as_str().unwrap()))
+    });
+    let blind = Loopback::start(|_, _| Reply::ok(openai_reply("not in my context")));
+    let dir = tempfile::tempdir().unwrap();
+    for (name, model, answers) in [("reader", &reader, true), ("blind", &blind, false)] {
+        let policy = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&policy, format!("{}\n[model]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", cairn::policy::DEFAULT_POLICY, model.base_url)).unwrap();
+        let card = scorecard(&["--policy", policy.to_str().unwrap(), "--probe", "--scenario", "buried-constraint", "--scenario", "background-worker", "--scenario", "stale-file-edit"]);
+        for scenario in card["scenarios"].as_array().unwrap() {
+            assert_eq!(scenario["verdict"], "pass", "the probe does not change the verdict: {scenario}");
+            match scenario["name"].as_str().unwrap() {
+                // No question for this one.
+                "stale-file-edit" => assert!(scenario.get("probe").is_none(), "{scenario}"),
+                _ => {
+                    let probe = &scenario["probe"];
+                    assert_eq!(probe["passed"], answers, "{name}: {probe}");
+                    assert_eq!(probe["missing"].as_array().is_none(), answers, "{name}: {probe}");
+                }
+            }
+        }
+        assert_eq!(model.count(), 2, "{name}: one question per scenario that has one");
+    }
+    // Without a model there is nothing to ask: a clear error, not a silent skip.
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["eval", "--probe", "--scenario", "buried-constraint"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has no [model] section"), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -3,6 +3,7 @@
 //! (and on the record), so it runs offline. One file per scenario under `scenarios/`.
 
 mod lab;
+mod probe;
 mod report;
 mod scenarios;
 mod side_by_side;
@@ -35,6 +36,10 @@ pub struct Args {
     /// Also write the scorecard as an HTML page with a chart of tokens per cycle.
     #[arg(long)]
     report: Option<PathBuf>,
+    /// Also ask the policy's model each scenario's question over the compacted context and
+    /// grade its answer (needs a `[model]` section in the policy).
+    #[arg(long)]
+    probe: bool,
 }
 
 #[derive(Serialize)]
@@ -59,6 +64,11 @@ pub fn run(args: Args) -> Result<()> {
     }
     let chosen: Vec<_> = all.into_iter().filter(|s| args.scenario.is_empty() || args.scenario.iter().any(|w| w == s.name())).collect();
     let lab = Lab::new(&args.plugin_dir, args.policy.as_deref(), args.transcripts.clone())?;
+    let model = match (&lab.policy.model, args.probe) {
+        (_, false) => None,
+        (Some(settings), true) => Some(settings.provider().context("--probe: the policy's model")?),
+        (None, true) => bail!("--probe asks the policy's model, and {} has no [model] section (see examples/policies/model.toml)", lab.policy.source),
+    };
 
     let bar = indicatif::ProgressBar::new(chosen.len() as u64);
     if args.json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
@@ -68,7 +78,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut outcomes = Vec::new();
     for scenario in chosen {
         bar.set_message(scenario.name());
-        outcomes.push(scenarios::run(scenario.as_ref(), &lab));
+        outcomes.push(scenarios::run(scenario.as_ref(), &lab, model.as_deref()));
         bar.inc(1);
     }
     bar.set_message("beside Claude Code");
@@ -108,6 +118,15 @@ fn print_table(card: &Scorecard) {
             _ => "—".into(),
         };
         println!("{:<22} {:<9} {:>22}  {}", o.name, o.verdict.word(), tokens, o.detail);
+    }
+    let probes: Vec<_> = card.scenarios.iter().filter_map(|o| o.probe.as_ref().map(|p| (o.name, p))).collect();
+    if !probes.is_empty() {
+        println!("\nAgent probe: the policy's model asked over the compacted context");
+        for (name, p) in &probes {
+            let answer = p.answer.split_whitespace().collect::<Vec<_>>().join(" ");
+            let missing = if p.missing.is_empty() { String::new() } else { format!(" (does not mention {})", p.missing.join(", ")) };
+            println!("{:<22} {:<9} Q: {} A: {answer}{missing}", name, if p.passed { "pass" } else { "FAIL" }, p.question);
+        }
     }
     println!("\n{} passed, {} failed, {} could not run", card.passed, card.failed, card.errors);
     if !card.beside_claude_code.is_empty() {

@@ -20,3 +20,8 @@ pub fn misbehave_plugin_dir(dir: &Path) -> PathBuf {
     std::fs::write(plugins.join("misbehave.toml"), fixture.manifest).unwrap();
     plugins
 }
+
+/// The library's loopback HTTP server, for a fake model endpoint.
+#[path = "../../../../cairn/tests/it/support/loopback.rs"]
+#[allow(dead_code)]
+pub mod loopback;

@@ -30,13 +30,14 @@ impl Scenario for BackgroundWorker {
             tool_result("bw-t1", "bw-call", "[1] 48211".into()),
             Entry::text("bw-a2", Role::Assistant, Origin::Agent, format!("The dev server is running in the background on port {PORT} (pid 48211).")),
         ];
-        let (kept, tokens) = cycles(lab, "background-worker", grown(&base, launch), &[20, 15], |r| {
+        let (kept, tokens, context) = cycles(lab, "background-worker", grown(&base, launch), &[20, 15], |r| {
             let seen = text(&r.transcript);
             (!(seen.contains(PORT) && seen.contains("http.server"))).then(|| format!("the context no longer says the server runs on port {PORT}"))
         })?;
-        Ok(match kept {
+        let score = match kept {
             Ok(()) => Score::new(true, format!("{session}: the running server and its port {PORT} are in the context after 2 cycles"), tokens),
             Err(why) => Score::new(false, format!("{session}: {why}"), tokens),
-        })
+        };
+        Ok(score.probed("Is a dev server already running in the background? On which port?", &[PORT], context))
     }
 }

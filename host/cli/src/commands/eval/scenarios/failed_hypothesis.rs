@@ -30,7 +30,7 @@ impl Scenario for FailedHypothesis {
             tool_result("hyp-t1", "hyp-call", "FAILED tests/test_upload.py::test_large_upload - ConnectionResetError\n1 failed, 12 passed".into()),
             Entry::text("hyp-a2", Role::Assistant, Origin::Agent, format!("That approach failed: {APPROACH} does not help, because {REASON}. Rejecting it.")),
         ];
-        let (kept, tokens) = cycles(lab, "failed-hypothesis", grown(&base, attempt), &[20, 15], |r| {
+        let (kept, tokens, context) = cycles(lab, "failed-hypothesis", grown(&base, attempt), &[20, 15], |r| {
             let seen = text(&r.transcript);
             match (seen.contains(APPROACH), seen.contains(REASON)) {
                 (true, true) => None,
@@ -38,9 +38,10 @@ impl Scenario for FailedHypothesis {
                 _ => Some("the approach is gone".into()),
             }
         })?;
-        Ok(match kept {
+        let score = match kept {
             Ok(()) => Score::new(true, format!("{session}: the rejected approach and its reason survive 2 cycles"), tokens),
             Err(why) => Score::new(false, format!("{session}: {why}"), tokens),
-        })
+        };
+        Ok(score.probed("Which fix for the failing upload test did you already try and reject, and why did it not work?", &["timeout", "30 seconds"], context))
     }
 }

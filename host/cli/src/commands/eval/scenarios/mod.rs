@@ -15,6 +15,7 @@ mod unique_observation;
 
 use serde::Serialize;
 
+use super::probe::{self, Probe};
 use super::Lab;
 
 pub trait Scenario {
@@ -27,11 +28,18 @@ pub struct Score {
     pub passed: bool,
     pub detail: String,
     pub tokens: Vec<Cycle>,
+    /// The question for the agent probe, over the last context.
+    pub probe: Option<Probe>,
 }
 
 impl Score {
     pub fn new(passed: bool, detail: impl Into<String>, tokens: Vec<Cycle>) -> Self {
-        Score { passed, detail: detail.into(), tokens }
+        Score { passed, detail: detail.into(), tokens, probe: None }
+    }
+
+    /// With a question the agent probe asks over `context`; a right answer mentions `expect`.
+    pub fn probed(self, question: &'static str, expect: &[&str], context: cairn::transcript::Transcript) -> Self {
+        Score { probe: Some(Probe { question, expect: expect.iter().map(|e| e.to_string()).collect(), context }), ..self }
     }
 }
 
@@ -50,26 +58,27 @@ impl From<&cairn::CompactionReport> for Cycle {
 
 /// Compaction cycles of `context` in conversation `key`: before each, `calls[n]` rounds of
 /// fresh tool work join it; after each, `lost` names what the context no longer holds. Stops at
-/// the first loss: `Err(line)` says which cycle lost what and who committed it.
+/// the first loss: `Err(line)` says which cycle lost what and who committed it. Also returns
+/// the last context.
 pub fn cycles(
     lab: &Lab,
     key: &str,
     mut context: cairn::transcript::Transcript,
     calls: &[usize],
     lost: impl Fn(&cairn::CompactionReport) -> Option<String>,
-) -> anyhow::Result<(Result<(), String>, Vec<Cycle>)> {
+) -> anyhow::Result<(Result<(), String>, Vec<Cycle>, cairn::transcript::Transcript)> {
     use super::lab::{committed_by, grown, tool_work};
     let mut tokens = Vec::new();
     for (n, &work) in calls.iter().enumerate() {
         context = grown(&context, tool_work(&format!("{key}-{n}"), work));
         let report = lab.compact(key, &context)?;
         tokens.push(Cycle::from(&report));
+        context = report.transcript.clone();
         if let Some(what) = lost(&report) {
-            return Ok((Err(format!("cycle {} of {}: {what} (committed by {})", n + 1, calls.len(), committed_by(&report))), tokens));
+            return Ok((Err(format!("cycle {} of {}: {what} (committed by {})", n + 1, calls.len(), committed_by(&report))), tokens, context));
         }
-        context = report.transcript;
     }
-    Ok((Ok(()), tokens))
+    Ok((Ok(()), tokens, context))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -97,6 +106,9 @@ pub struct Outcome {
     pub verdict: Verdict,
     pub detail: String,
     pub tokens: Vec<Cycle>,
+    /// The agent probe's answer (`--probe`, for scenarios with a question).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe: Option<probe::Answer>,
 }
 
 pub fn all() -> Vec<Box<dyn Scenario>> {
@@ -114,10 +126,17 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
     ]
 }
 
-pub fn run(scenario: &dyn Scenario, lab: &Lab) -> Outcome {
+/// Runs `scenario`; with a model, its probe too.
+pub fn run(scenario: &dyn Scenario, lab: &Lab, model: Option<&dyn cairn::model::ModelProvider>) -> Outcome {
     let name = scenario.name();
     match scenario.run(lab) {
-        Ok(score) => Outcome { name, verdict: if score.passed { Verdict::Pass } else { Verdict::Fail }, detail: score.detail, tokens: score.tokens },
-        Err(e) => Outcome { name, verdict: Verdict::Error, detail: format!("{e:#}"), tokens: Vec::new() },
+        Ok(score) => Outcome {
+            name,
+            verdict: if score.passed { Verdict::Pass } else { Verdict::Fail },
+            detail: score.detail,
+            tokens: score.tokens,
+            probe: model.zip(score.probe.as_ref()).map(|(model, question)| probe::ask(model, question)),
+        },
+        Err(e) => Outcome { name, verdict: Verdict::Error, detail: format!("{e:#}"), tokens: Vec::new(), probe: None },
     }
 }

@@ -34,7 +34,7 @@ impl Scenario for SixCycles {
             },
             tool_result("sc-t", "sc-test", format!("FAILED {FAILING} - assert -5 >= 0\n1 failed, 88 passed")),
         ];
-        let (kept, tokens) = cycles(lab, "six-cycles", grown(&with_first_request(base, RULE), status), &[12; 6], |r| {
+        let (kept, tokens, context) = cycles(lab, "six-cycles", grown(&with_first_request(base, RULE), status), &[12; 6], |r| {
             let seen = text(&r.transcript);
             let missing: Vec<&str> = [("the root objective", objective.as_str()), ("the constraint", RULE), ("the failing test", FAILING)]
                 .into_iter()
@@ -47,9 +47,10 @@ impl Scenario for SixCycles {
                 (true, false) => None,
             }
         })?;
-        Ok(match kept {
+        let score = match kept {
             Ok(()) => Score::new(true, format!("{session}: objective, constraint and test status in every one of 6 cycles, under {WINDOW} tokens"), tokens),
             Err(why) => Score::new(false, format!("{session}: {why}"), tokens),
-        })
+        };
+        Ok(score.probed("Which test was failing at the last test run?", &["test_negative_amounts"], context))
     }
 }
