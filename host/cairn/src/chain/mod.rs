@@ -1,6 +1,7 @@
 //! The chain runner: strategies in policy order until one yields an outcome that passes the
-//! host's checks (a pipeline runs one chain per stage, `pipeline.rs`). Every step's outcome class, time and token figures are recorded. The last
-//! step is host-native and cannot fail, so a chain always ends.
+//! host's checks (a pipeline runs one chain per stage, `pipeline.rs`). Every step's outcome
+//! class, time and token figures are recorded. The last step is host-native and cannot fail,
+//! so a chain always ends.
 
 pub mod anchor;
 mod breaker;

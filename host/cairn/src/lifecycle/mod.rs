@@ -230,12 +230,14 @@ impl Lifecycle {
             }
         };
         let usable = report.window.saturating_sub(report.reserve);
-        if let (Some(left), Some(now)) = (state.compacted_to, usage) {
-            // The first boundary after a compaction: what the harness added back is measured.
-            state.compacted_to = None;
-            let what = format!("the context grew from {left} to {now} tokens right after the compaction (re-injection budget {})", settings.reinject_budget_tokens);
-            if let Some(notice) = headroom::check(&mut state, settings, now, usable, format!("low-headroom-{}-{}", report.conversation, report.turn), &what) {
-                state.owed_notices.push(notice);
+        // The first boundary after a compaction measures what the harness added back; a figure
+        // as large as before the compaction is a bill from before it, not a measurement.
+        if let Some(now) = usage {
+            if let Some((_, left)) = state.compacted.take().filter(|(before, _)| now < *before) {
+                let what = format!("the context grew from {left} to {now} tokens right after the compaction (re-injection budget {})", settings.reinject_budget_tokens);
+                if let Some(notice) = headroom::check(&mut state, settings, now, usable, format!("low-headroom-{}-{}", report.conversation, report.turn), &what) {
+                    state.owed_notices.push(notice);
+                }
             }
         }
         let input = TriggerInput {
@@ -385,9 +387,9 @@ impl Lifecycle {
         state.owed_notices.push(maintenance_notice(run));
         match (&run.committed_by, run.purpose) {
             (None, _) => {}
-            (Some(_), Purpose::Handover) => (state.compacted_to, state.handover_next) = (None, None),
+            (Some(_), Purpose::Handover) => (state.compacted, state.handover_next) = (None, None),
             (Some(_), Purpose::Compact) => {
-                state.compacted_to = Some(run.tokens_after);
+                state.compacted = Some((run.tokens_before, run.tokens_after));
                 let floor = run.tokens_after.saturating_add(settings.reinject_budget_tokens);
                 let what = format!("the compaction left {} tokens, plus a re-injection budget of {}", run.tokens_after, settings.reinject_budget_tokens);
                 if let Some(notice) = usable.and_then(|usable| headroom::check(state, settings, floor, usable, format!("low-headroom-{}", run.archive_id), &what)) {

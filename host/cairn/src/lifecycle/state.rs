@@ -29,9 +29,9 @@ pub struct ConversationState {
     pub failing_plugins: Vec<String>,
     /// The operator's switches for this conversation, over whatever the policy says.
     pub overlay: Overlay,
-    /// The context a committed compaction left, until the next boundary measures what the
-    /// harness added back.
-    pub compacted_to: Option<u64>,
+    /// The context a committed compaction found and left `(before, after)`, until the next
+    /// boundary measures what the harness added back.
+    pub compacted: Option<(u64, u64)>,
     /// Why the next automatic maintenance is a handover (the thrash guard), if it is one.
     pub handover_next: Option<String>,
 }

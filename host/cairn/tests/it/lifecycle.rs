@@ -408,16 +408,26 @@ async fn a_floor_with_too_little_headroom_makes_the_next_maintenance_a_handover(
 async fn a_harness_that_re_injects_too_much_is_measured_at_the_next_boundary() {
     let dir = tempfile::tempdir().unwrap();
     let t = sample::coding_session(10);
-    let window = window_for(&t, 0.80);
-    let policy = default_policy().replace("cooldown_turns = 5", "cooldown_turns = 1").replace("auto_handover = false", "auto_handover = true") + "reinject_budget_tokens = 0\n";
+    let window = window_for(&t, 0.95);
+    let policy = default_policy()
+        .replace("cooldown_turns = 5", "cooldown_turns = 1")
+        .replace("handover_at = 0.90", "handover_at = 0.99")
+        .replace("auto_handover = false", "auto_handover = true")
+        + "reinject_budget_tokens = 0\n";
     let life = lifecycle(dir.path(), &policy);
     let compacted = life.boundary(report(1, window, Usage::Counted, &t)).await.unwrap();
     assert_eq!(compacted.action, Action::Compacted);
     assert!(life.take_notices(key()).await.unwrap().iter().all(|n| n.kind != "low-headroom"), "no budget: nothing predicted");
-    // The harness put the compacted context back with most of the window re-read around it
-    // (88 %: the trigger compacts, below its own handover threshold).
+    // A bill from before the compaction is not a measurement.
+    let stale = Usage::Reported { tokens: window * 96 / 100, entries_after: 0 };
+    assert_eq!(life.boundary(report(2, window, stale, &compacted.transcript)).await.unwrap().action, Action::Compacted);
+    assert!(life.take_notices(key()).await.unwrap().iter().all(|n| n.kind != "low-headroom"), "a stale bill is not a floor");
+    // After that compaction, the harness put the context back with most of the window re-read
+    // around it (88 %: the trigger compacts).
+    let compacted = life.boundary(report(3, window, Usage::Counted, &t)).await.unwrap();
+    assert_eq!(compacted.action, Action::Compacted);
     let refilled = Usage::Reported { tokens: window * 88 / 100, entries_after: 0 };
-    let outcome = life.boundary(report(2, window, refilled, &compacted.transcript)).await.unwrap();
+    let outcome = life.boundary(report(4, window, refilled, &compacted.transcript)).await.unwrap();
     assert_eq!(outcome.action, Action::HandedOver, "{outcome:#?}");
     let notices = life.take_notices(key()).await.unwrap();
     let low = notices.iter().find(|n| n.kind == "low-headroom").expect("a low-headroom notice");
