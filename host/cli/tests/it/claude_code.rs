@@ -131,12 +131,17 @@ fn before_compaction(text: &str) -> String {
 /// Replays both hooks on one transcript file, as Claude Code does: first as it stood before
 /// the compaction, then with the compaction written.
 fn injected(home: &Path, session_id: &str, transcript: &Path, before: &str, after: &str) -> String {
+    injected_with(home, &[], session_id, transcript, before, after)
+}
+
+/// [`injected`] with more arguments for both hooks (a policy).
+fn injected_with(home: &Path, extra: &[&str], session_id: &str, transcript: &Path, before: &str, after: &str) -> String {
     let home = home.to_str().unwrap();
     let payload = |event: &str| json!({"session_id": session_id, "transcript_path": transcript, "cwd": "/work/spotter", "hook_event_name": event, "trigger": "auto", "source": "compact"}).to_string();
     std::fs::write(transcript, before).unwrap();
-    cairn(&["claude-code", "pre-compact", "--home", home], &payload("PreCompact"));
+    cairn(&[&["claude-code", "pre-compact", "--home", home], extra].concat(), &payload("PreCompact"));
     std::fs::write(transcript, after).unwrap();
-    let out = cairn(&["claude-code", "session-start", "--home", home], &payload("SessionStart"));
+    let out = cairn(&[&["claude-code", "session-start", "--home", home], extra].concat(), &payload("SessionStart"));
     let output: Value = serde_json::from_slice(&out.stdout).expect("SessionStart prints JSON");
     assert_eq!(output["hookSpecificOutput"]["hookEventName"], "SessionStart");
     output["hookSpecificOutput"]["additionalContext"].as_str().unwrap().to_string()
@@ -201,6 +206,53 @@ fn the_hooks_inject_what_claude_codes_own_summary_left_out() {
         }
     }
     assert_eq!(sessions, 3, "the recorded sessions with a compaction");
+}
+
+/// What Cairn re-injects keeps to the policy's re-injection budget, most important first: the
+/// operator's rules and the way to recall the rest stay when the budget is small.
+#[test]
+#[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
+fn session_start_keeps_to_the_policys_reinjection_budget() {
+    let file = std::fs::read_dir(shared("claude-code")).unwrap().map(|e| e.unwrap().path()).find(|f| std::fs::read_to_string(f).unwrap().contains("\"compact_boundary\"")).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let session_id = file.file_name().unwrap().to_string_lossy().trim_start_matches("spotter__").trim_end_matches(".jsonl").to_string();
+    let ruled = with_rules(&text, &session_id);
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join(format!("{session_id}.jsonl"));
+    let tokenizer = cairn::tokenizer::Tokenizer::default();
+    let full = injected(&dir.path().join("home"), &session_id, &transcript, &before_compaction(&ruled), &ruled);
+    let policy = dir.path().join("small.toml");
+    std::fs::write(&policy, format!("{}reinject_budget_tokens = 400\n", cairn::policy::DEFAULT_POLICY)).unwrap();
+    let small = injected_with(&dir.path().join("home-small"), &["--policy", policy.to_str().unwrap()], &session_id, &transcript, &before_compaction(&ruled), &ruled);
+    let (full_tokens, small_tokens) = (tokenizer.count(&full), tokenizer.count(&small));
+    assert!(full_tokens > 400, "the default budget lets the whole context through ({full_tokens} tokens)");
+    assert!(small_tokens <= 400, "{small_tokens} tokens:\n{small}");
+    for rule in RULES {
+        assert!(small.contains(&format!("- {rule}")), "the rules come first: {rule:?} missing from\n{small}");
+    }
+    assert!(small.contains("session_history"), "and how to recall the rest:\n{small}");
+}
+
+#[test]
+fn installing_with_a_policy_checks_it_and_names_it_in_both_hooks() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[lifecycle]\nreinject_budget_tokens = 2000\n").unwrap();
+    cairn(&["claude-code", "install", "--settings", settings.to_str().unwrap(), "--policy", policy.to_str().unwrap()], "");
+    let installed: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    for (event, verb) in [("PreCompact", "pre-compact"), ("SessionStart", "session-start")] {
+        let command = installed["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap();
+        assert!(command.contains(&format!("claude-code {verb} --policy {}", policy.canonicalize().unwrap().display())), "{command}");
+    }
+    // A broken policy is refused with its line, and the settings are left alone.
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, "[lifecycle]\nreinject_budget = 2000\n").unwrap();
+    let before = std::fs::read_to_string(&settings).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["claude-code", "install", "--settings", settings.to_str().unwrap(), "--policy", broken.to_str().unwrap()]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("broken.toml:2:1"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), before);
 }
 
 #[test]

@@ -10,6 +10,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
+use cairn::policy::Policy;
 use cairn::storage::{ConversationKey, Home};
 use cairn::transcript::{formats, Origin, Role};
 use cairn::record::Event;
@@ -49,7 +50,7 @@ pub fn pre_compact(args: HookArgs, stdin: impl Read) -> Result<()> {
     let payload = payload(stdin)?;
     let session = setup::SessionArgs {
         file: payload.transcript_path.clone(),
-        policy: None,
+        policy: args.policy,
         home: args.home,
         conversation: Some(conversation(&payload).to_string()),
         plugin_dir: Vec::new(),
@@ -124,7 +125,13 @@ pub fn session_start(args: HookArgs, stdin: impl Read) -> Result<()> {
         .and_then(|text| formats::parse(&text, &payload.transcript_path.display().to_string()).ok())
         .and_then(|(t, _)| t.entries.into_iter().find(|e| e.origin == Origin::Summary))
         .map(|e| e.model_text());
-    let context = render(&Record { checkpoint: &checkpoint, constraints: &constraints, operator: &operator, archive_id: &event.archive_id, conversation: key.as_str() }, summary.as_deref());
+    // What Cairn adds back counts against the policy's re-injection budget too.
+    let policy = match &args.policy {
+        Some(file) => Policy::parse(&std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?, &file.display().to_string())?,
+        None => Policy::default_policy(),
+    };
+    let record = Record { checkpoint: &checkpoint, constraints: &constraints, operator: &operator, archive_id: &event.archive_id, conversation: key.as_str() };
+    let context = render(&record, summary.as_deref(), policy.lifecycle.reinject_budget_tokens);
     println!("{}", json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}));
     Ok(())
 }
@@ -160,14 +167,15 @@ pub fn strings<'v>(checkpoint: &'v Value, pointer: &str) -> Vec<&'v str> {
     checkpoint.pointer(pointer).and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
 }
 
-/// The injected context, most important first and within Claude Code's limit: operator
-/// constraints verbatim, then what the summary dropped (operator requests, failing tests,
-/// files changed, identifiers), test status, the next action, and how to recall the rest.
-pub fn render(record: &Record, summary: Option<&str>) -> String {
+/// The injected context, most important first, within Claude Code's limit and `budget`
+/// tokens: operator constraints verbatim, then what the summary dropped (operator requests,
+/// failing tests, files changed, identifiers), test status, the next action, and how to
+/// recall the rest.
+pub fn render(record: &Record, summary: Option<&str>, budget: u64) -> String {
     let summary = summary.map(normalized);
     let dropped = |item: &str| summary.as_deref().is_none_or(|s| !mentioned(s, item));
     let checkpoint = record.checkpoint;
-    let mut out = Budget::new(CONTEXT_LIMIT);
+    let mut out = Budget::new(CONTEXT_LIMIT, budget);
     out.line(&format!(
         "# Cairn: the record of this session before compaction\n\nCairn archived the whole conversation before Claude Code compacted it \
          (conversation {}, archive {}). Below: what the operator asked, verbatim, and what the compaction summary does not mention.\n",
@@ -214,45 +222,50 @@ pub fn render(record: &Record, summary: Option<&str>) -> String {
     out.text
 }
 
-/// Text that stops growing at a limit, saying how much it left out.
+/// Text that stops growing at a limit in chars and in tokens, saying how much it left out.
 struct Budget {
     text: String,
-    limit: usize,
+    chars: usize,
+    tokens: u64,
+    tokenizer: cairn::tokenizer::Tokenizer,
 }
 
 impl Budget {
-    fn new(limit: usize) -> Self {
-        Budget { text: String::new(), limit }
+    fn new(chars: usize, tokens: u64) -> Self {
+        Budget { text: String::new(), chars, tokens, tokenizer: cairn::tokenizer::Tokenizer::default() }
     }
 
     /// Room kept for the recall note at the end.
-    const RESERVE: usize = 400;
+    const RESERVE_CHARS: usize = 400;
+    const RESERVE_TOKENS: u64 = 120;
+
+    /// Whether `more` fits after the text, keeping the reserve (or not, for the last line).
+    fn fits(&self, more: &str, reserve: bool) -> bool {
+        let (reserve_chars, reserve_tokens) = if reserve { (Self::RESERVE_CHARS, Self::RESERVE_TOKENS) } else { (0, 0) };
+        self.text.chars().count() + more.chars().count() + reserve_chars < self.chars
+            && u64::from(self.tokenizer.count(&format!("{}{more}", self.text))) + reserve_tokens <= self.tokens
+    }
 
     fn line(&mut self, line: &str) {
-        if self.text.chars().count() + line.chars().count() < self.limit {
+        if self.fits(line, false) {
             self.text.push_str(line);
         }
     }
 
     fn section(&mut self, heading: &str, items: impl IntoIterator<Item = String>) {
         let items: Vec<String> = items.into_iter().collect();
-        if items.is_empty() {
+        let heading = format!("\n{heading}\n");
+        if items.is_empty() || !self.fits(&heading, true) {
             return;
         }
-        let mut used = self.text.chars().count() + heading.chars().count() + 2;
-        if used + Self::RESERVE >= self.limit {
-            return;
-        }
-        self.text.push_str(&format!("\n{heading}\n"));
+        self.text.push_str(&heading);
         for (n, item) in items.iter().enumerate() {
-            let len = item.chars().count() + 1;
-            if used + len + Self::RESERVE >= self.limit {
+            let item = format!("{item}\n");
+            if !self.fits(&item, true) {
                 self.text.push_str(&format!("- … {} more in the archive\n", items.len() - n));
                 return;
             }
-            used += len;
-            self.text.push_str(item);
-            self.text.push('\n');
+            self.text.push_str(&item);
         }
     }
 }

@@ -20,6 +20,9 @@ pub struct Args {
     /// Cairn's home the hooks use (default: theirs, $CAIRN_HOME or ~/.local/share/cairn).
     #[arg(long)]
     home: Option<PathBuf>,
+    /// The policy the hooks use (checked now; its absolute path goes into the hooks).
+    #[arg(long)]
+    policy: Option<PathBuf>,
 }
 
 /// (event, matcher, verb): `SessionStart` only after a compaction.
@@ -36,10 +39,12 @@ impl Args {
 }
 
 /// The command Claude Code runs for `verb`, through a shell.
-fn command(exe: &Path, verb: &str, home: Option<&Path>) -> String {
+fn command(exe: &Path, verb: &str, home: Option<&Path>, policy: Option<&Path>) -> String {
     let mut words = vec![quote(&exe.display().to_string()), "claude-code".into(), verb.into()];
-    if let Some(home) = home {
-        words.extend(["--home".into(), quote(&home.display().to_string())]);
+    for (flag, path) in [("--home", home), ("--policy", policy)] {
+        if let Some(path) = path {
+            words.extend([flag.into(), quote(&path.display().to_string())]);
+        }
     }
     words.join(" ")
 }
@@ -109,6 +114,15 @@ pub fn install(args: Args) -> Result<()> {
     let path = args.path()?;
     let mut settings = Settings::read(&path)?;
     let exe = std::env::current_exe().context("locating the cairn binary")?;
+    // A broken policy is refused now, naming its line, not at Claude Code's next compaction.
+    let policy = match &args.policy {
+        Some(file) => {
+            let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+            crate::setup::host(&[])?.load_policy(&text, &file.display().to_string())?;
+            Some(std::fs::canonicalize(file)?)
+        }
+        None => None,
+    };
     let mut added = Vec::new();
     let hooks = settings.hooks()?;
     for &(event, matcher, verb) in HOOKS {
@@ -116,7 +130,7 @@ pub fn install(args: Args) -> Result<()> {
         let Value::Array(groups) = groups else { bail!("{}: `hooks.{event}` is not an array", path.display()) };
         let present = groups.iter().any(|g| g.get("hooks").and_then(Value::as_array).is_some_and(|hs| hs.iter().any(|h| is_cairn(h, verb))));
         if !present {
-            groups.push(json!({"matcher": matcher, "hooks": [{"type": "command", "command": command(&exe, verb, args.home.as_deref())}]}));
+            groups.push(json!({"matcher": matcher, "hooks": [{"type": "command", "command": command(&exe, verb, args.home.as_deref(), policy.as_deref())}]}));
             added.push(event);
         }
     }
