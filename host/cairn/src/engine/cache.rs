@@ -6,7 +6,9 @@
 //! the compiled code followed by the code. The checksum is verified before wasmtime is asked
 //! to load it, so a corrupt, truncated or half-written entry is a miss that is rebuilt —
 //! never a crash and never code run unchecked. Entries are written atomically. The directory
-//! is created private to the user: whoever can write it can run code in the host.
+//! is created private to the user: whoever can write it can run code in the host. Every new
+//! entry is a component nobody may load again (each build of a plugin has a new hash), so the
+//! cache keeps to [`MAX_CACHE_BYTES`], dropping the entries used least recently.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -17,12 +19,15 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 const CHECKSUM_BYTES: usize = 32;
+/// The cache's size after a new entry is written; a load marks an entry used (its mtime).
+pub const MAX_CACHE_BYTES: u64 = 1 << 30;
 
 #[derive(Clone)]
 pub struct CodeCache {
     dir: PathBuf,
     /// The engine's compatibility, in every key.
     engine_key: u64,
+    max_bytes: u64,
 }
 
 /// Where a component came from.
@@ -48,7 +53,7 @@ impl CodeCache {
     pub fn new(dir: PathBuf, engine: &wasmtime::Engine) -> Self {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        CodeCache { dir, engine_key: hasher.finish() }
+        CodeCache { dir, engine_key: hasher.finish(), max_bytes: MAX_CACHE_BYTES }
     }
 
     /// The compiled component whose bytes hash to `sha256` (hex): loaded from a valid entry,
@@ -60,8 +65,9 @@ impl CodeCache {
             return Ok((component, Compiled::FromCache));
         }
         let component = Component::new(engine, bytes)?;
-        if let Err(e) = self.store(&name, &component) {
-            tracing::warn!(cache = %self.dir.display(), "could not cache compiled code: {e:#}");
+        match self.store(&name, &component) {
+            Ok(()) => self.sweep(&name),
+            Err(e) => tracing::warn!(cache = %self.dir.display(), "could not cache compiled code: {e:#}"),
         }
         Ok((component, Compiled::Fresh))
     }
@@ -76,7 +82,11 @@ impl CodeCache {
         // compatibility hash (it is in the name), verified against their checksum; wasmtime
         // checks the header and version again.
         match unsafe { Component::deserialize(engine, &entry[CHECKSUM_BYTES..]) } {
-            Ok(component) => Some(component),
+            Ok(component) => {
+                // Used now: the sweep drops entries used least recently first.
+                let _ = std::fs::File::options().write(true).open(self.dir.join(name)).and_then(|f| f.set_modified(std::time::SystemTime::now()));
+                Some(component)
+            }
             Err(e) => {
                 tracing::warn!(entry = %self.dir.join(name).display(), "unusable compiled-code cache entry ({e}); recompiling");
                 None
@@ -92,6 +102,32 @@ impl CodeCache {
         let dir = Dir::open_ambient_dir(&self.dir, cap_std::ambient_authority())?;
         crate::storage::files::write_atomically(&dir, name, &entry)?;
         Ok(())
+    }
+}
+
+impl CodeCache {
+    /// Drops the entries used least recently (never `kept`, just written) until the cache
+    /// holds at most `max_bytes`. Another process that loses an entry it was about to load
+    /// only compiles it again.
+    fn sweep(&self, kept: &str) {
+        let Ok(listing) = std::fs::read_dir(&self.dir) else { return };
+        let mut entries: Vec<(std::time::SystemTime, u64, PathBuf)> = listing
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".cwasm") && n != kept))
+            .filter_map(|e| e.metadata().ok().map(|m| (m.modified().unwrap_or(std::time::UNIX_EPOCH), m.len(), e.path())))
+            .collect();
+        let kept_bytes = std::fs::metadata(self.dir.join(kept)).map_or(0, |m| m.len());
+        let mut total = kept_bytes + entries.iter().map(|(_, len, _)| len).sum::<u64>();
+        entries.sort();
+        for (_, len, path) in entries {
+            if total <= self.max_bytes {
+                break;
+            }
+            if std::fs::remove_file(&path).is_ok() {
+                tracing::debug!(entry = %path.display(), "dropped a compiled-code cache entry used least recently");
+                total -= len;
+            }
+        }
     }
 }
 
@@ -135,6 +171,34 @@ mod tests {
             assert_eq!(std::fs::read(&entry).unwrap(), good, "and is rebuilt");
         }
         assert_eq!(std::fs::read_dir(dir.path().join("cache")).unwrap().count(), 1, "no temporaries left behind");
+    }
+
+    /// Past its size the cache drops what was used least recently, never what was just
+    /// written or just loaded.
+    #[test]
+    fn the_cache_keeps_to_its_size_dropping_what_was_used_least_recently() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let plugin = |name: &str| cairn_bundle::BUNDLED.iter().find(|p| p.manifest.contains(&format!("name = \"{name}\""))).unwrap().component;
+        let load = |cache: &CodeCache, bytes: &[u8]| {
+            let sha = Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect::<String>();
+            cache.component(&engine, bytes, &sha).unwrap().1
+        };
+        let mut cache = CodeCache::new(dir.path().to_path_buf(), &engine);
+        let (a, b, c) = (plugin("trigger-reserve"), plugin("trigger-default"), plugin("commit-turn-boundary"));
+        load(&cache, a);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        load(&cache, b);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(load(&cache, a), Compiled::FromCache, "a is used again: b is now the least recent");
+        let size: u64 = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+        // Room for what is there now, not for one more entry.
+        cache.max_bytes = size;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(load(&cache, c), Compiled::Fresh);
+        assert_eq!(load(&cache, a), Compiled::FromCache, "recently used: kept");
+        assert_eq!(load(&cache, c), Compiled::FromCache, "just written: kept");
+        assert_eq!(load(&cache, b), Compiled::Fresh, "least recently used: dropped");
     }
 
     #[test]
