@@ -122,7 +122,13 @@ fn the_agent_probe_grades_what_the_model_answers_over_the_compacted_context() {
     for (name, model, answers) in [("reader", &reader, true), ("blind", &blind, false)] {
         let policy = dir.path().join(format!("{name}.toml"));
         std::fs::write(&policy, format!("{}\n[model]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", cairn::policy::DEFAULT_POLICY, model.base_url)).unwrap();
-        let card = scorecard(&["--policy", policy.to_str().unwrap(), "--probe", "--scenario", "buried-constraint", "--scenario", "background-worker", "--scenario", "stale-file-edit"]);
+        let report = dir.path().join(format!("{name}.html"));
+        let card = scorecard(&[
+            "--policy", policy.to_str().unwrap(), "--probe", "--report", report.to_str().unwrap(),
+            "--scenario", "buried-constraint", "--scenario", "background-worker", "--scenario", "stale-file-edit",
+        ]);
+        let html = std::fs::read_to_string(&report).unwrap();
+        assert_eq!(html.matches(if answers { "Agent probe: pass" } else { "Agent probe: FAIL" }).count(), 2, "{name}: the page shows each answer");
         for scenario in card["scenarios"].as_array().unwrap() {
             assert_eq!(scenario["verdict"], "pass", "the probe does not change the verdict: {scenario}");
             match scenario["name"].as_str().unwrap() {

@@ -13,8 +13,17 @@ pub fn html(card: &Scorecard) -> Result<String> {
             Verdict::Pass => "pass",
             Verdict::Fail | Verdict::Error => "fail",
         };
+        // The agent probe's question and answer under what was checked.
+        let probe = o.probe.as_ref().map_or_else(String::new, |p| {
+            format!(
+                "<p class=\"probe\"><b>Agent probe: {}</b> — Q: {} A: {}</p>",
+                if p.passed { "pass" } else { "FAIL" },
+                escape(p.question),
+                escape(&p.answer)
+            )
+        });
         rows.push_str(&format!(
-            "<tr class=\"{class}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr class=\"{class}\"><td>{}</td><td>{}</td><td>{}{probe}</td><td>{}</td></tr>\n",
             escape(o.name),
             o.verdict.word(),
             escape(&o.detail),
