@@ -49,7 +49,9 @@ struct Kept {
 
 const KEPT_LOGS: usize = 64;
 const CHECK_BYTES: u64 = 256;
-static KEPT: LazyLock<Mutex<HashMap<(PathBuf, u64, u64), Kept>>> = LazyLock::new(Default::default);
+/// A log file: its path as shown, device and inode.
+type LogId = (PathBuf, u64, u64);
+static KEPT: LazyLock<Mutex<HashMap<LogId, Kept>>> = LazyLock::new(Default::default);
 
 fn bytes_at(file: &std::fs::File, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
     let mut bytes = vec![0; len as usize];

@@ -61,7 +61,7 @@ fn a_stage_summarizes_what_the_one_before_left_above_the_target() {
     // One compaction in the record: its range and replacement rebuild the context from the
     // original, and every output the first stage set aside is in the archive, byte for byte.
     let store = home.existing_conversation(&ConversationKey::parse("pipe").unwrap()).unwrap();
-    let Some(Event::Compaction(event)) = store.events().into_iter().nth(1) else { panic!("no compaction recorded") };
+    let Some(Event::Compaction(event)) = store.events().get(1) else { panic!("no compaction recorded") };
     let content = |entries: &[cairn::transcript::Entry]| entries.iter().map(|e| (e.id.clone(), e.parts.clone())).collect::<Vec<_>>();
     assert!(content(&event.applied_to(&before.entries)) == content(&report.transcript.entries), "the record rebuilds the context");
     assert!(!event.artifacts.is_empty());
