@@ -135,19 +135,7 @@ mod tests {
         t.entries[summary_at] = Entry::text("s1", Role::User, Origin::Summary, "## Goal\nthe summary");
         let t = Transcript::new(t.entries);
         let window = Window::compute(&t.entries, 100, 10);
-        let input = StepInput {
-            purpose: Purpose::Compact,
-            entries: &t.entries,
-            window: &window,
-            archive_id: "a-0123456789abcdef",
-            artifacts_before: 0,
-            archive: None,
-            preserve: None,
-            resume: None,
-            previous_checkpoint: None,
-            deadline: std::time::Instant::now(),
-        };
-        let output = truncate(&input).unwrap();
+        let output = truncate(&input(&t.entries, &window, "a-0123456789abcdef")).unwrap();
         let root = t.entries.iter().find(|e| e.origin == Origin::Operator).unwrap();
         assert_eq!(output.replacement[0], *root, "the operator's first message is carried unchanged");
         assert_eq!(output.replacement[1].id, "s1");

@@ -28,28 +28,41 @@ pub struct Lines {
     pub complete: Vec<(usize, String)>,
     /// Bytes up to the end of the last complete line.
     pub complete_len: u64,
+    /// The number of the first line not complete (the torn one, or the next to be written).
+    pub next_line: usize,
     /// A last line without its newline: a write still in progress or torn by a crash.
     pub torn: Option<String>,
 }
 
 /// Reads an append-only file; a missing file has no lines.
 pub fn read_lines(dir: &Dir, name: &str) -> std::io::Result<Lines> {
-    let mut text = String::new();
     match dir.open(name) {
-        Ok(mut file) => file.read_to_string(&mut text)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lines::default()),
-        Err(e) => return Err(e),
-    };
-    let mut lines = Lines::default();
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        match line.strip_suffix('\n') {
-            Some(complete) => {
-                lines.complete_len += line.len() as u64;
-                if !complete.trim().is_empty() {
-                    lines.complete.push((i + 1, complete.to_string()));
-                }
-            }
-            None => lines.torn = Some(line.to_string()),
+        Ok(file) => read_lines_from(&file.into_std(), 0, 1),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Lines { next_line: 1, ..Lines::default() }),
+        Err(e) => Err(e),
+    }
+}
+
+/// The lines of `file` from byte `offset` (the end of a complete line), numbered from
+/// `first_line`. A line that is not UTF-8 is an error naming it.
+pub fn read_lines_from(file: &std::fs::File, offset: u64, first_line: usize) -> std::io::Result<Lines> {
+    use std::io::{Seek, SeekFrom};
+    let mut bytes = Vec::new();
+    let mut file = file;
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_to_end(&mut bytes)?;
+    let mut lines = Lines { complete_len: offset, next_line: first_line, ..Lines::default() };
+    for chunk in bytes.split_inclusive(|b| *b == b'\n') {
+        let Some(line) = chunk.strip_suffix(b"\n") else {
+            lines.torn = Some(String::from_utf8_lossy(chunk).into_owned());
+            break;
+        };
+        let number = lines.next_line;
+        lines.next_line += 1;
+        lines.complete_len += chunk.len() as u64;
+        let line = std::str::from_utf8(line).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("line {number} is not UTF-8 ({e})")))?;
+        if !line.trim().is_empty() {
+            lines.complete.push((number, line.to_string()));
         }
     }
     Ok(lines)

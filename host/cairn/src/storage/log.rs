@@ -5,7 +5,6 @@
 //! parses only the lines appended since, instead of the whole history again.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -79,31 +78,21 @@ pub fn load(dir: &Dir, shown: &Path, writer: bool) -> Result<Arc<Parsed>> {
     let key = (shown.to_path_buf(), metadata.dev(), metadata.ino());
     let kept = KEPT.lock().ok().and_then(|kept| kept.get(&key).cloned());
     let kept = kept.filter(|k| k.len <= metadata.len() && ends(&file, k.len).is_ok_and(|(head, tail)| head == k.head && tail == k.tail));
-    let (mut parsed, start, mut line) = kept.map_or((Arc::default(), 0, 1), |k| (k.parsed, k.len, k.next_line));
+    let (mut parsed, start, line) = kept.map_or((Arc::default(), 0, 1), |k| (k.parsed, k.len, k.next_line));
 
-    let mut bytes = Vec::new();
-    (&file).seek(SeekFrom::Start(start)).with_context(reading)?;
-    (&file).read_to_end(&mut bytes).with_context(reading)?;
-    let (mut complete, mut torn) = (start, false);
-    for chunk in bytes.split_inclusive(|b| *b == b'\n') {
-        let Some(text) = chunk.strip_suffix(b"\n") else {
-            torn = true;
-            break;
-        };
-        complete += chunk.len() as u64;
-        let number = line;
-        line += 1;
-        let text = std::str::from_utf8(text).map_err(|e| anyhow::anyhow!("{}:{number}: corrupt event log line (not UTF-8: {e})", shown.display()))?;
-        if text.trim().is_empty() {
-            continue;
-        }
+    let lines = files::read_lines_from(&file, start, line).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidData => anyhow::anyhow!("{}: corrupt event log ({e})", shown.display()),
+        _ => anyhow::Error::new(e).context(reading()),
+    })?;
+    for (number, text) in &lines.complete {
         match serde_json::from_str::<Event>(text) {
             Ok(Event::Unknown) => tracing::debug!(log = %shown.display(), line = number, "skipping an event of a kind this version does not know"),
             Ok(event) => Arc::make_mut(&mut parsed).push(event),
             Err(e) => anyhow::bail!("{}:{number}: corrupt event log line (not a Cairn event: {e})", shown.display()),
         }
     }
-    if torn && writer {
+    let (complete, line) = (lines.complete_len, lines.next_line);
+    if lines.torn.is_some() && writer {
         repair(dir, shown, line, complete)?;
     }
     if let (Ok((head, tail)), Ok(mut kept)) = (ends(&file, complete), KEPT.lock()) {
