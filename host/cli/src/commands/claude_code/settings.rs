@@ -117,8 +117,7 @@ pub fn install(args: Args) -> Result<()> {
     // A broken policy is refused now, naming its line, not at Claude Code's next compaction.
     let policy = match &args.policy {
         Some(file) => {
-            let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-            crate::setup::host(&[])?.load_policy(&text, &file.display().to_string())?;
+            crate::setup::host_and_policy(&[], Some(file))?;
             Some(std::fs::canonicalize(file)?)
         }
         None => None,

@@ -34,10 +34,7 @@ impl Scenario for BackgroundWorker {
             let seen = text(&r.transcript);
             (!(seen.contains(PORT) && seen.contains("http.server"))).then(|| format!("the context no longer says the server runs on port {PORT}"))
         })?;
-        let score = match kept {
-            Ok(()) => Score::new(true, format!("{session}: the running server and its port {PORT} are in the context after 2 cycles"), tokens),
-            Err(why) => Score::new(false, format!("{session}: {why}"), tokens),
-        };
-        Ok(score.probed("Is a dev server already running in the background? On which port?", &[PORT], context))
+        Ok(Score::after_cycles(&session, kept, format!("the running server and its port {PORT} are in the context after 2 cycles"), tokens)
+            .probed("Is a dev server already running in the background? On which port?", &[PORT], context))
     }
 }

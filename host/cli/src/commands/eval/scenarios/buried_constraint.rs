@@ -19,10 +19,7 @@ impl Scenario for BuriedConstraint {
         let (kept, tokens, context) = cycles(lab, "buried-constraint", with_first_request(base, RULE), &[17, 17, 16], |r| {
             (!text(&r.transcript).contains(RULE)).then(|| "the rule is gone".to_string())
         })?;
-        let score = match kept {
-            Ok(()) => Score::new(true, format!("{session}: the rule is verbatim in the context after 3 cycles, 50 tool calls"), tokens),
-            Err(why) => Score::new(false, format!("{session}: {why}"), tokens),
-        };
-        Ok(score.probed("Which files or directories did the operator tell you never to edit?", &["/config"], context))
+        Ok(Score::after_cycles(&session, kept, format!("the rule is verbatim in the context after 3 cycles, 50 tool calls"), tokens)
+            .probed("Which files or directories did the operator tell you never to edit?", &["/config"], context))
     }
 }

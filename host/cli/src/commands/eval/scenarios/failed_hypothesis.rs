@@ -38,10 +38,7 @@ impl Scenario for FailedHypothesis {
                 _ => Some("the approach is gone".into()),
             }
         })?;
-        let score = match kept {
-            Ok(()) => Score::new(true, format!("{session}: the rejected approach and its reason survive 2 cycles"), tokens),
-            Err(why) => Score::new(false, format!("{session}: {why}"), tokens),
-        };
-        Ok(score.probed("Which fix for the failing upload test did you already try and reject, and why did it not work?", &["timeout", "30 seconds"], context))
+        Ok(Score::after_cycles(&session, kept, format!("the rejected approach and its reason survive 2 cycles"), tokens)
+            .probed("Which fix for the failing upload test did you already try and reject, and why did it not work?", &["timeout", "30 seconds"], context))
     }
 }

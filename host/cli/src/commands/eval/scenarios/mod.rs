@@ -37,6 +37,15 @@ impl Score {
         Score { passed, detail: detail.into(), tokens, probe: None }
     }
 
+    /// The score of [`cycles`]: passed with `held` when no cycle lost anything, else which
+    /// cycle lost what.
+    pub fn after_cycles(session: &str, kept: Result<(), String>, held: String, tokens: Vec<Cycle>) -> Self {
+        match kept {
+            Ok(()) => Score::new(true, format!("{session}: {held}"), tokens),
+            Err(why) => Score::new(false, format!("{session}: {why}"), tokens),
+        }
+    }
+
     /// With a question the agent probe asks over `context`; a right answer mentions `expect`.
     pub fn probed(self, question: &'static str, expect: &[&str], context: cairn::transcript::Transcript) -> Self {
         Score { probe: Some(Probe { question, expect: expect.iter().map(|e| e.to_string()).collect(), context }), ..self }

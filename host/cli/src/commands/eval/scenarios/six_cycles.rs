@@ -47,10 +47,7 @@ impl Scenario for SixCycles {
                 (true, false) => None,
             }
         })?;
-        let score = match kept {
-            Ok(()) => Score::new(true, format!("{session}: objective, constraint and test status in every one of 6 cycles, under {WINDOW} tokens"), tokens),
-            Err(why) => Score::new(false, format!("{session}: {why}"), tokens),
-        };
-        Ok(score.probed("Which test was failing at the last test run?", &["test_negative_amounts"], context))
+        Ok(Score::after_cycles(&session, kept, format!("objective, constraint and test status in every one of 6 cycles, under {WINDOW} tokens"), tokens)
+            .probed("Which test was failing at the last test run?", &["test_negative_amounts"], context))
     }
 }
