@@ -103,6 +103,7 @@ export class CairnServer {
 		};
 		try {
 			await client.connect(transport);
+			server.killOnExit();
 			await server.toolNames(); // compiles the output schemas
 		} catch (error) {
 			await client.close().catch(() => {});
@@ -111,6 +112,26 @@ export class CairnServer {
 		}
 		return server;
 	}
+
+	/**
+	 * If Pi's process exits while the server still runs (a TUI `process.exit`, a signal), the child
+	 * is killed with it rather than left behind. The hook is removed when the server is closed.
+	 */
+	private killOnExit(): void {
+		const pid = this.transport.pid;
+		if (pid === null || pid === undefined) return;
+		const onExit = () => {
+			try {
+				process.kill(pid, "SIGTERM");
+			} catch {
+				// already gone
+			}
+		};
+		process.once("exit", onExit);
+		this.removeExitHook = () => process.off("exit", onExit);
+	}
+
+	private removeExitHook: () => void = () => {};
 
 	private keepStderr(text: string): void {
 		for (const line of text.split("\n")) {
@@ -203,6 +224,7 @@ export class CairnServer {
 	async close(): Promise<void> {
 		this.closed = true;
 		await this.client.close().catch(() => {});
+		this.removeExitHook();
 	}
 }
 

@@ -24,7 +24,7 @@ import type {
 	SessionEntry,
 	TurnEndEvent,
 } from "@mariozechner/pi-coding-agent";
-import { calculateContextTokens } from "@mariozechner/pi-coding-agent";
+import { SettingsManager, calculateContextTokens } from "@mariozechner/pi-coding-agent";
 import { StringEnum } from "@mariozechner/pi-ai";
 import { Type } from "typebox";
 import { CairnServer, cairnBinary, describe, errorMessage, firstText, serveArgsFromEnv } from "./cairn-server.js";
@@ -99,9 +99,33 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 		let pending: Pending | undefined;
 		let compacting = false;
 		let lastWarning: string | undefined;
+		// Shutdown. In print and JSON mode (`pi -p`, `--mode json`) Pi emits `session_shutdown` as
+		// soon as the prompt returns, while its queue of agent events (turn_end, agent_end, and the
+		// automatic compaction Pi checks after agent_end) may still be running; once the shutdown
+		// handlers return, every ctx is stale. So the shutdown handler first lets that work finish
+		// (with a live ctx and the server still up), then stops the server. `closed` stays set
+		// until the next session_start: no handler starts a server after shutdown.
+		let closing = false;
+		let closed = false;
+		let inFlight = 0;
+		/** An agent run between agent_start and the end of the agent_end handler. */
+		let agentRunning = false;
+		/** Until when Pi is expected to start a compaction (after agent_end over its threshold, or ctx.compact()). */
+		let compactionDueUntil = 0;
+
+		/** Runs a handler body, counted so that shutdown waits for it. */
+		async function tracked<T>(body: () => Promise<T>): Promise<T> {
+			inFlight++;
+			try {
+				return await body();
+			} finally {
+				inFlight--;
+			}
+		}
 
 		/** The server for the current Pi session (restarted when the session id changes). */
 		async function serverFor(ctx: ExtensionContext): Promise<CairnServer> {
+			if (closed) throw new Error("Pi has shut this session down; no Cairn server is started any more");
 			const key = conversationKey(ctx.sessionManager.getSessionId());
 			if (server && serverKey === key) {
 				const current = server;
@@ -142,7 +166,7 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 		function warn(ctx: ExtensionContext, message: string, level: "warning" | "error" = "warning"): void {
 			if (message === lastWarning) return;
 			lastWarning = message;
-			ctx.ui.notify(`Cairn: ${message}`, level);
+			notify(ctx, `Cairn: ${message}`, level);
 		}
 
 		async function closeServer(): Promise<void> {
@@ -151,6 +175,27 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 			serverKey = undefined;
 			pending = undefined;
 			if (s) await s.then((x) => x.close()).catch(() => {});
+		}
+
+		/** True while Pi still has work queued for this session that needs the ctx or the server. */
+		function busy(): boolean {
+			return inFlight > 0 || agentRunning || compacting || Date.now() < compactionDueUntil;
+		}
+
+		/**
+		 * Waits until the session is quiet: no handler of ours running, no agent run whose agent_end
+		 * is still queued, no compaction Pi is about to start. Bounded (DRAIN_LIMIT_MS), and a
+		 * compaction that is running is waited for (its `compact` call has its own timeout).
+		 */
+		async function drain(): Promise<void> {
+			const started = Date.now();
+			let quiet = 0;
+			while (quiet < 2) {
+				const compactionRunning = compacting || inFlight > 0;
+				if (!compactionRunning && Date.now() - started > DRAIN_LIMIT_MS) return;
+				await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+				quiet = busy() ? 0 : quiet + 1;
+			}
 		}
 
 		function transcriptOf(ctx: ExtensionContext, entries: readonly SessionEntry[]): string {
@@ -170,16 +215,38 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 		pi.on("session_start", async () => {
 			// The server starts lazily, on the first call that needs it.
 			pending = undefined;
+			closing = false;
+			closed = false;
+			agentRunning = false;
+			compactionDueUntil = 0;
 		});
 
 		pi.on("session_shutdown", async () => {
+			if (!closing) {
+				closing = true;
+				await drain();
+			}
+			closed = true;
 			await closeServer();
+		});
+
+		pi.on("agent_start", async () => {
+			agentRunning = true;
 		});
 
 		pi.on(
 			"session_before_compact",
-			async (event: SessionBeforeCompactEvent, ctx: ExtensionContext): Promise<{ compaction: CompactionResult } | undefined> => {
+			async (
+				event: SessionBeforeCompactEvent,
+				ctx: ExtensionContext,
+			): Promise<{ compaction: CompactionResult } | { cancel: true } | undefined> => {
+				// A handler Pi runs after the session was shut down (print mode: an automatic
+				// compaction queued behind agent_end) has a stale ctx and no server. Cancel: Pi's own
+				// summarization must not replace Cairn's; the next prompt of this session (`pi -c`)
+				// checks the threshold again, with a live session.
+				if (closed || !isLive(ctx)) return { cancel: true };
 				compacting = true;
+				compactionDueUntil = 0;
 				try {
 					const cairn = await serverFor(ctx);
 					// A compaction Cairn already committed at a boundary: apply it (its archive is
@@ -189,7 +256,7 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 						const mapped = compactionFromReport(pending.report, event.branchEntries, cairn.conversation);
 						pending = undefined;
 						if (mapped.ok) return { compaction: mapped.compaction };
-						ctx.ui.notify(`Cairn: the compaction made at the turn boundary does not apply (${mapped.reason}); compacting again`, "info");
+						notify(ctx, `Cairn: the compaction made at the turn boundary does not apply (${mapped.reason}); compacting again`, "info");
 					}
 					const args: Record<string, unknown> = {
 						conversation: cairn.conversation,
@@ -201,7 +268,7 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 					const report = await cairn.call<CairnReport>("compact", args, { signal: event.signal });
 					const mapped = compactionFromReport(report, event.branchEntries, cairn.conversation);
 					if (!mapped.ok) {
-						ctx.ui.notify(`Cairn: ${mapped.reason}; Pi compacts this time`, "info");
+						notify(ctx, `Cairn: ${mapped.reason}; Pi compacts this time`, "info");
 						return undefined; // Pi's own compaction runs
 					}
 					return { compaction: mapped.compaction };
@@ -216,9 +283,15 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 
 		pi.on("session_compact", async () => {
 			pending = undefined;
+			compactionDueUntil = 0;
 		});
 
 		pi.on("turn_end", async (event: TurnEndEvent, ctx: ExtensionContext) => {
+			if (closed || !isLive(ctx)) return; // queued behind the shutdown: nothing to report to
+			await tracked(() => turnEnd(event, ctx));
+		});
+
+		async function turnEnd(event: TurnEndEvent, ctx: ExtensionContext): Promise<void> {
 			try {
 				const cairn = await serverFor(ctx);
 				const branch = ctx.sessionManager.getBranch();
@@ -246,9 +319,9 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 					pending = { conversation: cairn.conversation, report: boundaryReport(result, result.report) };
 				} else if (kind === "failed" || kind === "paused") {
 					const why = result.action.reason ?? stepsSummary(result.report);
-					ctx.ui.notify(`Cairn maintenance ${kind}${why ? `: ${why}` : ""}`, "warning");
+					notify(ctx, `Cairn maintenance ${kind}${why ? `: ${why}` : ""}`, "warning");
 				} else if (kind === "handed-over") {
-					ctx.ui.notify("Cairn prepared a handover: start a fresh session (/new) to continue from its seed", "info");
+					notify(ctx, "Cairn prepared a handover: start a fresh session (/new) to continue from its seed", "info");
 				}
 				if (result.advice) {
 					pi.sendMessage({ customType: "cairn", content: result.advice, display: true }, { deliverAs: "nextTurn" });
@@ -257,35 +330,76 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 			} catch (error) {
 				warn(ctx, `turn boundary failed: ${describe(error)}`);
 			}
-		});
+		}
 
 		pi.on("agent_end", async (event: AgentEndEvent, ctx: ExtensionContext) => {
-			if (!applyAtBoundary || !pending || compacting) return;
-			// Pi compacts by itself when the last reply is over its threshold; the compaction hook
-			// then applies the pending report. Otherwise ask Pi to compact once it is idle.
-			const last = [...event.messages].reverse().find((m) => m.role === "assistant") as
-				| { usage?: Parameters<typeof calculateContextTokens>[0]; stopReason?: string }
-				| undefined;
-			const window = ctx.model?.contextWindow ?? 0;
-			const reserve = numberFrom(env.CAIRN_RESERVE) ?? DEFAULT_RESERVE;
-			if (last?.usage && last.stopReason !== "aborted" && window > 0 && calculateContextTokens(last.usage) > window - reserve) {
-				return;
+			try {
+				if (closed || !isLive(ctx)) return;
+				// Pi compacts by itself after agent_end when the last reply is over its threshold;
+				// the compaction hook then applies a pending report (or asks Cairn to compact).
+				const last = [...event.messages].reverse().find((m) => m.role === "assistant") as
+					| { usage?: Parameters<typeof calculateContextTokens>[0]; stopReason?: string }
+					| undefined;
+				const piCompacts = piWillCompact(ctx, last);
+				if (piCompacts !== "no") compactionDueUntil = Date.now() + (piCompacts === "yes" ? COMPACTION_DUE_MS : COMPACTION_MAYBE_MS);
+				if (!applyAtBoundary || !pending || compacting || piCompacts === "yes") return;
+				// Otherwise ask Pi to compact once it is idle.
+				const expected = pending;
+				compactionDueUntil = Date.now() + COMPACTION_DUE_MS;
+				setTimeout(() => {
+					try {
+						if (closed || pending !== expected || compacting || !isLive(ctx) || ctx.hasPendingMessages()) {
+							compactionDueUntil = 0;
+							return;
+						}
+						ctx.compact({
+							onComplete: () => {
+								compactionDueUntil = 0;
+							},
+							onError: (error) => {
+								compactionDueUntil = 0;
+								if (pending === expected) pending = undefined;
+								warn(ctx, `could not apply Cairn's compaction: ${error.message}`);
+							},
+						});
+					} catch {
+						compactionDueUntil = 0;
+						pending = undefined; // a stale ctx after a session switch
+					}
+				}, 0);
+			} finally {
+				agentRunning = false;
 			}
-			const expected = pending;
-			setTimeout(() => {
-				try {
-					if (pending !== expected || compacting || ctx.hasPendingMessages()) return;
-					ctx.compact({
-						onError: (error) => {
-							if (pending === expected) pending = undefined;
-							warn(ctx, `could not apply Cairn's compaction: ${error.message}`);
-						},
-					});
-				} catch {
-					pending = undefined; // a stale ctx after a session switch
-				}
-			}, 0);
 		});
+
+		/**
+		 * Whether Pi starts its automatic compaction after this agent_end: its own check
+		 * (`shouldCompact` on the last reply's usage, with the compaction settings it reads), or
+		 * "maybe" when the reply failed (Pi then estimates).
+		 */
+		function piWillCompact(
+			ctx: ExtensionContext,
+			last: { usage?: Parameters<typeof calculateContextTokens>[0]; stopReason?: string } | undefined,
+		): "yes" | "no" | "maybe" {
+			if (!last || last.stopReason === "aborted") return "no";
+			const settings = compactionSettings(ctx);
+			if (!settings.enabled) return "no";
+			if (last.stopReason === "error") return "maybe";
+			const window = ctx.model?.contextWindow ?? 0;
+			if (!last.usage || window <= 0) return "no";
+			return calculateContextTokens(last.usage) > window - settings.reserveTokens ? "yes" : "no";
+		}
+
+		/** Pi's compaction settings (global and project settings.json), else the environment's reserve. */
+		function compactionSettings(ctx: ExtensionContext): { enabled: boolean; reserveTokens: number } {
+			const fallback = { enabled: true, reserveTokens: numberFrom(env.CAIRN_RESERVE) ?? DEFAULT_RESERVE };
+			try {
+				const settings = SettingsManager.create(ctx.cwd).getCompactionSettings();
+				return { enabled: settings.enabled !== false, reserveTokens: settings.reserveTokens ?? fallback.reserveTokens };
+			} catch {
+				return fallback;
+			}
+		}
 
 		pi.registerTool({
 			name: "session_history",
@@ -327,6 +441,32 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 			},
 		});
 	};
+}
+
+/** How long shutdown waits for queued agent events at most (a running compaction is always waited for). */
+const DRAIN_LIMIT_MS = 30_000;
+const DRAIN_POLL_MS = 25;
+/** How long after agent_end a compaction Pi should start is waited for. */
+const COMPACTION_DUE_MS = 5_000;
+const COMPACTION_MAYBE_MS = 500;
+
+/** False once Pi invalidated the ctx (after session_shutdown or a session replacement). */
+function isLive(ctx: ExtensionContext): boolean {
+	try {
+		void ctx.sessionManager;
+		return true;
+	} catch {
+		return false;
+	}
+}
+
+/** `ctx.ui.notify`, unless the ctx is stale (never an error from a late handler). */
+function notify(ctx: ExtensionContext, message: string, level: "info" | "warning" | "error"): void {
+	try {
+		if (isLive(ctx)) ctx.ui.notify(message, level);
+	} catch {
+		// no UI any more
+	}
 }
 
 /** The boundary's report with the kept tail and summary it returned beside it. */

@@ -1,0 +1,351 @@
+//! Pi 0.73.1 (`@mariozechner/pi-coding-agent`, pinned in `npm.rs`) with Cairn's Pi extension
+//! (`examples/pi-extension`) installed as a user installs it (`pi install PATH`), against the
+//! scripted chat-completions server: print mode (`pi -p`, `pi -c -p`) and JSON mode
+//! (`--mode json`). Every `pi` must exit by itself; Pi's automatic compaction must be Cairn's
+//! (the session file's compaction entry carries Cairn's `archive_id`, Pi's own summarization
+//! prompt never reaches the model); the next request starts with Cairn's summary with every tool
+//! call paired; and `session_history` finds what was compacted away.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::model_server::openai_chat::{self as chat, Usage};
+use super::model_server::{ModelServer, Request};
+use super::npm;
+
+const MODEL_WINDOW: u64 = 32_000;
+const PLANTED: &str = "PLANTED-7f3a9c";
+const RUN_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// A small reply's usage, and one over Pi's threshold (window − reserveTokens).
+const LOW: Usage = Usage { prompt_tokens: 3_000, completion_tokens: 40 };
+const HIGH: Usage = Usage { prompt_tokens: MODEL_WINDOW - 1_500, completion_tokens: 60 };
+
+/// The scripted model: what it answers depends on the run (a tag in the operator's message)
+/// and on the last message (the operator's, or which tool result came back).
+fn script(req: &Request) -> super::model_server::Reply {
+    if chat::is_pi_summarization(req) {
+        return chat::text("## Goal\nPI'S OWN SUMMARY (must not happen)", LOW);
+    }
+    let user = chat::last_user_text(req);
+    let last_result = chat::tool_results(req).last().map(|(id, _)| id.clone()).filter(|_| chat::last_role(req) == "tool");
+    let run = ["RUN1", "RUN2", "RUN3", "RUN4"].into_iter().find(|r| user.contains(r)).unwrap_or("");
+    match (run, last_result.as_deref()) {
+        ("RUN1", None) => chat::tool_calls(&[("call_r1_bash", "bash", json!({"command": "cat build.log"}))], LOW),
+        ("RUN1", Some("call_r1_bash")) => chat::tool_calls(&[("call_r1_read", "read", json!({"path": "notes.txt"}))], LOW),
+        ("RUN1", Some(_)) => chat::text("RUN1 done: the build log and the notes are read.", LOW),
+        ("RUN2", None) => chat::tool_calls(&[("call_r2_bash", "bash", json!({"command": "cat build2.log"}))], HIGH),
+        ("RUN2", Some(_)) => chat::text("RUN2 done: the second log is read.", HIGH),
+        ("RUN3", None) => chat::tool_calls(
+            &[("call_r3_history", "session_history", json!({"action": "search", "query": PLANTED}))],
+            LOW,
+        ),
+        ("RUN3", Some(_)) => chat::text("RUN3 done: found it in the session history.", LOW),
+        ("RUN4", _) => chat::text("RUN4 done.", LOW),
+        _ => chat::text("unscripted", LOW),
+    }
+}
+
+struct Run {
+    args: Vec<String>,
+    status: Option<std::process::ExitStatus>,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+struct Pi {
+    bin: PathBuf,
+    home: tempfile::TempDir,
+    project: tempfile::TempDir,
+    cairn_home: tempfile::TempDir,
+    _extension: tempfile::TempDir,
+    server: ModelServer,
+    runs: Vec<Run>,
+}
+
+impl Pi {
+    fn setup() -> Pi {
+        let install = npm::install(npm::PI, false);
+        let bin = npm::bin(&install, "pi");
+        let server = ModelServer::start(script);
+        let home = tempfile::tempdir().unwrap();
+        let agent = home.path().join(".pi/agent");
+        std::fs::create_dir_all(&agent).unwrap();
+        let models = json!({"providers": {"scripted": {
+            "baseUrl": format!("{}/v1", server.base_url),
+            "api": "openai-completions",
+            "apiKey": "scripted-key",
+            "models": [{"id": "scripted-model", "name": "Scripted", "reasoning": false, "input": ["text"],
+                        "contextWindow": MODEL_WINDOW, "maxTokens": 4096,
+                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
+        }}});
+        std::fs::write(agent.join("models.json"), serde_json::to_string_pretty(&models).unwrap()).unwrap();
+        let settings = json!({
+            "defaultProvider": "scripted",
+            "defaultModel": "scripted-model",
+            "quietStartup": true,
+            "compaction": {"enabled": true, "reserveTokens": 4_000, "keepRecentTokens": 1_500},
+        });
+        std::fs::write(agent.join("settings.json"), serde_json::to_string_pretty(&settings).unwrap()).unwrap();
+
+        let project = tempfile::tempdir().unwrap();
+        let lines = |tag: &str, n: usize| -> String {
+            (0..n).map(|i| format!("{tag} line {i:04}: compiling module_{i} ... ok (warnings: {})\n", i % 7)).collect()
+        };
+        std::fs::write(project.path().join("build.log"), lines("build", 600)).unwrap();
+        std::fs::write(project.path().join("build2.log"), lines("rebuild", 300)).unwrap();
+        std::fs::write(project.path().join("notes.txt"), "Notes: the service listens on port 8431; do not touch vendor/.\n").unwrap();
+
+        let extension = packaged_extension();
+        let mut pi = Pi {
+            bin,
+            home,
+            project,
+            cairn_home: tempfile::tempdir().unwrap(),
+            _extension: extension,
+            server,
+            runs: Vec::new(),
+        };
+        let ext_path = pi._extension.path().to_str().unwrap().to_string();
+        let i = pi.run(&["install", &ext_path]);
+        pi.expect_success(i);
+        let settings: Value = serde_json::from_str(&std::fs::read_to_string(agent.join("settings.json")).unwrap()).unwrap();
+        assert!(settings["packages"].to_string().contains(&ext_path), "pi install recorded no package: {settings}");
+        pi
+    }
+
+    /// Runs `pi ARGS` in the project, as a user; kills it (and fails) after RUN_TIMEOUT.
+    fn run(&mut self, args: &[&str]) -> usize {
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(args)
+            .current_dir(self.project.path())
+            .env("HOME", self.home.path())
+            .env("CAIRN_BIN", env!("CARGO_BIN_EXE_cairn"))
+            .env("CAIRN_HOME", self.cairn_home.path())
+            .env("PI_OFFLINE", "1")
+            .env("PI_SKIP_VERSION_CHECK", "1")
+            .env("PI_TELEMETRY", "0")
+            .env_remove("PI_CODING_AGENT_DIR")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let started = Instant::now();
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{}: {e}", self.bin.display()));
+        let drain = |mut pipe: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut out = Vec::new();
+                let _ = pipe.read_to_end(&mut out);
+                String::from_utf8_lossy(&out).into_owned()
+            })
+        };
+        let out = drain(Box::new(child.stdout.take().unwrap()));
+        let err = drain(Box::new(child.stderr.take().unwrap()));
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if started.elapsed() > RUN_TIMEOUT {
+                // The whole process group: pi and whatever it left running (a `cairn serve`).
+                let _ = Command::new("kill").args(["-KILL", &format!("-{}", child.id())]).status();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let elapsed = started.elapsed();
+        if status.is_some() {
+            // Whatever pi left behind in its group must not outlive it either.
+            let _ = Command::new("kill").args(["-KILL", &format!("-{}", child.id())]).stderr(Stdio::null()).status();
+        }
+        self.runs.push(Run {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            status,
+            stdout: out.join().unwrap(),
+            stderr: err.join().unwrap(),
+            elapsed,
+        });
+        self.runs.len() - 1
+    }
+
+    fn expect_success(&self, i: usize) {
+        let run = &self.runs[i];
+        match run.status {
+            None => self.fail(&format!("`pi {}` did not exit by itself within {RUN_TIMEOUT:?}", run.args.join(" "))),
+            Some(s) if !s.success() => self.fail(&format!("`pi {}` failed: {s}", run.args.join(" "))),
+            Some(_) => {}
+        }
+        for bad in ["ctx is stale", "Extension error", "could not start"] {
+            if run.stderr.contains(bad) {
+                self.fail(&format!("`pi {}` reported {bad:?} on stderr", run.args.join(" ")));
+            }
+        }
+    }
+
+    /// The session files Pi wrote (~/.pi/agent/sessions/<cwd>/<time>_<id>.jsonl).
+    fn session_files(&self) -> Vec<PathBuf> {
+        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else if path.extension().is_some_and(|e| e == "jsonl") {
+                    out.push(path);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.home.path().join(".pi/agent/sessions"), &mut out);
+        out.sort();
+        out
+    }
+
+    fn session_entries(&self) -> Vec<Value> {
+        let files = self.session_files();
+        if files.len() != 1 {
+            self.fail(&format!("expected one session file, found {files:?}"));
+        }
+        std::fs::read_to_string(&files[0]).unwrap().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    }
+
+    /// Fails with everything needed to see why: each run's output, the session file, the requests.
+    fn fail(&self, message: &str) -> ! {
+        let mut report = format!("{message}\n");
+        for run in &self.runs {
+            report.push_str(&format!(
+                "\n=== pi {} → {:?} after {:?}\n--- stdout\n{}\n--- stderr\n{}\n",
+                run.args.join(" "),
+                run.status,
+                run.elapsed,
+                tail(&run.stdout, 4_000),
+                tail(&run.stderr, 8_000)
+            ));
+        }
+        for file in self.session_files() {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            report.push_str(&format!("\n=== session {}\n", file.display()));
+            for line in text.lines() {
+                report.push_str(&tail(line, 600));
+                report.push('\n');
+            }
+        }
+        report.push_str("\n=== model requests\n");
+        for (n, req) in self.server.requests().iter().enumerate() {
+            let roles: Vec<&str> = chat::messages(req).iter().map(|m| m["role"].as_str().unwrap_or("?")).collect();
+            report.push_str(&format!(
+                "#{n} {} {} roles={roles:?} pi-summarization={} last-user={:?}\n",
+                req.method,
+                req.path,
+                chat::is_pi_summarization(req),
+                tail(&chat::last_user_text(req), 300)
+            ));
+        }
+        panic!("{report}");
+    }
+}
+
+fn tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &text[start..])
+}
+
+/// The extension packaged as `pi install PATH` takes it: the checked-in package (package.json
+/// with `pi.extensions`, the lockfile, src/) copied to a temp folder, its runtime dependencies
+/// installed there with `npm ci --omit=dev` (never in the checked-in folder, where other tests
+/// run npm at the same time).
+fn packaged_extension() -> tempfile::TempDir {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/pi-extension");
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["package.json", "package-lock.json", "README.md"] {
+        std::fs::copy(source.join(file), dir.path().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    }
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    for entry in std::fs::read_dir(source.join("src")).unwrap().flatten() {
+        std::fs::copy(entry.path(), dir.path().join("src").join(entry.file_name())).unwrap();
+    }
+    let out = Command::new("npm")
+        .args(["ci", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap_or_else(|e| panic!("npm: {e}"));
+    assert!(out.status.success(), "npm ci --omit=dev failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    dir
+}
+
+#[test]
+#[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
+fn print_and_json_mode_compaction_is_cairns_and_pi_exits() {
+    let mut pi = Pi::setup();
+
+    // 1. A first prompt with tool calls (Pi's bash and read); the operator plants an id.
+    let r1 = pi.run(&["-p", &format!("RUN1: remember the deploy token {PLANTED}. Read build.log and notes.txt.")]);
+    pi.expect_success(r1);
+    // 2. Continued; the model reports usage over Pi's threshold: Pi compacts after agent_end,
+    //    which in print mode is after the prompt returned (the session is shutting down).
+    let r2 = pi.run(&["-c", "-p", "RUN2: now read build2.log."]);
+    pi.expect_success(r2);
+
+    let entries = pi.session_entries();
+    let compactions: Vec<&Value> = entries.iter().filter(|e| e["type"] == "compaction").collect();
+    if compactions.is_empty() {
+        pi.fail("Pi wrote no compaction entry");
+    }
+    for c in &compactions {
+        let archive = c["details"]["archive_id"].as_str().unwrap_or("");
+        if c["details"]["cairn"] != true || archive.is_empty() {
+            pi.fail(&format!("a compaction that is not Cairn's: {}", tail(&c.to_string(), 800)));
+        }
+    }
+    let summary = compactions.last().unwrap()["summary"].as_str().unwrap_or("").to_string();
+
+    // 3. The next prompt: its request starts with Cairn's summary; the model asks
+    //    session_history for the planted id, and the tool result Pi sends back has it.
+    let before = pi.server.requests().len();
+    let r3 = pi.run(&["-c", "-p", "RUN3: what was the deploy token I gave you at the start?"]);
+    pi.expect_success(r3);
+    let requests = pi.server.requests();
+    let run3: Vec<&Request> = requests[before..].iter().filter(|r| chat::last_user_text(r).contains("RUN3")).collect();
+    let Some(first) = run3.first() else { pi.fail("RUN3 reached no model") };
+    let opening = chat::conversation(first).first().map(|m| chat::content_text(m)).unwrap_or_default();
+    let head: String = summary.chars().take(200).collect();
+    if summary.is_empty() || !opening.contains(&head) {
+        pi.fail(&format!("RUN3's first request does not start with Cairn's summary; it starts with {:?}", tail(&opening, 500)));
+    }
+    let (unanswered, orphans) = chat::unpaired(first);
+    if !unanswered.is_empty() || !orphans.is_empty() {
+        pi.fail(&format!("after compaction: calls without results {unanswered:?}, results without calls {orphans:?}"));
+    }
+    let history = run3
+        .iter()
+        .flat_map(|r| chat::tool_results(r))
+        .find(|(id, _)| id == "call_r3_history")
+        .map(|(_, text)| text)
+        .unwrap_or_else(|| pi.fail("session_history's result never reached the model"));
+    if !history.contains(PLANTED) {
+        pi.fail(&format!("session_history did not find {PLANTED}: {}", tail(&history, 1_500)));
+    }
+
+    // 4. JSON mode: a turn, one JSON event a line, and pi exits by itself.
+    let r4 = pi.run(&["-c", "--mode", "json", "RUN4: thanks."]);
+    pi.expect_success(r4);
+    let events: Vec<Value> = pi.runs[r4].stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    if !events.iter().any(|e| e["type"] == "agent_end") {
+        pi.fail("--mode json printed no agent_end event");
+    }
+
+    // Never Pi's own summarization.
+    if let Some(n) = pi.server.requests().iter().position(chat::is_pi_summarization) {
+        pi.fail(&format!("request #{n} is Pi's own summarization (SUMMARIZATION_SYSTEM_PROMPT)"));
+    }
+}
