@@ -327,6 +327,55 @@ test("compactionFromReport: Pi's rules for the kept tail", () => {
 	assert.deepEqual(old.compaction.details, { cairn: true, conversation: "k", archive_id: "a-0123456789abcdef", artifacts: [], committed_by: "p", tokens_after: 50 });
 });
 
+test("print mode: after session_shutdown no handler starts a server or touches the stale ctx", async () => {
+	// Pi's print mode shuts the session down as soon as the prompt returns; handlers still queued
+	// (turn_end, agent_end, the automatic compaction after it) then run on an invalidated ctx.
+	const dir = mkdtempSync(path.join(scratch, "shutdown-"));
+	const starts = path.join(dir, "starts");
+	const fake = path.join(dir, "cairn");
+	writeFileSync(fake, `#!/bin/sh\necho start >> '${starts}'\nexit 3\n`, { mode: 0o755 });
+	const loaded: Loaded = { handlers: new Map(), tools: new Map(), runtime: { sendMessage: () => {} }, events: { on: () => () => {} } };
+	const api = {
+		on: (name: string, h: Handler) => loaded.handlers.set(name, [...(loaded.handlers.get(name) ?? []), h]),
+		registerTool: (definition: any) => loaded.tools.set(definition.name, { definition }),
+		sendMessage: () => {},
+		events: { emit: () => {}, on: () => () => {} },
+	};
+	ext.createCairnExtension({ env: { CAIRN_BIN: fake } })(api as any);
+	const recorded: Recorded = { notices: [], compactCalls: 0 };
+	const sm = SessionManager.inMemory(dir);
+	const live = contextFor(sm, dir, recorded);
+	// A stale ctx: every getter throws, as Pi's runner does after invalidate().
+	const stale = new Proxy({}, { get: () => { throw new Error("This extension ctx is stale"); } }) as ExtensionContext;
+
+	const started = Date.now();
+	await handler(loaded, "agent_start")({ type: "agent_start" }, live);
+	// agent_end is still queued when shutdown begins: shutdown waits for it.
+	const shutdown = handler(loaded, "session_shutdown")({ type: "session_shutdown", reason: "quit" }, live);
+	await new Promise((r) => setTimeout(r, 120));
+	let finished = false;
+	void shutdown.then(() => (finished = true));
+	await new Promise((r) => setImmediate(r));
+	assert.equal(finished, false, "shutdown waits for the queued agent_end");
+	await handler(loaded, "agent_end")({ type: "agent_end", messages: [] }, live);
+	await shutdown;
+	assert.ok(Date.now() - started < 5_000);
+
+	// Late handlers: nothing thrown, nothing started, a late compaction is cancelled (not left to Pi's summarizer).
+	await handler(loaded, "turn_end")({ type: "turn_end", turnIndex: 0, message: { role: "assistant", stopReason: "toolUse" }, toolResults: [] }, stale);
+	await handler(loaded, "agent_end")({ type: "agent_end", messages: [] }, stale);
+	const late = await handler(loaded, "session_before_compact")(
+		{ type: "session_before_compact", preparation: {}, branchEntries: [], signal: new AbortController().signal },
+		stale,
+	);
+	assert.deepEqual(late, { cancel: true });
+	// Even with a ctx that still answers (another extension's shutdown handler awaiting), no server starts.
+	await handler(loaded, "turn_end")({ type: "turn_end", turnIndex: 0, message: { role: "assistant", stopReason: "stop" }, toolResults: [] }, live);
+	await assert.rejects(loaded.tools.get("session_history")!.definition.execute("c", { action: "summary" }, undefined, undefined, live), /shut/);
+	assert.equal(existsSync(starts), false, "no cairn serve was started after shutdown");
+	assert.deepEqual(recorded.notices, []);
+});
+
 test("boundaryUsage: Pi's last usage and the entries after it", () => {
 	const calc = (u: any) => u.totalTokens;
 	const e = (id: string, message: unknown) => ({ type: "message", id, parentId: null, timestamp: "t", message }) as SessionEntry;
