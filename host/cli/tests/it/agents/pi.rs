@@ -349,3 +349,92 @@ fn print_and_json_mode_compaction_is_cairns_and_pi_exits() {
         pi.fail(&format!("request #{n} is Pi's own summarization (SUMMARIZATION_SYSTEM_PROMPT)"));
     }
 }
+
+/// Pi's TUI in a pseudo-terminal (a private tmux server), driven as a user types.
+struct Tui<'a> {
+    pi: &'a Pi,
+    socket: String,
+    exited: PathBuf,
+}
+
+impl Tui<'_> {
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux").arg("-L").arg(&self.socket).args(args).output().expect("tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "pi"])
+    }
+
+    fn type_line(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "pi", "-l", text]);
+        std::thread::sleep(Duration::from_millis(300));
+        self.tmux(&["send-keys", "-t", "pi", "Enter"]);
+    }
+
+    /// Waits until `done` holds, else fails with the screen.
+    fn wait(&self, what: &str, timeout: Duration, mut done: impl FnMut(&Self) -> bool) {
+        let started = Instant::now();
+        while !done(self) {
+            if started.elapsed() > timeout {
+                self.pi.fail(&format!("TUI: no {what} within {timeout:?}; the screen:\n{}", self.screen()));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tui<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).stderr(Stdio::null()).status();
+    }
+}
+
+#[test]
+#[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
+fn tui_compact_is_cairns_and_quit_leaves_cleanly() {
+    let pi = Pi::setup();
+    let exited = pi.home.path().join("pi-exited");
+    let tui = Tui { pi: &pi, socket: format!("cairn-pi-{}", std::process::id()), exited: exited.clone() };
+    let command = format!("'{}'; echo $? > '{}'", pi.bin.display(), exited.display());
+    let mut args: Vec<String> = ["new-session", "-d", "-s", "pi", "-x", "200", "-y", "50", "-c"].map(String::from).to_vec();
+    args.push(pi.project.path().display().to_string());
+    for (k, v) in [
+        ("HOME", pi.home.path().display().to_string()),
+        ("CAIRN_BIN", env!("CARGO_BIN_EXE_cairn").to_string()),
+        ("CAIRN_HOME", pi.cairn_home.path().display().to_string()),
+        ("PI_OFFLINE", "1".into()),
+        ("PI_SKIP_VERSION_CHECK", "1".into()),
+        ("PI_TELEMETRY", "0".into()),
+    ] {
+        args.push("-e".into());
+        args.push(format!("{k}={v}"));
+    }
+    args.push(command);
+    let status = Command::new("tmux").arg("-L").arg(&tui.socket).args(&args).status().expect("tmux");
+    assert!(status.success(), "tmux new-session failed");
+
+    tui.wait("start-up (the model in the footer)", Duration::from_secs(60), |t| t.screen().contains("scripted-model"));
+    tui.type_line(&format!("RUN1: remember the deploy token {PLANTED}. Read build.log and notes.txt."));
+    tui.wait("answer to RUN1", Duration::from_secs(120), |t| t.screen().contains("RUN1 done"));
+    tui.type_line("/compact");
+    tui.wait("compaction entry in the session file", Duration::from_secs(120), |t| {
+        t.pi.session_files().first().is_some_and(|f| std::fs::read_to_string(f).unwrap_or_default().contains("\"type\":\"compaction\""))
+    });
+    tui.type_line("/quit");
+    tui.wait("exit after /quit", Duration::from_secs(30), |t| t.exited.is_file());
+    let code = std::fs::read_to_string(&exited).unwrap();
+    if code.trim() != "0" {
+        pi.fail(&format!("pi exited with {code} after /quit"));
+    }
+
+    let entries = pi.session_entries();
+    let compaction = entries.iter().find(|e| e["type"] == "compaction").unwrap();
+    if compaction["details"]["cairn"] != true || compaction["details"]["archive_id"].as_str().unwrap_or("").is_empty() {
+        pi.fail(&format!("the TUI's /compact was not Cairn's: {}", tail(&compaction.to_string(), 800)));
+    }
+    if let Some(n) = pi.server.requests().iter().position(chat::is_pi_summarization) {
+        pi.fail(&format!("request #{n} is Pi's own summarization (SUMMARIZATION_SYSTEM_PROMPT)"));
+    }
+}
