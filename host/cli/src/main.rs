@@ -1,6 +1,7 @@
 //! `cairn`: compact agent transcripts with sandboxed Wasm strategies.
 
 mod commands;
+mod hook_failures;
 mod setup;
 
 use std::process::ExitCode;
@@ -52,6 +53,8 @@ enum Command {
         #[command(subcommand)]
         command: commands::claude_code::Command,
     },
+    /// Check the whole setup (binary, agent hooks, MCP server, home, cache, hook failures).
+    Doctor(commands::doctor::Args),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Command::Notices(args) => commands::boundary::notices(args),
         Command::Simulate(args) => commands::simulate::run(args),
         Command::ClaudeCode { command } => commands::claude_code::run(command),
+        Command::Doctor(args) => commands::doctor::run(args),
     };
     if std::env::var_os("CAIRN_PEAK_RSS").is_some() {
         report_peak_rss();

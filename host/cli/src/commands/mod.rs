@@ -6,6 +6,7 @@ pub mod claude_code;
 pub mod boundary;
 pub mod compact;
 pub mod demo;
+pub mod doctor;
 pub mod eval;
 pub mod handover;
 pub mod history;

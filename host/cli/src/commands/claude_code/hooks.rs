@@ -4,7 +4,10 @@
 //! shown to the model; `SessionStart` adds `source` ("compact" after a compaction) and may
 //! print `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}`,
 //! capped by Claude Code at 10,000 characters. A failing hook exits 1, never 2: exit 2 would
-//! block Claude Code's compaction.
+//! block Claude Code's compaction. Claude Code shows a failing hook only in its debug log, so
+//! the failure is first recorded in Cairn's home ([`crate::hook_failures`]), and the next
+//! `session-start` tells the agent (atop its `additionalContext`) and the user (`systemMessage`)
+//! in one line.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -18,7 +21,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::HookArgs;
+use crate::hook_failures::{self, Failure};
 use crate::setup;
+
+/// The agent these hooks' failures are recorded under.
+const AGENT: &str = "claude-code";
 
 /// Claude Code's limit on injected context.
 pub const CONTEXT_LIMIT: usize = 10_000;
@@ -38,6 +45,24 @@ fn payload(stdin: impl Read) -> Result<Payload> {
     serde_json::from_reader(stdin).context("reading Claude Code's hook payload on stdin")
 }
 
+/// Runs `hook`'s `work` on the payload on `stdin`. A failure is recorded in the home, with the
+/// session and transcript the payload names (when it names them), before it is returned.
+fn recorded<T>(hook: &str, home: Option<PathBuf>, mut stdin: impl Read, work: impl FnOnce(Payload) -> Result<T>) -> Result<T> {
+    let mut input = String::new();
+    let result = stdin
+        .read_to_string(&mut input)
+        .context("reading Claude Code's hook payload on stdin")
+        .and_then(|_| payload(input.as_bytes()))
+        .and_then(work);
+    if let Err(error) = &result {
+        let value: Value = serde_json::from_str(&input).unwrap_or(Value::Null);
+        let field = |name: &str| value.get(name).and_then(Value::as_str).map(String::from);
+        let failure = Failure::new(AGENT, hook, field("session_id"), field("transcript_path"), error);
+        hook_failures::record(&setup::home_path(home), failure);
+    }
+    result
+}
+
 /// One Cairn conversation per project, the one `cairn serve --expose agent` started there
 /// serves: Claude Code names the project in `CLAUDE_PROJECT_DIR`, else the session's `cwd`.
 /// Sessions are told apart in it by their transcript path.
@@ -47,7 +72,10 @@ fn conversation(payload: &Payload) -> ConversationKey {
 }
 
 pub fn pre_compact(args: HookArgs, stdin: impl Read) -> Result<()> {
-    let payload = payload(stdin)?;
+    recorded("pre-compact", args.home.clone(), stdin, |payload| archive(args, payload))
+}
+
+fn archive(args: HookArgs, payload: Payload) -> Result<()> {
     let session = setup::SessionArgs {
         file: payload.transcript_path.clone(),
         policy: args.policy,
@@ -71,14 +99,32 @@ pub fn pre_compact(args: HookArgs, stdin: impl Read) -> Result<()> {
 }
 
 pub fn session_start(args: HookArgs, stdin: impl Read) -> Result<()> {
-    let payload = payload(stdin)?;
-    if payload.source.as_deref().is_some_and(|s| s != "compact") {
-        return Ok(());
+    let home = setup::home_path(args.home.clone());
+    // Told only once the hook has something to print: a session-start that fails tells nothing.
+    let untold = hook_failures::untold(&home, AGENT);
+    let notice = hook_failures::notice(&untold);
+    let context = recorded("session-start", args.home.clone(), stdin, |payload| context(&args, &payload, notice.as_deref()))?;
+    let Some(context) = context.or_else(|| notice.clone()) else { return Ok(()) };
+    let mut output = json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}});
+    if let Some(notice) = &notice {
+        // Shown to the user; `additionalContext` goes to the model.
+        output["systemMessage"] = json!(notice);
     }
-    let home = Home::open(&setup::home_path(args.home))?;
-    let key = conversation(&payload);
+    println!("{output}");
+    hook_failures::mark_told(&home, &untold);
+    Ok(())
+}
+
+/// The context to add after a compaction (none when there is nothing of this session's to
+/// add), `notice` first.
+fn context(args: &HookArgs, payload: &Payload, notice: Option<&str>) -> Result<Option<String>> {
+    if payload.source.as_deref().is_some_and(|s| s != "compact") {
+        return Ok(None);
+    }
+    let home = Home::open(&setup::home_path(args.home.clone()))?;
+    let key = conversation(payload);
     if !home.conversations()?.contains(&key) {
-        return Ok(());
+        return Ok(None);
     }
     let store = home.existing_conversation(&key)?;
     // This session's record: its snapshots (the transcript path names them) and the handovers
@@ -86,7 +132,7 @@ pub fn session_start(args: HookArgs, stdin: impl Read) -> Result<()> {
     let source = payload.transcript_path.display().to_string();
     let ours = |e: &&Event| matches!(e, Event::Snapshot { source: s, .. } if *s == source);
     let events = store.events();
-    let Some(first) = events.iter().position(|e| ours(&e)) else { return Ok(()) };
+    let Some(first) = events.iter().position(|e| ours(&e)) else { return Ok(None) };
     let committed: Vec<_> = events[first..]
         .iter()
         .filter_map(|e| match e {
@@ -94,7 +140,7 @@ pub fn session_start(args: HookArgs, stdin: impl Read) -> Result<()> {
             _ => None,
         })
         .collect();
-    let Some(event) = committed.last() else { return Ok(()) };
+    let Some(event) = committed.last() else { return Ok(None) };
     let checkpoint: Value = event.checkpoint.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
     // Constraints of every compaction of this session: a rule from before an earlier
     // compaction is no longer in the context the latest checkpoint was computed from.
@@ -131,9 +177,7 @@ pub fn session_start(args: HookArgs, stdin: impl Read) -> Result<()> {
         None => Policy::default_policy(),
     };
     let record = Record { checkpoint: &checkpoint, constraints: &constraints, operator: &operator, archive_id: &event.archive_id, conversation: key.as_str() };
-    let context = render(&record, summary.as_deref(), policy.lifecycle.reinject_budget_tokens);
-    println!("{}", json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}));
-    Ok(())
+    Ok(Some(render(notice, &record, summary.as_deref(), policy.lifecycle.reinject_budget_tokens)))
 }
 
 /// What Cairn recorded before Claude Code compacted.
@@ -170,12 +214,15 @@ pub fn strings<'v>(checkpoint: &'v Value, pointer: &str) -> Vec<&'v str> {
 /// The injected context, most important first, within Claude Code's limit and `budget`
 /// tokens: operator constraints verbatim, then what the summary dropped (operator requests,
 /// failing tests, files changed, identifiers), test status, the next action, and how to
-/// recall the rest.
-pub fn render(record: &Record, summary: Option<&str>, budget: u64) -> String {
+/// recall the rest; a `notice` of Cairn's own (a hook that failed) goes before all of it.
+pub fn render(notice: Option<&str>, record: &Record, summary: Option<&str>, budget: u64) -> String {
     let summary = summary.map(normalized);
     let dropped = |item: &str| summary.as_deref().is_none_or(|s| !mentioned(s, item));
     let checkpoint = record.checkpoint;
     let mut out = Budget::new(CONTEXT_LIMIT, budget);
+    if let Some(notice) = notice {
+        out.line(&format!("{notice}\n\n"));
+    }
     out.line(&format!(
         "# Cairn: the record of this session before compaction\n\nCairn archived the whole conversation before Claude Code compacted it \
          (conversation {}, archive {}). Below: what the operator asked, verbatim, and what the compaction summary does not mention.\n",

@@ -1,0 +1,493 @@
+//! `cairn doctor`: checks the whole setup and names each broken piece, one line per check
+//! (`ok`, `warn`, `fail`), or one JSON object with `--json`; exits non-zero when a check fails.
+//! - `path`: `cairn` on PATH, and its version beside this binary's;
+//! - `hooks`: Cairn's Claude Code hooks in the user's `~/.claude/settings.json` and, with
+//!   `--project DIR`, in `DIR/.claude/settings.json` and `DIR/.claude/settings.local.json`: each
+//!   hook's binary exists and is executable, its `--home` is (or can be made) a writable
+//!   directory, its `--policy` parses against the bundled plugins;
+//! - `mcp`: the `cairn` MCP server (`DIR/.mcp.json`, `~/.claude.json`'s `mcpServers` and its
+//!   entry for the project) runs an existing binary on the hooks' home: on another home the
+//!   agent's `session_history` would not see what the hooks archive;
+//! - `home`: the home (`--home`, else `$CAIRN_HOME`, else the default) is, or can be made, a
+//!   writable directory;
+//! - `cache`: where compiled plugin code is cached, whether it is writable, its size;
+//! - `hook-failures`: the last hooks that failed, from every home above (`hook_failures`).
+//!
+//! Doctor reads; it creates and changes nothing.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::{hook_failures, setup};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A project whose `.claude/settings.json`, `.claude/settings.local.json` and `.mcp.json`
+    /// are checked too.
+    #[arg(long)]
+    project: Option<PathBuf>,
+    /// The home to check [default: $CAIRN_HOME, else ~/.local/share/cairn].
+    #[arg(long)]
+    home: Option<PathBuf>,
+    /// Print one JSON object (`{"ok", "checks": [{"check", "status", "message"}]}`).
+    #[arg(long)]
+    json: bool,
+}
+
+/// How many recorded hook failures are shown per home.
+const SHOWN_FAILURES: usize = 5;
+
+/// The hook verbs Cairn installs into Claude Code, with their events.
+const HOOKS: &[(&str, &str)] = &[("pre-compact", "PreCompact"), ("session-start", "SessionStart")];
+
+#[derive(Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+#[derive(Serialize)]
+struct Check {
+    check: &'static str,
+    status: Status,
+    message: String,
+}
+
+#[derive(Default)]
+struct Checks(Vec<Check>);
+
+impl Checks {
+    fn add(&mut self, check: &'static str, status: Status, message: impl Into<String>) {
+        self.0.push(Check { check, status, message: message.into() });
+    }
+}
+
+/// A Cairn hook found in a settings file.
+struct Hook {
+    settings: PathBuf,
+    event: String,
+    home: PathBuf,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let mut checks = Checks::default();
+    let user = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let project = args.project.as_deref().map(std::path::absolute).transpose()?;
+    on_path(&mut checks);
+    let hooks = hooks(&mut checks, user.as_deref(), project.as_deref());
+    mcp(&mut checks, user.as_deref(), project.as_deref(), &hooks);
+    let home = setup::home_path(args.home);
+    match writable_dir(&home) {
+        Ok(state) => checks.add("home", Status::Ok, format!("{}: {state}{}", home.display(), conversations(&home))),
+        Err(problem) => checks.add("home", Status::Fail, format!("{problem}: Cairn cannot store anything there")),
+    }
+    cache(&mut checks);
+    let mut homes = vec![home];
+    for hook in &hooks {
+        if !homes.iter().any(|h| same_path(h, &hook.home)) {
+            homes.push(hook.home.clone());
+        }
+    }
+    failures(&mut checks, &homes);
+
+    let failed = checks.0.iter().filter(|c| c.status == Status::Fail).count();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json!({"ok": failed == 0, "checks": checks.0}))?);
+    } else {
+        for c in &checks.0 {
+            let status = match c.status {
+                Status::Ok => "ok",
+                Status::Warn => "warn",
+                Status::Fail => "fail",
+            };
+            println!("{status:<4}  {}: {}", c.check, c.message);
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {} checks failed", checks.0.len());
+    }
+    Ok(())
+}
+
+fn on_path(checks: &mut Checks) {
+    const INSTALL: &str = "install it with `cargo install --locked --path host/cli` in Cairn's repository";
+    let ours = env!("CARGO_PKG_VERSION");
+    let Some(found) = std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join("cairn")).find(|p| executable(p))) else {
+        checks.add("path", Status::Warn, format!("`cairn` is not on PATH (the hooks name their binary by path, but `cairn doctor` and `cairn history` cannot be run by name): {INSTALL}"));
+        return;
+    };
+    let version = std::process::Command::new(&found)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|v| v.split_whitespace().nth(1).map(String::from));
+    match version {
+        Some(v) if v == ours => checks.add("path", Status::Ok, format!("{} is version {v}, as this binary", found.display())),
+        Some(v) => checks.add("path", Status::Warn, format!("{} is version {v}, this binary {ours}: {INSTALL}", found.display())),
+        None => checks.add("path", Status::Warn, format!("{} does not say its version (`--version`): {INSTALL}", found.display())),
+    }
+}
+
+/// Checks Cairn's hooks in every settings file Claude Code reads here; returns them.
+fn hooks(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>) -> Vec<Hook> {
+    let mut files: Vec<PathBuf> = user.map(|u| u.join(".claude/settings.json")).into_iter().collect();
+    if let Some(dir) = project {
+        files.extend([dir.join(".claude/settings.json"), dir.join(".claude/settings.local.json")]);
+    }
+    let mut found = Vec::new();
+    let mut policies: Vec<(PathBuf, Result<(), String>)> = Vec::new();
+    for file in &files {
+        let Some(settings) = read_json(checks, "hooks", file) else { continue };
+        let mut verbs = Vec::new();
+        let events = settings.get("hooks").and_then(Value::as_object).into_iter().flatten();
+        for (event, groups) in events {
+            let handlers = groups.as_array().into_iter().flatten().filter_map(|g| g.get("hooks")?.as_array()).flatten();
+            for command in handlers.filter_map(|h| h.get("command")?.as_str()) {
+                let Some(words) = shell_words(command) else {
+                    if command.contains(" claude-code ") {
+                        checks.add("hooks", Status::Fail, format!("{}: the {event} hook `{command}` has an unclosed quote", file.display()));
+                    }
+                    continue;
+                };
+                let Some(at) = words.iter().position(|w| w == "claude-code") else { continue };
+                let Some(verb) = words.get(at + 1).filter(|v| HOOKS.iter().any(|(h, _)| *h == v.as_str())) else { continue };
+                verbs.push(verb.clone());
+                let hook = check_hook(checks, file, event, &words, project, &mut policies);
+                found.push(hook);
+            }
+        }
+        if !verbs.is_empty() {
+            for (verb, event) in HOOKS.iter().filter(|(v, _)| !verbs.iter().any(|w| w.as_str() == *v)) {
+                checks.add(
+                    "hooks",
+                    Status::Warn,
+                    format!("{}: Cairn's {event} hook (`claude-code {verb}`) is missing: run `cairn claude-code install` again", file.display()),
+                );
+            }
+        }
+    }
+    if found.is_empty() {
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        let hint = if project.is_none() { " (a project's settings are checked with --project DIR)" } else { "" };
+        checks.add(
+            "hooks",
+            Status::Warn,
+            format!("no Cairn hooks in {}{hint}: Claude Code compacts without Cairn; run `cairn claude-code install`", names.join(", ")),
+        );
+    }
+    found
+}
+
+/// One hook's binary, home and policy: a line for each problem, or one `ok` line.
+fn check_hook(checks: &mut Checks, file: &Path, event: &str, words: &[String], project: Option<&Path>, policies: &mut Vec<(PathBuf, Result<(), String>)>) -> Hook {
+    let at = |problem: String| format!("{}: the {event} hook {problem}", file.display());
+    let mut ok = true;
+    let exe = resolve(&words[0], project);
+    if !exe.exists() {
+        checks.add("hooks", Status::Fail, at(format!("runs {}, which does not exist: run `cairn claude-code install` again", exe.display())));
+        ok = false;
+    } else if !executable(&exe) {
+        checks.add("hooks", Status::Fail, at(format!("runs {}, which is not an executable file", exe.display())));
+        ok = false;
+    }
+    let flag = |name: &str| words.iter().position(|w| w == name).and_then(|i| words.get(i + 1)).map(|w| resolve(w, project));
+    let home = flag("--home").unwrap_or_else(|| setup::home_path(None));
+    let home_state = match writable_dir(&home) {
+        Ok(state) => state,
+        Err(problem) => {
+            checks.add("hooks", Status::Fail, at(format!("uses home {problem}: it can record nothing")));
+            ok = false;
+            String::new()
+        }
+    };
+    let policy = flag("--policy");
+    if let Some(policy) = &policy {
+        let parsed = match policies.iter().find(|(p, _)| p == policy) {
+            Some((_, parsed)) => parsed.clone(),
+            None => {
+                let parsed = setup::host_and_policy(&[], Some(policy.as_path())).map(|_| ()).map_err(|e| format!("{e:#}"));
+                policies.push((policy.clone(), parsed.clone()));
+                parsed
+            }
+        };
+        if let Err(e) = parsed {
+            checks.add("hooks", Status::Fail, at(format!("uses policy {} that does not load: {e}", policy.display())));
+            ok = false;
+        }
+    }
+    if ok {
+        let policy = policy.map_or("the default policy".to_string(), |p| format!("policy {} (loads)", p.display()));
+        checks.add("hooks", Status::Ok, at(format!("runs {}, home {} ({home_state}), {policy}", exe.display(), home.display())));
+    }
+    Hook { settings: file.to_path_buf(), event: event.to_string(), home }
+}
+
+/// Checks every `cairn` MCP server entry Claude Code reads here against the hooks' homes.
+fn mcp(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>, hooks: &[Hook]) {
+    let mut entries: Vec<(String, Value)> = Vec::new();
+    if let Some(dir) = project {
+        let file = dir.join(".mcp.json");
+        if let Some(value) = read_json(checks, "mcp", &file) {
+            entries.extend(value.pointer("/mcpServers/cairn").map(|e| (file.display().to_string(), e.clone())));
+        }
+    }
+    if let Some(user) = user {
+        let file = user.join(".claude.json");
+        if let Some(value) = read_json(checks, "mcp", &file) {
+            entries.extend(value.pointer("/mcpServers/cairn").map(|e| (file.display().to_string(), e.clone())));
+            // `claude mcp add`'s default (local) scope: the project's entry in that file.
+            let local = project.and_then(|dir| value.get("projects")?.get(dir.to_str()?)?.pointer("/mcpServers/cairn"));
+            entries.extend(local.map(|e| (format!("{} (project {})", file.display(), project.unwrap().display()), e.clone())));
+        }
+    }
+    if entries.is_empty() {
+        let home = hooks.first().map_or_else(|| setup::home_path(None), |h| h.home.clone());
+        let exe = std::env::current_exe().map_or("cairn".into(), |e| e.display().to_string());
+        checks.add(
+            "mcp",
+            Status::Warn,
+            format!(
+                "no `cairn` MCP server{}: the agent has no session_history tool; add it with `claude mcp add cairn -- {exe} serve --expose agent --home {}`",
+                if project.is_none() { " in ~/.claude.json (a project's .mcp.json is checked with --project DIR)" } else { "" },
+                home.display()
+            ),
+        );
+        return;
+    }
+    for (file, entry) in entries {
+        let args: Vec<String> = entry.get("args").and_then(Value::as_array).into_iter().flatten().filter_map(|a| a.as_str().map(String::from)).collect();
+        let mut ok = true;
+        match entry.get("command").and_then(Value::as_str) {
+            Some(command) => {
+                let exe = resolve(command, project);
+                if !executable(&exe) {
+                    let problem = if exe.exists() { "is not an executable file" } else { "does not exist" };
+                    checks.add("mcp", Status::Fail, format!("{file}: the `cairn` MCP server runs {}, which {problem}", exe.display()));
+                    ok = false;
+                }
+            }
+            None => {
+                checks.add("mcp", Status::Fail, format!("{file}: the `cairn` MCP server has no command"));
+                ok = false;
+            }
+        }
+        if args.first().map(String::as_str) != Some("serve") {
+            checks.add("mcp", Status::Warn, format!("{file}: the `cairn` MCP server's arguments {args:?} do not start with `serve`"));
+        }
+        let flag = args.iter().position(|a| a == "--home").and_then(|i| args.get(i + 1)).map(|h| resolve(h, project));
+        let env = entry.pointer("/env/CAIRN_HOME").and_then(Value::as_str).map(PathBuf::from);
+        let home = flag.or(env).unwrap_or_else(|| setup::home_path(None));
+        for hook in hooks.iter().filter(|h| !same_path(&h.home, &home)) {
+            checks.add(
+                "mcp",
+                Status::Fail,
+                format!(
+                    "{file}: the `cairn` MCP server reads home {}, but the {} hook in {} writes home {}: the agent's session_history would not see what the hooks archive",
+                    home.display(),
+                    hook.event,
+                    hook.settings.display(),
+                    hook.home.display()
+                ),
+            );
+            ok = false;
+        }
+        if ok {
+            let same = if hooks.is_empty() { "" } else { ", the hooks' home" };
+            checks.add("mcp", Status::Ok, format!("{file}: the `cairn` MCP server reads home {}{same}", home.display()));
+        }
+    }
+}
+
+fn cache(checks: &mut Checks) {
+    let Some(dir) = cairn::cache_dir() else {
+        checks.add("cache", Status::Warn, "the compiled-code cache is off (CAIRN_CACHE_DIR is empty): every start compiles its plugins again");
+        return;
+    };
+    let size = std::fs::read_dir(&dir).map(|listing| {
+        let (bytes, entries) =
+            listing.filter_map(|e| e.ok()?.metadata().ok()).filter(|m| m.is_file()).fold((0u64, 0usize), |(b, n), m| (b + m.len(), n + 1));
+        format!(", {:.1} MB in {entries} files", bytes as f64 / 1e6)
+    });
+    match writable_dir(&dir) {
+        Ok(state) => checks.add("cache", Status::Ok, format!("{}: {state}{}", dir.display(), size.unwrap_or_default())),
+        Err(problem) => checks.add("cache", Status::Warn, format!("compiled code cannot be cached: {problem}; every start compiles its plugins again (CAIRN_CACHE_DIR moves the cache)")),
+    }
+}
+
+fn failures(checks: &mut Checks, homes: &[PathBuf]) {
+    for home in homes {
+        let failures = match hook_failures::list(home) {
+            Ok(failures) => failures,
+            Err(e) => {
+                checks.add("hook-failures", Status::Warn, format!("cannot read the hook failures in {}: {e:#}", home.display()));
+                continue;
+            }
+        };
+        if failures.is_empty() {
+            checks.add("hook-failures", Status::Ok, format!("no hook failures recorded in {}", home.display()));
+            continue;
+        }
+        for f in failures.iter().rev().take(SHOWN_FAILURES) {
+            let session = f.session_id.as_deref().map(|s| format!(" (session {s})")).unwrap_or_default();
+            let told = if f.told { "told to the agent" } else { "not told yet" };
+            checks.add("hook-failures", Status::Warn, format!("{}: the {} {} hook failed{session}: {} [{told}]", f.time(), f.agent, f.hook, f.error));
+        }
+        if failures.len() > SHOWN_FAILURES {
+            let file = home.join(hook_failures::FILE);
+            checks.add("hook-failures", Status::Warn, format!("{} earlier hook failures in {}", failures.len() - SHOWN_FAILURES, file.display()));
+        }
+    }
+}
+
+/// A JSON file Claude Code reads: none when absent; a `fail` naming its line when broken.
+fn read_json(checks: &mut Checks, check: &'static str, file: &Path) -> Option<Value> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            checks.add(check, Status::Fail, format!("cannot read {}: {e}", file.display()));
+            return None;
+        }
+    };
+    if text.trim().is_empty() {
+        return None;
+    }
+    match serde_json::from_str(&text) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            checks.add(check, Status::Fail, format!("{}:{}:{}: {e}: Claude Code cannot read it", file.display(), e.line(), e.column()));
+            None
+        }
+    }
+}
+
+/// Whether `path` is (or can be made) a writable directory: how it stands, or what is wrong.
+fn writable_dir(path: &Path) -> Result<String, String> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_dir() => Err(format!("{} is not a directory", path.display())),
+        Ok(_) => match tempfile::tempfile_in(path) {
+            Ok(_) => Ok("writable".into()),
+            Err(e) => Err(format!("{} is not writable ({e})", path.display())),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let Some(existing) = path.ancestors().skip(1).find(|a| a.exists()) else {
+                return Err(format!("{} cannot be created: none of its parents exists", path.display()));
+            };
+            match (existing.is_dir(), tempfile::tempfile_in(existing)) {
+                (true, Ok(_)) => Ok("does not exist yet, can be created".into()),
+                _ => Err(format!("{} cannot be created: {} is not a writable directory", path.display(), existing.display())),
+            }
+        }
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// `home`'s conversations, as `, N conversations`.
+fn conversations(home: &Path) -> String {
+    match std::fs::read_dir(home.join("conversations")) {
+        Ok(listing) => format!(", {} conversations", listing.filter_map(|e| e.ok()).filter(|e| e.path().is_dir()).count()),
+        Err(_) => String::new(),
+    }
+}
+
+fn executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// A path from a hook command or MCP entry: `~/` is the user's home; a relative path is taken
+/// from the project (Claude Code runs hooks there), else from here.
+fn resolve(word: &str, project: Option<&Path>) -> PathBuf {
+    if let (Some(rest), Some(home)) = (word.strip_prefix("~/"), std::env::var_os("HOME")) {
+        return PathBuf::from(home).join(rest);
+    }
+    let path = PathBuf::from(word);
+    match project {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => std::path::absolute(&path).unwrap_or(path),
+    }
+}
+
+fn same_path(a: &Path, b: &Path) -> bool {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()));
+    canonical(a) == canonical(b)
+}
+
+/// A command line split as a POSIX shell splits it (quotes and backslashes; no expansions):
+/// none when a quote is left open.
+fn shell_words(line: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => word.push(c),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '\\' => match chars.next()? {
+                            '\n' => {}
+                            c @ ('"' | '\\' | '$' | '`') => word.push(c),
+                            c => word.extend(['\\', c]),
+                        },
+                        c => word.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some('\n') => {}
+                    Some(c) => word.push(c),
+                    None => word.push('\\'),
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Some(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_split_as_a_shell_splits_them() {
+        let words = |line| shell_words(line).unwrap();
+        assert_eq!(words("/bin/cairn claude-code pre-compact --home /h"), ["/bin/cairn", "claude-code", "pre-compact", "--home", "/h"]);
+        assert_eq!(words(r"'/my dir/cairn' claude-code session-start --home '/it'\''s home'"), ["/my dir/cairn", "claude-code", "session-start", "--home", "/it's home"]);
+        assert_eq!(words(r#""/a \"b\"/c\d" x\ y  ''"#), [r#"/a "b"/c\d"#, "x y", ""]);
+        assert_eq!(shell_words("'open"), None);
+        assert_eq!(shell_words("\"open"), None);
+    }
+}

@@ -1,0 +1,250 @@
+//! Why an agent's hook could not do its work, kept in Cairn's home so it is never lost in the
+//! agent's debug log: `<home>/hook-failures.jsonl`, one failure a line, the last [`KEEP`]
+//! kept. A hook that fails records itself here and exits without blocking the agent; the next
+//! hook of the same agent that can print to the agent tells it (and the user) in one line and
+//! marks the failure told; `cairn doctor` lists them all, told or not. Agent-neutral: a record
+//! names its agent (`claude-code`, `codex`, …) and its hook.
+//!
+//! Every write replaces the file atomically (a temporary file in the home, fsynced, renamed,
+//! the home fsynced) under an advisory lock, so two hooks failing at once both stay recorded.
+//! Recording never panics and never blocks for long: a home that cannot be written is said on
+//! stderr and the hook goes on failing as it would have.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// The file, at the home's top level.
+pub const FILE: &str = "hook-failures.jsonl";
+const LOCK: &str = "hook-failures.lock";
+/// How many failures are kept (the oldest go first).
+pub const KEEP: usize = 50;
+
+/// One hook that could not do its work.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Failure {
+    /// The agent whose hook it was (`claude-code`).
+    pub agent: String,
+    /// The hook's verb (`pre-compact`).
+    pub hook: String,
+    /// When, as seconds since the Unix epoch.
+    pub at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_path: Option<String>,
+    /// The error chain, outermost first (`{:#}`).
+    pub error: String,
+    /// Whether a later hook has told the agent.
+    #[serde(default)]
+    pub told: bool,
+}
+
+impl Failure {
+    pub fn new(agent: &str, hook: &str, session_id: Option<String>, transcript_path: Option<String>, error: &anyhow::Error) -> Self {
+        let at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+        Failure { agent: agent.into(), hook: hook.into(), at, session_id, transcript_path, error: format!("{error:#}"), told: false }
+    }
+
+    /// `2025-06-01 14:02 UTC`.
+    pub fn time(&self) -> String {
+        utc(self.at)
+    }
+
+    /// What the failure cost, in the words of the hook's job.
+    fn consequence(&self) -> &'static str {
+        match self.hook.as_str() {
+            "pre-compact" => "nothing was archived for that compaction",
+            "session-start" => "the record of that compaction was not added back",
+            _ => "its work was not done",
+        }
+    }
+}
+
+/// Records `failure` in `home`; never panics, and says on stderr when it cannot.
+pub fn record(home: &Path, failure: Failure) {
+    let outcome = std::panic::catch_unwind(|| {
+        update(home, |failures| {
+            failures.push(failure.clone());
+            true
+        })
+    });
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("cairn: could not record this hook failure in {}: {e:#}", home.display()),
+        Err(_) => eprintln!("cairn: could not record this hook failure in {}", home.display()),
+    }
+}
+
+/// Every failure recorded in `home`, oldest first (none when the file is absent). A line that
+/// is not a failure (a torn or foreign line) is skipped.
+pub fn list(home: &Path) -> Result<Vec<Failure>> {
+    let text = match std::fs::read_to_string(home.join(FILE)) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", home.join(FILE).display())),
+    };
+    Ok(text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect())
+}
+
+/// `agent`'s failures in `home` no hook has told yet, oldest first (none when the home cannot
+/// be read).
+pub fn untold(home: &Path, agent: &str) -> Vec<Failure> {
+    list(home).unwrap_or_default().into_iter().filter(|f| f.agent == agent && !f.told).collect()
+}
+
+/// Marks `failures` told (they stay listed); says on stderr when it cannot.
+pub fn mark_told(home: &Path, failures: &[Failure]) {
+    if failures.is_empty() {
+        return;
+    }
+    let marked = update(home, |kept| {
+        let mut changed = false;
+        for f in kept.iter_mut().filter(|f| !f.told && failures.contains(f)) {
+            f.told = true;
+            changed = true;
+        }
+        changed
+    });
+    if let Err(e) = marked {
+        eprintln!("cairn: could not mark the hook failures told in {}: {e:#}", home.display());
+    }
+}
+
+/// `Cairn: the pre-compact hook failed at 2025-06-01 14:02 UTC (reading …: line 15: …); nothing
+/// was archived for that compaction — run `cairn doctor``, with how many more when several.
+pub fn notice(untold: &[Failure]) -> Option<String> {
+    let last = untold.last()?;
+    let error: String = if last.error.chars().count() > 400 {
+        last.error.chars().take(400).collect::<String>() + "…"
+    } else {
+        last.error.clone()
+    };
+    let earlier = match untold.len() - 1 {
+        0 => String::new(),
+        1 => " (and 1 earlier hook failure)".into(),
+        n => format!(" (and {n} earlier hook failures)"),
+    };
+    Some(format!(
+        "Cairn: the {} hook failed at {} ({}); {}{earlier} — run `cairn doctor` to see why",
+        last.hook,
+        last.time(),
+        error.replace('\n', " "),
+        last.consequence()
+    ))
+}
+
+/// Reads, changes and (when `change` says so) replaces the file under the lock, keeping the
+/// last [`KEEP`].
+fn update(home: &Path, change: impl FnOnce(&mut Vec<Failure>) -> bool) -> Result<()> {
+    std::fs::create_dir_all(home).with_context(|| format!("creating home {}", home.display()))?;
+    let _lock = lock(&home.join(LOCK))?;
+    let mut failures = list(home)?;
+    if !change(&mut failures) {
+        return Ok(());
+    }
+    let keep_from = failures.len().saturating_sub(KEEP);
+    let mut text = String::new();
+    for f in &failures[keep_from..] {
+        text.push_str(&serde_json::to_string(f)?);
+        text.push('\n');
+    }
+    let mut file = tempfile::NamedTempFile::new_in(home).with_context(|| format!("writing in {}", home.display()))?;
+    file.write_all(text.as_bytes())?;
+    file.as_file().sync_all()?;
+    file.persist(home.join(FILE)).with_context(|| format!("replacing {}", home.join(FILE).display()))?;
+    // The rename itself, durable.
+    if let Ok(dir) = File::open(home) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+/// The advisory lock, waited for at most a few seconds: a hook never hangs on it.
+fn lock(path: &PathBuf) -> Result<File> {
+    let file = File::options().create(true).truncate(false).write(true).open(path).with_context(|| format!("opening {}", path.display()))?;
+    for _ in 0..50 {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => std::thread::sleep(Duration::from_millis(100)),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
+        }
+    }
+    anyhow::bail!("{} stayed locked for 5 s", path.display())
+}
+
+/// `secs` since the epoch as `YYYY-MM-DD HH:MM UTC` (days to a civil date: Howard Hinnant's
+/// algorithm).
+fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let (hour, minute) = ((secs % 86_400) / 3600, (secs % 3600) / 60);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02} UTC")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a hook that prints does: the notice of the untold failures, then marks them told.
+    fn tell(home: &Path, agent: &str) -> Option<String> {
+        let untold = untold(home, agent);
+        let line = notice(&untold)?;
+        mark_told(home, &untold);
+        Some(line)
+    }
+
+    fn failure(n: u64) -> Failure {
+        Failure { agent: "claude-code".into(), hook: "pre-compact".into(), at: n, session_id: None, transcript_path: None, error: format!("error {n}"), told: false }
+    }
+
+    #[test]
+    fn times_are_civil_dates_in_utc() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(951_827_696), "2000-02-29 12:34 UTC");
+        assert_eq!(utc(1_767_225_599), "2025-12-31 23:59 UTC");
+    }
+
+    #[test]
+    fn failures_are_kept_to_the_last_fifty_and_told_once_per_agent() {
+        let home = tempfile::tempdir().unwrap();
+        for n in 0..60 {
+            record(home.path(), failure(n));
+        }
+        let mut codex = failure(99);
+        codex.agent = "codex".into();
+        record(home.path(), codex);
+        let kept = list(home.path()).unwrap();
+        assert_eq!(kept.len(), KEEP);
+        assert_eq!(kept.last().unwrap().agent, "codex");
+
+        let line = tell(home.path(), "claude-code").unwrap();
+        assert!(line.starts_with("Cairn: the pre-compact hook failed at 1970-01-01 00:00 UTC (error 59); nothing was archived"), "{line}");
+        assert!(line.contains("(and 48 earlier hook failures)"), "{line}");
+        assert_eq!(tell(home.path(), "claude-code"), None, "told once");
+        assert!(tell(home.path(), "codex").is_some(), "another agent's failures are its own to tell");
+        assert!(list(home.path()).unwrap().iter().all(|f| f.told), "told failures stay listed");
+    }
+
+    #[test]
+    fn a_home_that_cannot_be_written_is_said_not_panicked() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("home");
+        std::fs::write(&file, "not a directory").unwrap();
+        record(&file, failure(1));
+        assert!(list(&file).is_err() || list(&file).unwrap().is_empty());
+        assert_eq!(tell(&file, "claude-code"), None);
+    }
+}
