@@ -1,6 +1,7 @@
 //! `cairn claude-code`: Cairn inside Claude Code through its hooks
 //! (https://code.claude.com/docs/en/hooks).
-//! - `install` / `uninstall` add and remove exactly Cairn's hooks in a settings file;
+//! - `install` / `uninstall` add and remove exactly Cairn's hooks in a settings file (and with
+//!   `--mcp` its MCP server, the agent's recall tools);
 //! - `pre-compact` (the `PreCompact` hook) archives the whole transcript into the session's
 //!   conversation and computes the deterministic checkpoint, before Claude Code summarizes;
 //! - `session-start` (the `SessionStart` hook, matcher `compact`) injects the checkpoint and
@@ -15,9 +16,10 @@ use anyhow::Result;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
-    /// Add Cairn's hooks to Claude Code's settings (the user's, or a project's with --project).
+    /// Add Cairn's hooks to Claude Code's settings (the user's, or a project's with --project),
+    /// and with --mcp its MCP server.
     Install(settings::Args),
-    /// Remove exactly the hooks `install` added.
+    /// Remove exactly what `install` added (hooks, MCP server, files it left empty).
     Uninstall(settings::Args),
     /// The PreCompact hook: reads Claude Code's hook payload on stdin.
     PreCompact(HookArgs),
