@@ -256,7 +256,9 @@ impl Cairn {
                 return Ok(report);
             }
         };
-        chain::anchor::root_objective(&mut committed, input.previous_checkpoint, &transcript.entries, &self.tokenizer);
+        let first_request = store.first_operator_request();
+        chain::anchor::root_objective(&mut committed, input.previous_checkpoint, first_request.as_deref(), &self.tokenizer);
+        chain::anchor::preserve(&mut committed, options.preserve, archive_id.as_str(), &self.tokenizer);
         let applied = committed.applied;
         let originals = &transcript.entries[applied.first..=applied.last];
         let artifacts = store.write_archive(&archive_id, originals, &committed.artifacts)?;

@@ -5,13 +5,17 @@
 
 pub mod anchor;
 mod breaker;
+mod clip;
 pub(crate) mod invariants;
+
+pub use invariants::pairing_problems;
 mod last_resort;
 mod pipeline;
 mod seed;
 mod window;
 
 pub use breaker::{BreakerSettings, CircuitBreaker};
+pub use clip::{oversized, Clip, CLIP};
 pub use invariants::{apply, Applied};
 pub use last_resort::{LastResort, LAST_RESORT};
 pub use pipeline::{run_pipeline, StageSteps};

@@ -152,6 +152,18 @@ impl ConversationStore {
         self.committed().rev().find_map(|c| c.checkpoint.as_deref())
     }
 
+    /// The text of the operator's first message in the whole record, whatever compactions
+    /// removed from the context since: the conversation's root objective.
+    pub fn first_operator_request(&self) -> Option<String> {
+        self.log.events.iter().find_map(|e| match e {
+            Event::Snapshot { entries, .. } => entries
+                .iter()
+                .find(|e| e.role == crate::transcript::Role::User && e.origin == crate::transcript::Origin::Operator)
+                .map(|e| e.model_text()),
+            _ => None,
+        })
+    }
+
     /// Ids of the seed entries committed handovers started sessions with.
     pub fn seed_ids(&self) -> std::collections::HashSet<String> {
         self.committed().filter(|c| c.purpose == crate::record::Purpose::Handover).flat_map(|c| c.replacement.iter().map(|e| e.id.clone())).collect()

@@ -81,6 +81,50 @@ pub struct Entry {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Transcript {
     pub entries: Vec<Entry>,
+    /// Line and item kinds the reader met but does not know.
+    pub unrecognized: Unrecognized,
+}
+
+/// Kinds of lines or items a reader does not know, counted by kind. Agents add kinds between
+/// releases, so an unknown kind is never fatal: one that carries nothing for the model is
+/// `skipped`; one that carries a message is `kept` as an opaque text entry, so no
+/// conversation text is lost without a word.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Unrecognized {
+    pub skipped: std::collections::BTreeMap<String, u32>,
+    pub kept: std::collections::BTreeMap<String, u32>,
+}
+
+impl Unrecognized {
+    pub fn is_empty(&self) -> bool {
+        self.skipped.is_empty() && self.kept.is_empty()
+    }
+
+    pub fn skip(&mut self, kind: &str) {
+        *self.skipped.entry(kind.to_string()).or_default() += 1;
+    }
+
+    pub fn keep(&mut self, kind: &str) {
+        *self.kept.entry(kind.to_string()).or_default() += 1;
+    }
+}
+
+impl std::fmt::Display for Unrecognized {
+    /// `3 skipped (a ×2, b), 1 kept as text (c)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |kinds: &std::collections::BTreeMap<String, u32>| {
+            kinds.iter().map(|(k, n)| if *n > 1 { format!("{k} ×{n}") } else { k.clone() }).collect::<Vec<_>>().join(", ")
+        };
+        let total = |kinds: &std::collections::BTreeMap<String, u32>| kinds.values().sum::<u32>();
+        let mut parts = Vec::new();
+        if !self.skipped.is_empty() {
+            parts.push(format!("{} skipped ({})", total(&self.skipped), list(&self.skipped)));
+        }
+        if !self.kept.is_empty() {
+            parts.push(format!("{} kept as text ({})", total(&self.kept), list(&self.kept)));
+        }
+        f.write_str(&parts.join(", "))
+    }
 }
 
 impl Entry {
@@ -145,7 +189,7 @@ impl cairn_rules::RuleEntry for Entry {
 
 impl Transcript {
     pub fn new(entries: Vec<Entry>) -> Self {
-        Transcript { entries }
+        Transcript { entries, unrecognized: Unrecognized::default() }
     }
 
     /// Recomputes `turn` from the entries: a new turn starts at each

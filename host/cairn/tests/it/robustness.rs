@@ -135,3 +135,53 @@ fn token_counting_answers_every_mutated_text() {
         assert!(counter.count(&text) as usize <= text.len());
     }
 }
+
+/// Agents add line kinds between releases. Every recorded Claude Code and Pi session, with 20
+/// lines of kinds no reader knows spliced in at random (half carry a message), still reads,
+/// counts each of them, keeps the text of those with a message, and compacts.
+#[test]
+#[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
+fn recorded_sessions_with_twenty_unknown_line_kinds_compact_and_report_them() {
+    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/transcripts");
+    let cairn = crate::support::host();
+    let policy = cairn.default_policy().unwrap();
+    let mut rng = Rng(0x5eed_cafe);
+    let mut sessions = 0;
+    for dir in ["claude-code", "pi"] {
+        for file in std::fs::read_dir(shared.join(dir)).unwrap().map(|f| f.unwrap().path()) {
+            let name = file.display().to_string();
+            let text = std::fs::read_to_string(&file).unwrap();
+            let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+            let mut notes = Vec::new();
+            for n in 0..20 {
+                // After the header (Pi) and before the last line (the leaf of Pi's tree).
+                let at = 1 + rng.below(lines.len() - 1);
+                let line = if n % 2 == 0 {
+                    let note = format!("note {n} from a newer release {:x}", rng.next());
+                    notes.push(note.clone());
+                    serde_json::json!({"type": format!("future-kind-{n}"), "sessionId": "s", "message": {"role": "user", "content": [{"type": "text", "text": note}]}})
+                } else {
+                    serde_json::json!({"type": format!("future-kind-{n}"), "sessionId": "s", "state": {"n": n}})
+                };
+                lines.insert(at, line.to_string());
+            }
+            let (t, _) = formats::parse(&lines.join("\n"), &name).unwrap_or_else(|e| panic!("{e}"));
+            let u = &t.unrecognized;
+            assert_eq!(u.skipped.values().sum::<u32>() + u.kept.values().sum::<u32>(), 20, "{name}: {u}");
+            assert_eq!(u.kept.len(), 10, "{name}: {u}");
+            // Notes before Claude Code's last compaction are not in its context; the rest are.
+            let texts: String = t.entries.iter().map(|e| e.model_text()).collect();
+            let visible = notes.iter().filter(|n| texts.contains(n.as_str())).count();
+            assert!(visible > 0 || text.contains("compact_boundary"), "{name}: no note kept");
+            let (original, _) = formats::parse(&text, &name).unwrap();
+            assert_eq!(cairn::chain::pairing_problems(&t.entries), cairn::chain::pairing_problems(&original.entries), "{name}");
+            let home_dir = tempfile::tempdir().unwrap();
+            let home = Home::open(home_dir.path()).unwrap();
+            let mut store = home.conversation(&ConversationKey::derive(&name)).unwrap();
+            let report = cairn.compact(&policy, &mut store, &t, &name).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            assert!(report.tokens_after <= report.tokens_before, "{name}");
+            sessions += 1;
+        }
+    }
+    assert!(sessions >= 5, "only {sessions} recorded sessions");
+}

@@ -83,6 +83,7 @@ pub fn boundary(args: BoundaryArgs) -> Result<()> {
     let name = args.file.display().to_string();
     let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {name}"))?;
     let (transcript, _) = formats::parse(&text, &name)?;
+    let unrecognized = transcript.unrecognized.clone();
     let (lifecycle, key, _) = args.common.lifecycle()?;
     let usage = match (args.reported_tokens, args.count, args.from_transcript) {
         (Some(tokens), ..) => Usage::Reported { tokens, entries_after: args.entries_after },
@@ -103,7 +104,9 @@ pub fn boundary(args: BoundaryArgs) -> Result<()> {
     if let Some(out) = &args.out {
         std::fs::write(out, formats::write_cairn(&outcome.transcript)).with_context(|| format!("writing {}", out.display()))?;
     }
-    println!("{}", serde_json::to_string_pretty(&outcome)?);
+    let mut value = serde_json::to_value(&outcome)?;
+    value["unrecognized"] = serde_json::json!(unrecognized);
+    println!("{}", serde_json::to_string_pretty(&value)?);
     Ok(())
 }
 

@@ -41,6 +41,9 @@ pub fn run(args: Args) -> Result<()> {
     let setup::Session { name, transcript, format, policy, cairn, home, mut store } = args.session.open()?;
     let options = cairn::RunOptions { workspace: args.workspace.as_deref(), ..Default::default() };
     let report = cairn.compact_with(&policy, &mut store, &transcript, &name, options)?;
+    if !args.json && !transcript.unrecognized.is_empty() {
+        eprintln!("note: {name}: line kinds this reader does not know: {}", transcript.unrecognized);
+    }
 
     if let Some(out) = &args.out {
         let written = match args.out_format {
@@ -54,11 +57,15 @@ pub fn run(args: Args) -> Result<()> {
     if args.json {
         let mut value = serde_json::to_value(&report)?;
         value["input_format"] = json!(format.to_string());
+        value["unrecognized"] = json!(transcript.unrecognized);
         value["home"] = json!(home.path().display().to_string());
         value["out"] = json!(args.out.as_ref().map(|p| p.display().to_string()));
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print_report(&report, &name, &home);
+    }
+    if !report.committed {
+        return Err(super::NothingCommitted.into());
     }
     Ok(())
 }
@@ -81,7 +88,10 @@ pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
             report.conversation,
             home.path().display()
         ),
-        None => println!("nothing committed: every step failed; the transcript is unchanged"),
+        None => println!(
+            "nothing committed, no archive written: {}; the transcript is unchanged",
+            report.not_committed.as_deref().unwrap_or("every step failed")
+        ),
     }
 }
 

@@ -13,14 +13,14 @@
 //! (https://code.claude.com/docs/en/hooks, "PreCompact"/"SessionStart" and the transcript
 //! notes), the rest read off real sessions.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::anthropic::{split_content, Message};
 use super::TranscriptError;
-use crate::transcript::{Entry, Origin, Role, Transcript};
+use crate::transcript::{Entry, Origin, Part, Role, Transcript, Unrecognized};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -67,21 +67,40 @@ impl Usage {
     }
 }
 
-/// Line types that carry no message for the model.
-const BOOKKEEPING: &[&str] = &["progress", "file-history-snapshot", "queue-operation", "summary", "custom-title", "tag", "agent-name", "last-prompt"];
+/// Line kinds that are the conversation.
+const CONVERSATION: &[&str] = &["user", "assistant", "system"];
+
+/// Line kinds that carry no message for the model (UI state, titles, file backups, modes).
+const BOOKKEEPING: &[&str] = &[
+    "progress", "file-history-snapshot", "file-history-delta", "queue-operation", "summary", "custom-title", "ai-title", "tag",
+    "agent-name", "agent-color", "agent-setting", "last-prompt", "mode", "permission-mode", "cost-state", "worktree-state",
+    "pr-link", "frame-link", "bridge-session", "relocated", "continued-in", "ended-by-model", "attribution-snapshot",
+    "history-suppression", "isolation-latch", "atis-latch", "dev-mods", "memory-mode", "content-replacement",
+    "fork-context-ref", "observer-ref", "artifact-comment-monitor", "artifact-autoreact-ledger",
+];
+
+/// Claude Code's record of each API request (2.1.28x on): its shape, and each message blob it
+/// sent, deduplicated. The `message` of an `api-request-blob` is a request parameter, a copy
+/// of a turn already in the log, not a turn of its own.
+const REQUEST_CAPTURE: &[&str] = &["api-request", "api-request-shape", "api-request-blob"];
 
 /// Text Claude Code itself writes as a user message: background task notices, hook
 /// reminders, local command output, interruption markers. Not operator intent.
-const INJECTED_PREFIXES: &[&str] = &["<task-notification>", "<system-reminder>", "<local-command-", "<bash-stdout>", "<bash-stderr>", "[Request interrupted by user"];
+/// Slash commands (`<command-name>/compact</command-name>…`) are the harness's record of a
+/// command, not something the operator said to the model.
+const INJECTED_PREFIXES: &[&str] = &[
+    "<task-notification>", "<system-reminder>", "<local-command-", "<bash-stdout>", "<bash-stderr>", "[Request interrupted by user",
+    "<command-name>", "<command-message>", "<command-args>",
+];
 
-fn injected(parts: &[crate::transcript::Part]) -> bool {
-    matches!(parts.first(), Some(crate::transcript::Part::Text { text }) if INJECTED_PREFIXES.iter().any(|p| text.trim_start().starts_with(p)))
+fn injected(parts: &[Part]) -> bool {
+    matches!(parts.first(), Some(Part::Text { text }) if INJECTED_PREFIXES.iter().any(|p| text.trim_start().starts_with(p)))
 }
 
 /// Whether `first` (the first non-blank line, parsed) looks like a Claude Code session line.
 pub(super) fn detect(first: &serde_json::Map<String, Value>) -> bool {
     let kind = first.get("type").and_then(Value::as_str).unwrap_or_default();
-    first.contains_key("sessionId") && first.contains_key("uuid")
+    first.contains_key("sessionId") && (first.contains_key("uuid") || BOOKKEEPING.contains(&kind) || REQUEST_CAPTURE.contains(&kind))
         || kind == "file-history-snapshot"
         || kind == "summary" && first.contains_key("leafUuid")
         || kind == "queue-operation"
@@ -89,17 +108,49 @@ pub(super) fn detect(first: &serde_json::Map<String, Value>) -> bool {
 
 pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
     let mut lines = Vec::new();
+    // Kinds this reader does not know, each counted; one carrying a message is kept as text.
+    let mut unrecognized = Unrecognized::default();
+    let mut opaque: Vec<(usize, Entry)> = Vec::new();
     for (i, raw) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let line: Line = serde_json::from_str(raw).map_err(|e| TranscriptError::in_line(source_name, i + 1, &e))?;
-        lines.push((i + 1, line));
+        let known = |kind: &str| BOOKKEEPING.contains(&kind) || REQUEST_CAPTURE.contains(&kind);
+        let strict = match serde_json::from_str::<Line>(raw) {
+            Ok(line) if CONVERSATION.contains(&line.kind.as_str()) => {
+                lines.push((i + 1, line));
+                continue;
+            }
+            Ok(line) if known(&line.kind) => continue,
+            strict => strict,
+        };
+        // Rare: a kind this reader does not know, or a line it cannot read.
+        let value: Value = serde_json::from_str(raw).map_err(|e| TranscriptError::in_line(source_name, i + 1, &e))?;
+        let kind = value.get("type").and_then(Value::as_str).unwrap_or_default();
+        if CONVERSATION.contains(&kind) {
+            // A user, assistant or system line without their shape.
+            if let Err(e) = strict {
+                return Err(TranscriptError::in_line(source_name, i + 1, &e));
+            }
+        } else if known(kind) {
+        } else if let Some(text) = super::message_text(&value) {
+            unrecognized.keep(kind);
+            let id = value.get("uuid").and_then(Value::as_str).map_or_else(|| format!("l{}", i + 1), str::to_string);
+            opaque.push((i + 1, Entry::text(id, Role::User, Origin::Harness, format!("[{kind} line] {text}"))));
+        } else {
+            unrecognized.skip(if kind.is_empty() { "(no type)" } else { kind });
+        }
     }
     // A subagent's own file holds only sidechain lines: then they are the conversation.
     let all_sidechain = lines.iter().filter(|(_, l)| l.uuid.is_some()).all(|(_, l)| l.is_sidechain);
     let start = lines.iter().rposition(|(_, l)| l.subtype.as_deref() == Some("compact_boundary")).map_or(0, |p| p + 1);
+    // Opaque entries from before the last compaction are not in the context either.
+    let first_line = start.checked_sub(1).map_or(0, |b| lines[b].0);
+    let mut opaque = opaque.into_iter().filter(|(at, _)| *at > first_line).peekable();
 
     let mut entries: Vec<Entry> = Vec::new();
     // Where each response's entry sits, to merge its later blocks into it.
     let mut response_at: HashMap<String, usize> = HashMap::new();
+    // Calls not answered yet: an opaque entry waits for the next user text with no call open,
+    // so it never comes between a call and its result, nor inside one response.
+    let mut open_calls: HashSet<String> = HashSet::new();
     for (line_no, line) in lines.into_iter().skip(start) {
         if line.is_sidechain && !all_sidechain {
             continue;
@@ -113,6 +164,10 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                     return Err(err("an assistant message carries a tool_result".into()));
                 }
                 let tokens = m.usage.map(|u| u.context_tokens());
+                open_calls.extend(split.parts.iter().filter_map(|p| match p {
+                    Part::ToolCall { id, .. } => Some(id.clone()),
+                    _ => None,
+                }));
                 match m.id.as_ref().and_then(|r| response_at.get(r)) {
                     Some(&at) => {
                         let entry = &mut entries[at];
@@ -137,7 +192,15 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                 let split = split_content(&m.message.content).map_err(err)?;
                 let base = id();
                 let results = split.results.len();
+                if results == 0 && open_calls.is_empty() {
+                    while opaque.peek().is_some_and(|(at, _)| *at < line_no) {
+                        entries.extend(opaque.next().map(|(_, e)| e));
+                    }
+                }
                 for (k, result) in split.results.into_iter().enumerate() {
+                    if let Part::ToolResult { call_id, .. } = &result {
+                        open_calls.remove(call_id);
+                    }
                     let rid = if k == 0 { base.clone() } else { format!("{base}-{}", k + 1) };
                     entries.push(Entry { parts: vec![result], ..Entry::text(rid, Role::Tool, Origin::Tool, "") });
                 }
@@ -159,16 +222,14 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
             }
             // Hook summaries, timings, boundaries: shown to the user, never sent to the model.
             ("system", _) => {}
-            (kind, None) if BOOKKEEPING.contains(&kind) => {}
-            (kind, Some(_)) => return Err(err(format!("a {kind:?} line with a message: expected user or assistant"))),
-            // A new kind of bookkeeping line: nothing for the model, nothing lost.
-            (kind, None) => tracing::debug!(source = source_name, line = line_no, kind, "skipping a Claude Code line with no message"),
+            (kind, _) => return Err(err(format!("a {kind:?} line where a user or assistant message was expected"))),
         }
     }
+    entries.extend(opaque.map(|(_, e)| e));
     if entries.is_empty() {
         return Err(TranscriptError::new(source_name, None, "a Claude Code session with no messages"));
     }
-    Ok(Transcript::new(entries))
+    Ok(Transcript { unrecognized, ..Transcript::new(entries) })
 }
 
 #[cfg(test)]
@@ -250,14 +311,45 @@ mod tests {
         let broken = SESSION.replacen(r#""uuid":"u3"}"#, r#""uuid":"u3""#, 1);
         let e = parse_any(&broken, "s.jsonl").unwrap_err();
         assert_eq!(e.line, Some(5), "{e}");
-        let odd = format!("{SESSION}{}\n", r#"{"type":"mystery","sessionId":"s","uuid":"z","message":{"role":"user","content":"x"}}"#);
-        let e = parse_any(&odd, "s.jsonl").unwrap_err();
-        assert_eq!(e.line, Some(16), "{e}");
-        assert!(e.message.contains("mystery"), "{e}");
         let bad_block = SESSION.replacen(r#"{"type":"tool_use","id":"t1","name":"Bash""#, r#"{"type":"tool_use","name":"Bash""#, 1);
         let e = parse_any(&bad_block, "s.jsonl").unwrap_err();
         assert_eq!(e.line, Some(8), "{e}");
         assert!(e.message.contains("has no `id`"), "{e}");
+    }
+
+    /// Claude Code 2.1.328 records each API request: its message blobs are copies of turns.
+    /// A kind nobody knows yet is counted; with a message, its text stays as an opaque entry,
+    /// after the open call is answered, never between a call and its result.
+    #[test]
+    fn new_line_kinds_are_counted_never_fatal_and_never_lose_text() {
+        let blob = r#"{"type":"api-request-blob","sessionId":"s","hash":"h1","message":{"role":"user","content":"Now run the tests."}}"#;
+        let mystery = r#"{"type":"mystery","sessionId":"s","uuid":"z","message":{"role":"user","content":[{"type":"text","text":"a note"}]}}"#;
+        let quiet = r#"{"type":"hologram","sessionId":"s","state":{"x":1}}"#;
+        let mut lines: Vec<&str> = SESSION.lines().collect();
+        // After the call t1 (line 8), before its result: the opaque entry must wait.
+        lines.insert(8, mystery);
+        lines.insert(5, blob);
+        lines.push(quiet);
+        let (t, _) = parse_any(&lines.join("\n"), "s.jsonl").unwrap();
+        assert_eq!(t.unrecognized.skipped.get("hologram"), Some(&1));
+        assert_eq!(t.unrecognized.kept.get("mystery"), Some(&1));
+        assert!(!t.unrecognized.skipped.contains_key("api-request-blob"), "a known kind");
+        let texts: Vec<String> = t.entries.iter().map(|e| e.model_text()).collect();
+        assert_eq!(texts.iter().filter(|t| t.contains("Now run the tests.")).count(), 1, "the blob is not a turn");
+        let note = t.entries.iter().position(|e| e.model_text().contains("[mystery line] a note")).expect("the note's text is kept");
+        assert_eq!(t.entries[note].origin, Origin::Harness);
+        assert_calls_answered_in_place(&t, "s.jsonl");
+        assert!(t.unrecognized.to_string().contains("1 skipped (hologram)"), "{}", t.unrecognized);
+    }
+
+    #[test]
+    fn a_slash_command_is_not_the_operator_speaking() {
+        let text = r#"{"parentUuid":null,"isSidechain":false,"sessionId":"s","type":"user","message":{"role":"user","content":"Fix the parser."},"uuid":"u1"}
+{"parentUuid":"u1","isSidechain":false,"sessionId":"s","type":"user","message":{"role":"user","content":"<command-name>/compact</command-name>\n<command-message>compact</command-message>\n<command-args>keep the port</command-args>"},"uuid":"u2"}
+"#;
+        let (t, _) = parse_any(text, "s.jsonl").unwrap();
+        assert_eq!(t.entries[0].origin, Origin::Operator);
+        assert_eq!(t.entries[1].origin, Origin::Harness);
     }
 
     /// Every recorded Claude Code session: read by this reader, every call answered right after

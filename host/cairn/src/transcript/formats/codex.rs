@@ -16,7 +16,7 @@
 use serde_json::{Map, Value};
 
 use super::{describe_url, opaque, TranscriptError};
-use crate::transcript::{Entry, Origin, Part, Role, Transcript};
+use crate::transcript::{Entry, Origin, Part, Role, Transcript, Unrecognized};
 
 const ENVELOPE_TYPES: &[&str] = &["session_meta", "response_item", "turn_context", "event_msg", "compacted"];
 
@@ -62,7 +62,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
     }
     let last_compaction = lines.iter().rposition(|(_, l)| envelope(l).is_some_and(|(kind, _)| kind == "compacted"));
 
-    let mut reader = Reader { source_name, entries: Vec::new(), open: None };
+    let mut reader = Reader { source_name, entries: Vec::new(), open: None, unrecognized: Unrecognized::default() };
     if let Some((line_no, payload)) = last_compaction.and_then(|at| Some((lines[at].0, envelope(&lines[at].1)?.1))) {
         reader.compaction(line_no, payload)?;
     }
@@ -72,7 +72,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
     if reader.entries.is_empty() {
         return Err(TranscriptError::new(source_name, None, "a Codex rollout with no messages"));
     }
-    Ok(Transcript::new(reader.entries))
+    Ok(Transcript { unrecognized: reader.unrecognized, ..Transcript::new(reader.entries) })
 }
 
 struct Reader<'a> {
@@ -80,6 +80,7 @@ struct Reader<'a> {
     entries: Vec<Entry>,
     /// The assistant entry the current model response's items go into.
     open: Option<usize>,
+    unrecognized: Unrecognized,
 }
 
 impl Reader<'_> {
@@ -89,7 +90,7 @@ impl Reader<'_> {
             Some(("response_item", item)) => self.item(item, id, line_no)?,
             Some(("event_msg", event)) => self.event(event),
             Some(("session_meta" | "turn_context", _)) => {}
-            Some((kind, _)) => tracing::debug!(source = self.source_name, line = line_no, kind, "skipping a Codex line of unknown type"),
+            Some((kind, _)) => self.unrecognized.skip(kind),
             // Pre-envelope bookkeeping: state lines and the session meta carry no message.
             None if line.get("record_type").is_some() || line.as_object().is_some_and(legacy_meta) => {}
             None => self.item(line, id, line_no)?,
@@ -181,8 +182,13 @@ impl Reader<'_> {
             }
             // Codex's undo bookkeeping (a local git commit); never sent to the model.
             "ghost_snapshot" => {}
-            // web_search_call, remote `compaction`, newer items: the model's, kept as written.
-            _ => self.respond(id, vec![opaque(item)]),
+            // The model's own searches: kept as written.
+            "web_search_call" => self.respond(id, vec![opaque(item)]),
+            // Remote `compaction`, newer items: the model's, kept as written, and counted.
+            _ => {
+                self.unrecognized.keep(if kind.is_empty() { "(no type)" } else { kind });
+                self.respond(id, vec![opaque(item)]);
+            }
         }
         Ok(())
     }

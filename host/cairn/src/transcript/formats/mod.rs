@@ -126,7 +126,22 @@ pub fn parse_as(
         Format::Anthropic => anthropic::parse(text, source_name)?,
     };
     transcript.number_turns();
+    if !transcript.unrecognized.is_empty() {
+        tracing::warn!(source = source_name, format = format.name(), "unrecognized line kinds: {}", transcript.unrecognized);
+    }
     Ok(transcript)
+}
+
+/// The text of an unknown line's `message` (a string `content`, or the `text` of its content
+/// blocks), for a reader that keeps it as an opaque entry.
+fn message_text(line: &serde_json::Value) -> Option<String> {
+    let content = line.get("message")?.get("content")?;
+    let text = match content {
+        serde_json::Value::String(text) => text.clone(),
+        serde_json::Value::Array(blocks) => blocks.iter().filter_map(|b| b.get("text").and_then(serde_json::Value::as_str)).collect::<Vec<_>>().join("\n"),
+        _ => return None,
+    };
+    Some(text).filter(|t| !t.trim().is_empty())
 }
 
 /// `t` written in `format`, for the formats Cairn writes (`None`: a harness's own session

@@ -19,10 +19,10 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde::Deserialize;
 
 use super::{image_reference, TextOr, TranscriptError};
-use crate::transcript::{Entry, Origin, Part, Role, Transcript};
+use crate::transcript::{Entry, Origin, Part, Role, Transcript, Unrecognized};
 
 /// Any line of a session file; which fields matter depends on `type`.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct Line {
     #[serde(rename = "type")]
@@ -37,6 +37,32 @@ struct Line {
     first_kept_entry_index: Option<usize>,
     /// `custom_message`.
     content: Option<TextOr<Block>>,
+    /// A line of a kind Pi added after this reader: the text of its message, if it has one.
+    #[serde(skip)]
+    opaque: Option<String>,
+}
+
+/// Line kinds of Pi 0.73 sessions; any other is counted, and kept as text if it has a message.
+const KNOWN: &[&str] = &[
+    "session", "message", "custom_message", "branch_summary", "compaction", "thinking_level_change", "model_change", "custom",
+    "label", "session_info",
+];
+
+/// A line of `raw`: strictly read when its kind is known, else only its tree links and the
+/// text of its message (a newer Pi's line must not fail the whole session).
+fn read_line(raw: &str) -> Result<Line, serde_json::Error> {
+    let strict = serde_json::from_str::<Line>(raw);
+    if strict.as_ref().is_ok_and(|l| KNOWN.contains(&l.kind.as_str())) {
+        return strict;
+    }
+    // Rare: a kind this reader does not know, or a line it cannot read.
+    let value: serde_json::Value = serde_json::from_str(raw)?;
+    let kind = value.get("type").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+    if KNOWN.contains(&kind.as_str()) {
+        return strict;
+    }
+    let field = |k: &str| value.get(k).and_then(serde_json::Value::as_str).map(str::to_string);
+    Ok(Line { id: field("id"), parent_id: field("parentId"), opaque: super::message_text(&value), kind, ..Line::default() })
 }
 
 /// An `AgentMessage`; which fields matter depends on `role`.
@@ -138,8 +164,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        let line: Line = serde_json::from_str(raw)
-            .map_err(|e| TranscriptError::in_line(source_name, i + 1, &e))?;
+        let line = read_line(raw).map_err(|e| TranscriptError::in_line(source_name, i + 1, &e))?;
         lines.push((i, line));
     }
     let Some((header_index, header)) = lines.first() else {
@@ -159,6 +184,14 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
         _ => format!("e{i}"),
     };
     let ids: Vec<String> = lines.iter().map(|(i, l)| id_of(*i, l)).collect();
+    let mut unrecognized = Unrecognized::default();
+    for (_, line) in lines.iter().filter(|(_, l)| !KNOWN.contains(&l.kind.as_str())) {
+        let kind = if line.kind.is_empty() { "(no type)" } else { line.kind.as_str() };
+        match line.opaque {
+            Some(_) => unrecognized.keep(kind),
+            None => unrecognized.skip(kind),
+        }
+    }
     let is_header: Vec<bool> = lines.iter().map(|(_, l)| l.kind == "session").collect();
     let mut nodes: Vec<Node> = Vec::new();
     for (k, (i, mut data)) in lines.into_iter().enumerate() {
@@ -243,7 +276,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
     for &k in &path[from..] {
         entries.extend(convert(&nodes[k]).map_err(|m| err(nodes[k].line, m))?);
     }
-    Ok(Transcript::new(entries))
+    Ok(Transcript { unrecognized, ..Transcript::new(entries) })
 }
 
 /// The context entry a session entry contributes, if any (Pi's
@@ -270,6 +303,8 @@ fn convert(node: &Node) -> Result<Option<Entry>, String> {
             }
             _ => None,
         },
+        // A newer Pi's line with a message: its text, said to be opaque.
+        kind if !KNOWN.contains(&kind) => line.opaque.as_ref().map(|text| Entry::text(id, Role::User, Origin::Harness, format!("[{kind} line] {text}"))),
         // Settings, labels, extension state and older compactions: not context.
         _ => None,
     })

@@ -24,6 +24,7 @@ use super::{Expose, Generation, Serve};
 #[derive(Clone)]
 pub struct Server {
     serve: Arc<Serve>,
+    expose: Expose,
     tool_router: ToolRouter<Self>,
 }
 
@@ -40,7 +41,7 @@ pub async fn serve_stdio(serve: Arc<Serve>, expose: Expose) -> Result<()> {
             standard_formats(Arc::make_mut(output));
         }
     }
-    let server = Server { serve, tool_router };
+    let server = Server { serve, expose, tool_router };
     let running = server.serve(rmcp::transport::stdio()).await.context("starting the MCP session")?;
     running.waiting().await.context("serving MCP")?;
     Ok(())
@@ -51,10 +52,27 @@ impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("cairn", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Cairn compacts this agent's context: call `boundary` at every turn end (or `compact` / `handover` directly); \
-                 the agent's `session_history` reads back what compaction set aside.",
-            )
+            .with_instructions(instructions(self.expose))
+    }
+}
+
+/// What the client is told, naming only the tools this exposure lists: agents such as Codex
+/// show the instructions to the model verbatim.
+fn instructions(expose: Expose) -> &'static str {
+    match expose {
+        Expose::Agent => {
+            "Cairn keeps the full record of this conversation, including what context compaction removed. \
+             Call `session_history` to read it back (`summary`, `search` for a word or id, `page` through entries, `artifact` for a set-aside output) \
+             before redoing work or asking the user again; `context_maintenance` asks for a compaction or handover at the next safe turn boundary."
+        }
+        Expose::Harness => {
+            "Cairn compacts this agent's context: call `boundary` at every turn end (or `compact` / `handover` directly); \
+             `notices_take` returns what the operator should be told."
+        }
+        Expose::All => {
+            "Cairn compacts this agent's context: the harness calls `boundary` at every turn end (or `compact` / `handover` directly); \
+             the agent's `session_history` reads back what compaction set aside, and `context_maintenance` asks for maintenance at the next boundary."
+        }
     }
 }
 
@@ -100,7 +118,13 @@ struct Report {
     committed_by: Option<String>,
     /// Only the host's last resort could commit: the oldest history was dropped (it stays archived).
     degraded: bool,
-    archive_id: String,
+    /// An outcome was committed: the context changed and the archive below was written.
+    committed: bool,
+    /// The archive this compaction wrote; null when nothing was committed.
+    archive_id: Option<String>,
+    /// Why nothing was committed, in one line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_committed: Option<String>,
     /// `artifact://` URIs of what was set aside.
     artifacts: Vec<String>,
     replaced: usize,
@@ -126,6 +150,9 @@ struct Compacted {
     /// The compacted context before that entry as text, for a harness that replaces a prefix by
     /// a summary (Pi's compaction entry).
     prefix_summary: String,
+    /// Line kinds of the transcript its reader does not know; absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unrecognized: Option<UnrecognizedOut>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -199,6 +226,24 @@ struct BoundaryOut {
     prefix_summary: String,
     /// Files the last compaction described that changed since (`serve --workspace`).
     stale_files: Vec<StaleOut>,
+    /// Line kinds of the transcript its reader does not know; absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unrecognized: Option<UnrecognizedOut>,
+}
+
+/// Kinds counted by name: `skipped` carried nothing for the model, `kept` carried a message
+/// whose text was kept as an opaque entry.
+#[derive(Serialize, JsonSchema)]
+struct UnrecognizedOut {
+    skipped: std::collections::BTreeMap<String, u32>,
+    kept: std::collections::BTreeMap<String, u32>,
+}
+
+impl UnrecognizedOut {
+    fn of(t: &Transcript) -> Option<Self> {
+        let u = &t.unrecognized;
+        (!u.is_empty()).then(|| UnrecognizedOut { skipped: u.skipped.clone(), kept: u.kept.clone() })
+    }
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -415,6 +460,7 @@ impl Server {
                 first_kept_entry_id: kept.first_kept_entry_id,
                 stale_files: outcome.stale_files.iter().map(|f| StaleOut { path: f.path.clone(), change: f.change.word().into() }).collect(),
                 prefix_summary: kept.prefix_summary,
+                unrecognized: UnrecognizedOut::of(&input),
             })
         })
         .await
@@ -641,7 +687,9 @@ fn report(run: &CompactionReport) -> Report {
         steps: run.steps.iter().map(step).collect(),
         committed_by: run.committed_by.clone(),
         degraded: run.degraded,
-        archive_id: run.archive_id.clone(),
+        committed: run.committed,
+        archive_id: run.archive.clone(),
+        not_committed: run.not_committed.clone(),
         artifacts: run.artifacts.clone(),
         replaced: run.replaced,
         forgotten: run.forgotten.clone(),
@@ -671,7 +719,7 @@ fn write(transcript: &Transcript, format: formats::Format, wanted: Option<bool>)
 fn compacted(input: &Transcript, run: &CompactionReport, format: formats::Format, include_transcript: Option<bool>) -> Compacted {
     let Kept { first_kept_entry_id, prefix_summary } = Kept::of(input, run);
     let (format, transcript) = write(&run.transcript, format, include_transcript);
-    Compacted { report: report(run), format, transcript, first_kept_entry_id, prefix_summary }
+    Compacted { report: report(run), format, transcript, first_kept_entry_id, prefix_summary, unrecognized: UnrecognizedOut::of(input) }
 }
 
 /// A committed run as "a summary, then the entries kept verbatim" (Pi's compaction entry).
