@@ -87,6 +87,8 @@ fn main() -> ExitCode {
     }
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // Not an error: the transcript is unchanged and the report said why.
+        Err(error) if error.is::<commands::NothingCommitted>() => ExitCode::from(commands::NothingCommitted::EXIT),
         Err(error) => {
             eprintln!("cairn: {error:#}");
             ExitCode::FAILURE

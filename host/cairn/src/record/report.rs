@@ -13,7 +13,15 @@ use crate::transcript::Transcript;
 pub struct CompactionReport {
     pub conversation: String,
     pub purpose: Purpose,
+    /// Whether an outcome was committed: the context changed and an archive was written.
+    pub committed: bool,
+    /// The attempt's id, in the record either way (notices are keyed by it); an archive by
+    /// that id exists only when `committed`.
+    #[serde(skip)]
     pub archive_id: String,
+    /// The archive this compaction wrote: `archive_id` when committed, else none.
+    #[serde(rename = "archive_id")]
+    pub archive: Option<String>,
     pub tokens_before: u64,
     pub tokens_after: u64,
     pub steps: Vec<StepReport>,
@@ -40,15 +48,21 @@ pub struct CompactionReport {
     /// Why the commit policy refused the outcome, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rejected: Option<String>,
+    /// Why nothing was committed, in one line; absent when something was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_committed: Option<String>,
 }
 
 impl CompactionReport {
     /// The report of an attempt already in the record (after a crash, for bookkeeping).
     pub fn from_event(conversation: &str, event: &CompactionEvent) -> Self {
+        let committed = event.committed_by.is_some();
         CompactionReport {
             conversation: conversation.to_string(),
             purpose: event.purpose,
+            committed,
             archive_id: event.archive_id.clone(),
+            archive: committed.then(|| event.archive_id.clone()),
             tokens_before: event.tokens_before,
             tokens_after: event.tokens_after,
             steps: event.steps.clone(),
@@ -62,6 +76,27 @@ impl CompactionReport {
             sessions: event.sessions.clone(),
             transcript: Transcript::default(),
             rejected: event.rejected.clone(),
+            not_committed: (!committed).then(|| not_committed(event)),
         }
+    }
+}
+
+/// Why an attempt committed nothing: the commit policy's refusal, else each step's outcome.
+fn not_committed(event: &CompactionEvent) -> String {
+    if let Some(why) = &event.rejected {
+        return format!("the commit policy refused it: {why}");
+    }
+    let steps: Vec<String> = event
+        .steps
+        .iter()
+        .map(|s| match &s.message {
+            Some(m) => format!("{} {}: {m}", s.plugin, s.outcome),
+            None => format!("{} {}", s.plugin, s.outcome),
+        })
+        .collect();
+    if steps.is_empty() {
+        "no step ran".into()
+    } else {
+        format!("no step's outcome could be committed ({})", steps.join("; "))
     }
 }

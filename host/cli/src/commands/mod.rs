@@ -14,3 +14,21 @@ pub mod new;
 pub mod plugins;
 pub mod serve;
 pub mod simulate;
+
+/// A compaction that committed nothing (every step failed, or the commit policy refused it):
+/// the verb has printed its report, and exits with its own status, apart from errors (1) and
+/// usage errors (2).
+#[derive(Debug)]
+pub struct NothingCommitted;
+
+impl NothingCommitted {
+    pub const EXIT: u8 = 3;
+}
+
+impl std::fmt::Display for NothingCommitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("nothing was committed")
+    }
+}
+
+impl std::error::Error for NothingCommitted {}
