@@ -13,7 +13,8 @@
 //! - `cache`: where compiled plugin code is cached, whether it is writable, its size;
 //! - `hook-failures`: the last hooks that failed, from every home above (`hook_failures`).
 //!
-//! Doctor reads; it creates and changes nothing.
+//! Doctor changes nothing of the setup (loading a hook's policy may fill the compiled-code
+//! cache).
 
 use std::path::{Path, PathBuf};
 
@@ -121,17 +122,17 @@ fn on_path(checks: &mut Checks) {
         checks.add("path", Status::Warn, format!("`cairn` is not on PATH (the hooks name their binary by path, but `cairn doctor` and `cairn history` cannot be run by name): {INSTALL}"));
         return;
     };
-    let version = std::process::Command::new(&found)
-        .arg("--version")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|v| v.split_whitespace().nth(1).map(String::from));
-    match version {
+    match version(&found) {
         Some(v) if v == ours => checks.add("path", Status::Ok, format!("{} is version {v}, as this binary", found.display())),
         Some(v) => checks.add("path", Status::Warn, format!("{} is version {v}, this binary {ours}: {INSTALL}", found.display())),
         None => checks.add("path", Status::Warn, format!("{} does not say its version (`--version`): {INSTALL}", found.display())),
     }
+}
+
+/// What `exe --version` says (`cairn 0.1.0`): its second word.
+fn version(exe: &Path) -> Option<String> {
+    let out = std::process::Command::new(exe).arg("--version").stdin(std::process::Stdio::null()).output().ok()?;
+    String::from_utf8(out.stdout).ok()?.split_whitespace().nth(1).map(String::from)
 }
 
 /// Checks Cairn's hooks in every settings file Claude Code reads here; returns them.
@@ -195,13 +196,16 @@ fn check_hook(checks: &mut Checks, file: &Path, event: &str, words: &[String], p
     } else if !executable(&exe) {
         checks.add("hooks", Status::Fail, at(format!("runs {}, which is not an executable file", exe.display())));
         ok = false;
+    } else if let Some(v) = version(&exe).filter(|v| v != env!("CARGO_PKG_VERSION")) {
+        let ours = env!("CARGO_PKG_VERSION");
+        checks.add("hooks", Status::Warn, at(format!("runs {} version {v}, this binary is {ours}: run `cairn claude-code install` again with the new one", exe.display())));
     }
     let flag = |name: &str| words.iter().position(|w| w == name).and_then(|i| words.get(i + 1)).map(|w| resolve(w, project));
     let home = flag("--home").unwrap_or_else(|| setup::home_path(None));
     let home_state = match writable_dir(&home) {
         Ok(state) => state,
         Err(problem) => {
-            checks.add("hooks", Status::Fail, at(format!("uses home {problem}: it can record nothing")));
+            checks.add("hooks", Status::Fail, at(format!("cannot use its home: {problem}; the hook can record nothing")));
             ok = false;
             String::new()
         }
@@ -321,7 +325,8 @@ fn cache(checks: &mut Checks) {
 }
 
 fn failures(checks: &mut Checks, homes: &[PathBuf]) {
-    for home in homes {
+    // A home that is not a directory has failed its own check already.
+    for home in homes.iter().filter(|h| h.is_dir() || !h.exists()) {
         let failures = match hook_failures::list(home) {
             Ok(failures) => failures,
             Err(e) => {

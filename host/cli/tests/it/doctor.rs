@@ -170,7 +170,7 @@ fn doctor_names_each_broken_piece_of_a_setup() {
     let missing = missing.display().to_string();
     let home_file = home_file.display().to_string();
     has("hooks", "fail", &["PreCompact", &missing, "does not exist"]);
-    has("hooks", "fail", &["PreCompact", &home_file, "is not a directory"]);
+    has("hooks", "fail", &["PreCompact", "cannot use its home", &home_file, "is not a directory"]);
     has("hooks", "fail", &["PreCompact", &policy.display().to_string(), "does not load"]);
     has("hooks", "ok", &["SessionStart", &home.display().to_string()]);
     has("mcp", "fail", &[".mcp.json", &other.display().to_string(), &home.display().to_string(), "session_history"]);
