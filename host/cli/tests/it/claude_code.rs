@@ -265,3 +265,204 @@ fn session_start_without_a_record_or_after_a_plain_start_adds_nothing() {
         assert!(out.stdout.is_empty(), "{source}: {}", String::from_utf8_lossy(&out.stdout));
     }
 }
+
+/// `cairn ARGS` with HOME set (the user's settings and `~/.claude.json` live there), through a
+/// shell that sets `umask` first; its stdout.
+fn cairn_at(home: &Path, umask: &str, args: &[&str]) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_cairn"))
+        .args(args)
+        .env("HOME", home)
+        .env("CAIRN_LOG", "error")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cairn {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+fn json_file(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Everything under `dir`, as relative paths, sorted.
+fn tree(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
+            out.push(entry.strip_prefix(root).unwrap().display().to_string());
+            if entry.is_dir() {
+                walk(root, &entry, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// The server `cairn serve` must run as, for the hooks' home, policy and project: the MCP
+/// line `install` prints names all three, absolute, and so do the hooks.
+#[test]
+fn install_names_the_hooks_home_policy_and_project_in_the_mcp_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("spotter");
+    std::fs::create_dir(&project).unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[lifecycle]\nreinject_budget_tokens = 2000\n").unwrap();
+    // A relative home, as typed in a shell in `dir`.
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["claude-code", "install", "--project", "spotter", "--home", "cairn-home", "--policy", "policy.toml"])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let root = dir.path().canonicalize().unwrap();
+    let (home, policy, project) = (root.join("cairn-home"), root.join("policy.toml"), root.join("spotter"));
+    let line = stdout.lines().find(|l| l.contains("claude mcp add")).unwrap_or_else(|| panic!("no MCP line in {stdout}"));
+    let expected = format!("serve --expose agent --home {} --policy {} --project {}", home.display(), policy.display(), project.display());
+    assert!(line.contains("--scope project cairn -- ") && line.ends_with(&expected), "{line}\nwants …{expected}");
+    let settings = json_file(&dir.path().join("spotter/.claude/settings.json"));
+    let hook = settings["hooks"]["PreCompact"][0]["hooks"][0]["command"].as_str().unwrap();
+    assert!(hook.ends_with(&format!("claude-code pre-compact --home {} --policy {}", home.display(), policy.display())), "{hook}");
+    // Nothing registered without --mcp.
+    assert!(!project.join(".mcp.json").exists());
+}
+
+/// `--mcp` for a project: the server in `.mcp.json`, approved in the settings. Uninstall of a
+/// project that had neither file leaves the project as it was: no file, no `.claude/`.
+#[test]
+fn install_mcp_registers_the_server_for_the_project_and_uninstall_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("spotter");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(project.join("README.md"), "spotter\n").unwrap();
+    let (p, home) = (project.to_str().unwrap(), dir.path().join("cairn-home"));
+    let said = cairn_at(dir.path(), "022", &["claude-code", "install", "--project", p, "--home", home.to_str().unwrap(), "--mcp"]);
+    assert!(said.contains("Registered Cairn's MCP server"), "{said}");
+
+    let mcp = json_file(&project.join(".mcp.json"));
+    let server = &mcp["mcpServers"]["cairn"];
+    assert_eq!(server["type"], "stdio");
+    assert_eq!(Path::new(server["command"].as_str().unwrap()), Path::new(env!("CARGO_BIN_EXE_cairn")).canonicalize().unwrap());
+    let canonical = project.canonicalize().unwrap();
+    assert_eq!(server["args"], json!(["serve", "--expose", "agent", "--home", home.to_str().unwrap(), "--project", canonical.to_str().unwrap()]));
+    let settings = json_file(&project.join(".claude/settings.json"));
+    assert_eq!(settings["enabledMcpjsonServers"], json!(["cairn"]), "approved, so Claude Code does not ask");
+    assert_eq!(mode(&project.join(".mcp.json")), 0o644);
+    assert_eq!(mode(&project.join(".claude/settings.json")), 0o644);
+
+    // Again: nothing changes.
+    let (mcp_text, settings_text) = (std::fs::read_to_string(project.join(".mcp.json")).unwrap(), std::fs::read_to_string(project.join(".claude/settings.json")).unwrap());
+    cairn_at(dir.path(), "022", &["claude-code", "install", "--project", p, "--home", home.to_str().unwrap(), "--mcp"]);
+    assert_eq!(std::fs::read_to_string(project.join(".mcp.json")).unwrap(), mcp_text);
+    assert_eq!(std::fs::read_to_string(project.join(".claude/settings.json")).unwrap(), settings_text);
+
+    cairn_at(dir.path(), "022", &["claude-code", "uninstall", "--project", p]);
+    assert_eq!(tree(&project), ["README.md"], "uninstall removes the files and the folder install created");
+
+    // Hooks alone, the same.
+    cairn_at(dir.path(), "022", &["claude-code", "install", "--project", p]);
+    assert_eq!(tree(&project), [".claude", ".claude/settings.json", "README.md"]);
+    cairn_at(dir.path(), "022", &["claude-code", "uninstall", "--project", p]);
+    assert_eq!(tree(&project), ["README.md"]);
+}
+
+/// Files that were there keep their bytes and the other entries of theirs: the user's own MCP
+/// servers and approvals, a `.claude/` with more in it.
+#[test]
+fn uninstall_mcp_restores_the_projects_own_files_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("spotter");
+    std::fs::create_dir_all(project.join(".claude")).unwrap();
+    let mcp = "{\n  \"mcpServers\": {\n    \"github\": {\n      \"type\": \"http\",\n      \"url\": \"https://api.example.com/mcp\"\n    }\n  }\n}\n";
+    std::fs::write(project.join(".mcp.json"), mcp).unwrap();
+    std::fs::write(project.join(".claude/settings.json"), SETTINGS).unwrap();
+    let local = "{\n  \"enabledMcpjsonServers\": [\n    \"github\"\n  ]\n}\n";
+    std::fs::write(project.join(".claude/settings.local.json"), local).unwrap();
+    let p = project.to_str().unwrap();
+
+    cairn_at(dir.path(), "022", &["claude-code", "install", "--project", p, "--mcp"]);
+    assert_eq!(json_file(&project.join(".mcp.json"))["mcpServers"].as_object().unwrap().keys().collect::<Vec<_>>(), ["github", "cairn"]);
+    cairn_at(dir.path(), "022", &["claude-code", "uninstall", "--project", p]);
+    assert_eq!(std::fs::read_to_string(project.join(".mcp.json")).unwrap(), mcp);
+    assert_eq!(std::fs::read_to_string(project.join(".claude/settings.json")).unwrap(), SETTINGS);
+
+    // The local settings file of the same project: approved there, the server in `.mcp.json`.
+    let file = project.join(".claude/settings.local.json");
+    cairn_at(dir.path(), "022", &["claude-code", "install", "--settings", file.to_str().unwrap(), "--mcp"]);
+    assert_eq!(json_file(&file)["enabledMcpjsonServers"], json!(["github", "cairn"]));
+    assert!(json_file(&project.join(".mcp.json"))["mcpServers"]["cairn"].is_object());
+    cairn_at(dir.path(), "022", &["claude-code", "uninstall", "--settings", file.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), local);
+    assert_eq!(std::fs::read_to_string(project.join(".mcp.json")).unwrap(), mcp);
+
+    // Someone else's server named `cairn` is left alone, and install says so.
+    let theirs = "{\n  \"mcpServers\": {\n    \"cairn\": {\n      \"command\": \"npx\",\n      \"args\": [\n        \"cairn-mcp\"\n      ]\n    }\n  }\n}\n";
+    std::fs::write(project.join(".mcp.json"), theirs).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["claude-code", "install", "--project", p, "--mcp"]).env("HOME", dir.path()).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("not Cairn's"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(project.join(".mcp.json")).unwrap(), theirs);
+    assert_eq!(std::fs::read_to_string(project.join(".claude/settings.json")).unwrap(), SETTINGS, "nothing written when refused");
+}
+
+/// `--mcp` for the user: `~/.claude.json`'s `mcpServers` (user scope, no approval), with
+/// Claude Code's own 0600 and everything else in it kept.
+#[test]
+fn install_mcp_for_the_user_registers_the_server_in_claude_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    cairn_at(home, "022", &["claude-code", "install", "--mcp"]);
+    let config = home.join(".claude.json");
+    assert_eq!(json_file(&config)["mcpServers"]["cairn"]["args"], json!(["serve", "--expose", "agent"]), "the project comes from CLAUDE_PROJECT_DIR");
+    assert_eq!(mode(&config), 0o600, "Claude Code's own mode for a file that holds its state");
+    cairn_at(home, "022", &["claude-code", "uninstall"]);
+    assert_eq!(tree(home), Vec::<String>::new(), "nothing left in a HOME that had nothing");
+
+    // A `~/.claude.json` Claude Code wrote: kept byte for byte, and its mode.
+    let state = "{\n  \"numStartups\": 3,\n  \"projects\": {\n    \"/work/spotter\": {\n      \"allowedTools\": []\n    }\n  },\n  \"userID\": \"abc\"\n}\n";
+    std::fs::write(&config, state).unwrap();
+    std::fs::set_permissions(&config, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    cairn_at(home, "022", &["claude-code", "install", "--mcp"]);
+    assert_eq!(json_file(&config)["numStartups"], 3);
+    assert_eq!(mode(&config), 0o600);
+    cairn_at(home, "022", &["claude-code", "uninstall"]);
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), state);
+    assert_eq!(mode(&config), 0o600);
+    assert_eq!(tree(home), [".claude.json"]);
+
+    // A settings file outside any project: no place to register the server.
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["claude-code", "install", "--settings", home.join("x.json").to_str().unwrap(), "--mcp"]).env("HOME", home).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--project"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!home.join("x.json").exists());
+}
+
+/// The atomic replace keeps a file's permissions (it used to leave 0600, the temporary file's);
+/// a new file gets a normal file's: 0666 less the umask.
+#[test]
+fn install_and_uninstall_keep_the_settings_files_permissions() {
+    let dir = tempfile::tempdir().unwrap();
+    for existing in [0o644, 0o640, 0o664] {
+        let path = dir.path().join(format!("settings-{existing:o}.json"));
+        std::fs::write(&path, SETTINGS).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(existing)).unwrap();
+        cairn_at(dir.path(), "077", &["claude-code", "install", "--settings", path.to_str().unwrap()]);
+        assert_eq!(mode(&path), existing, "install kept {existing:o}");
+        cairn_at(dir.path(), "077", &["claude-code", "uninstall", "--settings", path.to_str().unwrap()]);
+        assert_eq!(mode(&path), existing, "uninstall kept {existing:o}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), SETTINGS);
+    }
+    for (umask, expected) in [("022", 0o644), ("002", 0o664), ("077", 0o600)] {
+        let path = dir.path().join(format!("new-{umask}/settings.json"));
+        cairn_at(dir.path(), umask, &["claude-code", "install", "--settings", path.to_str().unwrap()]);
+        assert_eq!(mode(&path), expected, "a new file under umask {umask}");
+    }
+}
