@@ -9,7 +9,7 @@
  * Environment: CAIRN_SHARED (the shared transcripts folder), CAIRN_BIN (the cairn binary).
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
@@ -40,12 +40,14 @@ describe("Pi session write-back", () => {
 	for (const file of recorded) {
 		test(path.basename(file), () => {
 			const out = path.join(scratch, `${path.basename(file)}.pi.jsonl`);
-			const report = JSON.parse(
-				execFileSync(cairn, ["compact", file, "--policy", policy, "--home", path.join(scratch, "home"), "--out", out, "--out-format", "pi", "--json"], {
-					encoding: "utf8",
-					env: { ...process.env, CAIRN_LOG: "error" },
-				}),
-			);
+			// Exit 3: nothing was committed (the transcript is written back unchanged).
+			const run = spawnSync(cairn, ["compact", file, "--policy", policy, "--home", path.join(scratch, "home"), "--out", out, "--out-format", "pi", "--json"], {
+				encoding: "utf8",
+				env: { ...process.env, CAIRN_LOG: "error" },
+			});
+			assert.ok(run.status === 0 || run.status === 3, `cairn compact exited ${run.status}: ${run.stderr}`);
+			const report = JSON.parse(run.stdout);
+			assert.equal(report.committed, run.status === 0);
 			const written = readFileSync(out, "utf8");
 			const sm = SessionManager.open(out);
 			assert.equal(readFileSync(out, "utf8"), written, "Pi opens the file without rewriting it (already v3)");

@@ -132,6 +132,34 @@ pub fn parse_as(
     Ok(transcript)
 }
 
+/// `entries` with each entry `held` moved past the tool results its place would separate
+/// from their calls: an opaque entry never comes between a call and its result.
+fn after_open_calls(entries: Vec<crate::transcript::Entry>, held: impl Fn(&crate::transcript::Entry) -> bool) -> Vec<crate::transcript::Entry> {
+    let mut out = Vec::with_capacity(entries.len());
+    let (mut waiting, mut open) = (Vec::new(), std::collections::HashSet::new());
+    for entry in entries {
+        if held(&entry) {
+            waiting.push(entry);
+            continue;
+        }
+        // Results follow their calls at once; any other entry ends what was left unanswered.
+        if entry.role != Role::Tool {
+            open.clear();
+        }
+        for id in entry.tool_result_ids() {
+            open.remove(id);
+        }
+        open.extend(entry.tool_call_ids().map(str::to_string));
+        let answered = open.is_empty();
+        out.push(entry);
+        if answered {
+            out.append(&mut waiting);
+        }
+    }
+    out.append(&mut waiting);
+    out
+}
+
 /// The text of an unknown line's `message` (a string `content`, or the `text` of its content
 /// blocks), for a reader that keeps it as an opaque entry.
 fn message_text(line: &serde_json::Value) -> Option<String> {

@@ -276,6 +276,8 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
     for &k in &path[from..] {
         entries.extend(convert(&nodes[k]).map_err(|m| err(nodes[k].line, m))?);
     }
+    let opaque: HashSet<&str> = nodes.iter().filter(|n| !KNOWN.contains(&n.data.kind.as_str())).map(|n| n.id.as_str()).collect();
+    let entries = if opaque.is_empty() { entries } else { super::after_open_calls(entries, |e| opaque.contains(e.id.as_str())) };
     Ok(Transcript { unrecognized, ..Transcript::new(entries) })
 }
 
