@@ -104,16 +104,15 @@ struct Session {
 }
 
 impl Session {
-    fn new() -> Self {
+    /// With a `notes.txt` of `lines` lines for the model to read.
+    fn new(lines: usize) -> Self {
         let claude = npm::bin(&npm::install(npm::CLAUDE_CODE, true), "claude");
         let dir = tempfile::tempdir().unwrap();
         let (home, project, cairn_home, logs) = (dir.path().join("home"), dir.path().join("spotter"), dir.path().join("cairn"), dir.path().join("logs"));
         for d in [&home, &project, &logs] {
             std::fs::create_dir_all(d).unwrap();
         }
-        // Long enough that Cairn's checkpoint is smaller than the context it replaces (a
-        // handover that would not shrink the context is not committed, and nothing is injected).
-        let notes: String = (0..300).map(|i| format!("line {i}: the build runs with make; step {i} compiles module_{i} into the spotter binary\n")).collect();
+        let notes: String = (0..lines).map(|i| format!("line {i}: the build runs with make; step {i} compiles module_{i} into the spotter binary\n")).collect();
         std::fs::write(project.join("notes.txt"), notes).unwrap();
         let state = Arc::new(State::default());
         let server = ModelServer::start(move |request| script(request, &state));
@@ -268,7 +267,7 @@ fn cairn(args: &[&str], home: &Path) -> String {
 #[test]
 #[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
 fn cairn_keeps_the_operators_rule_through_claude_codes_compactions_and_recalls_it_over_mcp() {
-    let s = Session::new();
+    let s = Session::new(300);
     let (project, cairn_home) = (s.project.to_str().unwrap(), s.cairn_home.to_str().unwrap());
 
     // 1. Installed as a user installs it: hooks and MCP server, for this project.
@@ -314,4 +313,22 @@ fn cairn_keeps_the_operators_rule_through_claude_codes_compactions_and_recalls_i
     }
     assert!(requests.iter().any(|r| anthropic::tool_names(r).iter().any(|t| t == "mcp__cairn__session_history")), "the tool was offered once loaded");
     eprintln!("session_history answered: {}", recalled.chars().take(800).collect::<String>());
+}
+
+/// The same first steps on a short session: Claude Code compacts it on `/compact` whatever its
+/// size. `pre-compact`'s handover used not to be committed when the checkpoint was larger than
+/// the context ("the context would not shrink (62 → 293 tokens)" in the record), so
+/// `session-start` found no committed compaction and injected nothing: the rule was lost.
+#[test]
+#[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
+fn a_short_sessions_rule_survives_compact_too() {
+    let s = Session::new(1);
+    let (project, cairn_home) = (s.project.to_str().unwrap(), s.cairn_home.to_str().unwrap());
+    cairn(&["claude-code", "install", "--project", project, "--home", cairn_home, "--mcp"], &s.home);
+    s.claude(&["-p", &format!("{RULE} Start by showing me notes.txt."), "--allowedTools", "Bash"], &[]);
+    let before = s.server.requests().len();
+    s.claude(&["-p", "--continue", "/compact"], &[]);
+    s.assert_pre_compact_ran("manual");
+    s.claude(&["-p", "--continue", "Next step, please."], &[]);
+    s.assert_rule_survives(before, "manual compaction of a short session");
 }
