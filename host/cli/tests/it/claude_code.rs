@@ -362,7 +362,8 @@ fn install_mcp_registers_the_server_for_the_project_and_uninstall_leaves_nothing
 
     // Again: nothing changes.
     let (mcp_text, settings_text) = (std::fs::read_to_string(project.join(".mcp.json")).unwrap(), std::fs::read_to_string(project.join(".claude/settings.json")).unwrap());
-    cairn_at(dir.path(), "022", &["claude-code", "install", "--project", p, "--home", home.to_str().unwrap(), "--mcp"]);
+    let again = cairn_at(dir.path(), "022", &["claude-code", "install", "--project", p, "--home", home.to_str().unwrap(), "--mcp"]);
+    assert!(again.contains("hooks are already in") && again.contains("MCP server is already registered"), "{again}");
     assert_eq!(std::fs::read_to_string(project.join(".mcp.json")).unwrap(), mcp_text);
     assert_eq!(std::fs::read_to_string(project.join(".claude/settings.json")).unwrap(), settings_text);
 

@@ -8,9 +8,11 @@
 //!   --scope project` writes) and `"cairn"` in the settings file's `enabledMcpjsonServers`, which
 //!   approves that entry for the interactive mode (print mode loads `.mcp.json` servers without
 //!   approval; checked with Claude Code 2.1.328); for the user, `~/.claude.json`'s top-level
-//!   `mcpServers` (the file `claude mcp add --scope user` writes; no approval). Claude Code holds
-//!   MCP tools back until the model loads them through `ToolSearch`, and still asks before a call
-//!   (`--allowedTools mcp__cairn__session_history` or a `permissions.allow` entry grants it).
+//!   `mcpServers` (the file `claude mcp add --scope user` writes; no approval; Claude Code rewrites
+//!   that file while it runs, so install with it closed). Claude Code starts the server in the
+//!   background, holds its tools back until the model loads them through `ToolSearch`, and still
+//!   asks before a call (`--allowedTools mcp__cairn__session_history` or a `permissions.allow`
+//!   entry grants it).
 //!
 //! The server runs on the same home and policy as the hooks, and for a project on the
 //! project's conversation (`--project`), so `session_history` reads what `pre-compact` wrote.
@@ -349,6 +351,7 @@ pub fn install(args: Args) -> Result<()> {
     // The server's file, changed in memory; written after the settings, so a server Claude
     // Code finds in a project's `.mcp.json` is already approved.
     let mut server_file = None;
+    let mut server_path = None;
     if args.mcp {
         let entry = json!({"type": "stdio", "command": exe.display().to_string(), "args": server});
         let (mut file, new_mode) = match &scope {
@@ -359,6 +362,7 @@ pub fn install(args: Args) -> Result<()> {
             }
             Some(McpScope::User(user)) => (JsonFile::read(&user.join(".claude.json"))?, 0o600),
         };
+        server_path = Some(file.path.clone());
         if add_server(&mut file, entry)? {
             server_file = Some((file, new_mode));
         }
@@ -376,7 +380,9 @@ pub fn install(args: Args) -> Result<()> {
     }
     if let Some((file, _)) = &server_file {
         println!("Registered Cairn's MCP server (the agent's session_history) in {}", file.path.display());
-    } else if !args.mcp {
+    } else if let Some(file) = server_path {
+        println!("Cairn's MCP server is already registered in {}", file.display());
+    } else {
         let scope = if project.is_some() { "--scope project " } else { "" };
         let words: Vec<String> = server.iter().map(|w| quote(w)).collect();
         println!("Give the agent its recall tools too (or install with --mcp):  claude mcp add {scope}{SERVER} -- {} {}", quote(&exe.display().to_string()), words.join(" "));
