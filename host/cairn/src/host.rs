@@ -40,6 +40,9 @@ pub struct RunOptions<'a> {
     /// The harness's working directory: the files the conversation touched there are stamped
     /// in the record, so a later boundary can say which changed since (`workspace::stale`).
     pub workspace: Option<&'a std::path::Path>,
+    /// The usable context window (window − reserve), where the harness knows it: the result
+    /// is held to it (see `fit_stages`), and the target never exceeds it.
+    pub window: Option<u64>,
 }
 
 impl Cairn {
@@ -126,7 +129,7 @@ impl Cairn {
         };
         match purpose {
             Purpose::Compact => {
-                let mut stages: Vec<StageSteps<'p>> = policy.stages.iter().map(|stage| StageSteps { name: &stage.name, steps: wasm(&stage.chain) }).collect();
+                let mut stages: Vec<StageSteps<'p>> = policy.stages.iter().map(|stage| StageSteps::policy(&stage.name, wasm(&stage.chain))).collect();
                 if let Some(last) = stages.last_mut() {
                     last.steps.push(Box::new(LastResort));
                 }
@@ -135,7 +138,7 @@ impl Cairn {
             Purpose::Handover => {
                 let mut steps = wasm(&policy.handover);
                 steps.push(Box::new(HostSeed));
-                vec![StageSteps { name: "handover", steps }]
+                vec![StageSteps::policy("handover", steps)]
             }
         }
     }
@@ -212,8 +215,10 @@ impl Cairn {
 
         let tokens_before = transcript.total_tokens();
         let settings = &policy.compaction;
+        let keep_recent = settings.keep_recent(tokens_before);
+        let target = options.window.map_or(settings.target(tokens_before), |usable| settings.target(tokens_before).min(usable));
         let window = match purpose {
-            Purpose::Compact => Window::compute(&transcript.entries, settings.keep_recent(tokens_before), settings.target(tokens_before)),
+            Purpose::Compact => Window::compute(&transcript.entries, keep_recent, target),
             Purpose::Handover => Window::handover(&transcript.entries),
         };
         let archive_id = options.archive_id.unwrap_or_else(|| ArchiveId::generate(store.key()));
@@ -231,7 +236,10 @@ impl Cairn {
             previous_checkpoint: store.latest_checkpoint(),
             deadline: settings.chain_deadline(),
         };
-        let stages = self.stages(policy, purpose);
+        let mut stages = self.stages(policy, purpose);
+        if purpose == Purpose::Compact {
+            hold_to_window(&mut stages, &transcript.entries, settings.keep_recent_tokens, options.window);
+        }
         let seeds = store.seed_ids();
         let known: HashSet<&str> = transcript.entries.iter().map(|e| e.id.as_str()).collect();
         // The commit policy judges each checked outcome as the chain produces it.
@@ -250,6 +258,7 @@ impl Cairn {
         let mut committed = match run.committed {
             Some(committed) => committed,
             None => {
+                event.over_window = over_window(&transcript.entries, options.window);
                 store.record_compaction(event.clone())?;
                 let mut report = CompactionReport::from_event(store.key().as_str(), &event);
                 report.transcript = transcript;
@@ -259,6 +268,7 @@ impl Cairn {
         let first_request = store.first_operator_request();
         chain::anchor::root_objective(&mut committed, input.previous_checkpoint, first_request.as_deref(), &self.tokenizer);
         chain::anchor::preserve(&mut committed, options.preserve, archive_id.as_str(), &self.tokenizer);
+        event.over_window = over_window(&committed.applied.context, options.window);
         let applied = committed.applied;
         let originals = &transcript.entries[applied.first..=applied.last];
         let artifacts = store.write_archive(&archive_id, originals, &committed.artifacts)?;
@@ -289,6 +299,46 @@ impl Cairn {
         Ok(report)
     }
 }
+
+/// Host stages around the policy's, so every result fits. First, where a tool output is larger
+/// than the verbatim tail's whole share (`keep_recent_tokens`), a clip of such outputs wherever they are, the newest turn
+/// too: no entry is too big to touch. Then, where the usable window is known, while the
+/// result is still above it: a clip of every output over an eighth of it, then the last
+/// resort. The clip keeps every call and the operator's words; it runs before anything drops.
+fn hold_to_window(stages: &mut Vec<StageSteps<'_>>, entries: &[crate::transcript::Entry], keep_recent_tokens: u64, usable: Option<u64>) {
+    let share = keep_recent_tokens.max(MIN_CLIP_TOKENS);
+    if entries.iter().any(|e| chain::oversized(e, share)) {
+        let clip: Vec<Box<dyn Step>> = vec![Box::new(chain::Clip { limit: share })];
+        stages.insert(0, StageSteps { name: "clip", steps: clip, reach: chain::Reach::PastTail, until: None });
+    }
+    if let Some(usable) = usable {
+        let limit = (usable / 8).max(MIN_CLIP_TOKENS);
+        stages.push(StageSteps { name: "fit", steps: vec![Box::new(chain::Clip { limit })], reach: chain::Reach::PastTail, until: Some(usable) });
+        stages.push(StageSteps { name: "fit-drop", steps: vec![Box::new(LastResort)], reach: chain::Reach::Window, until: Some(usable) });
+    }
+}
+
+/// Why `context` does not fit `usable` tokens, if it does not: what takes the room that
+/// nothing may clip or drop.
+fn over_window(context: &[crate::transcript::Entry], usable: Option<u64>) -> Option<String> {
+    use crate::transcript::{Origin, Role};
+    let usable = usable?;
+    let total: u64 = context.iter().map(|e| e.tokens as u64).sum();
+    if total <= usable {
+        return None;
+    }
+    let sum = |keep: &dyn Fn(&crate::transcript::Entry) -> bool| context.iter().filter(|e| keep(e)).map(|e| e.tokens as u64).sum::<u64>();
+    let operator = sum(&|e| e.role == Role::User && e.origin == Origin::Operator);
+    let system = sum(&|e| e.role == Role::System);
+    let pinned = sum(&|e| e.pinned);
+    Some(format!(
+        "the context is still {total} tokens, over the usable window of {usable}: the operator's own messages take {operator}, \
+         the system prompt {system}, pinned entries {pinned}, and nothing may clip or drop those"
+    ))
+}
+
+/// No output is clipped below this many tokens.
+const MIN_CLIP_TOKENS: u64 = 1_000;
 
 /// Stands in for a policy's model that could not be set up (e.g. its key variable is unset).
 struct Unconfigured(String);

@@ -18,7 +18,7 @@ pub use breaker::{BreakerSettings, CircuitBreaker};
 pub use clip::{oversized, Clip, CLIP};
 pub use invariants::{apply, Applied};
 pub use last_resort::{LastResort, LAST_RESORT};
-pub use pipeline::{run_pipeline, StageSteps};
+pub use pipeline::{run_pipeline, Reach, StageSteps};
 pub use seed::{HostSeed, SEED_STEP};
 pub use window::{safe_cuts, Window};
 
@@ -188,7 +188,9 @@ pub fn run(
             }
             let (checkpoint, seed, retrospective) = (output.checkpoint.clone(), output.seed.clone(), output.retrospective.clone());
             let applied = apply(input.entries, input.window, output, input.archive_id, tokenizer)?;
-            if applied.tokens_after >= tokens_before {
+            // A handover need not shrink a short history: its point is the archive and a fresh
+            // session (Claude Code's PreCompact archives through it, however short the session).
+            if input.purpose == Purpose::Compact && applied.tokens_after >= tokens_before {
                 return Err(StepError::NoProgress(format!(
                     "the context would not shrink ({} → {} tokens)",
                     tokens_before, applied.tokens_after

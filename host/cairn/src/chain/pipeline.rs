@@ -8,10 +8,31 @@ use super::{run, Applied, Approve, BreakerSettings, ChainRun, CircuitBreaker, Co
 use crate::tokenizer::Tokenizer;
 use crate::transcript::Entry;
 
-/// A stage's name and its chain.
+/// A stage's name, its chain, how far it reaches and when it is needed.
 pub struct StageSteps<'s> {
     pub name: &'s str,
     pub steps: Vec<Box<dyn Step>>,
+    pub reach: Reach,
+    /// Run only while the context is above this many tokens (default: the pipeline's target);
+    /// the first stage always runs.
+    pub until: Option<u64>,
+}
+
+impl<'s> StageSteps<'s> {
+    /// A policy stage: between the protected head and the verbatim tail, until the target.
+    pub fn policy(name: &'s str, steps: Vec<Box<dyn Step>>) -> Self {
+        StageSteps { name, steps, reach: Reach::Window, until: None }
+    }
+}
+
+/// What a stage may touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Between the protected head and the verbatim tail: the policy's strategies.
+    Window,
+    /// Everything after the leading system prompt, the verbatim tail too: only for host steps
+    /// that shorten tool outputs in place (the clip), so no entry is too big to touch.
+    PastTail,
 }
 
 /// Runs the stages; a policy of one stage is exactly its chain.
@@ -24,7 +45,9 @@ pub fn run_pipeline(
     approve: Option<Approve<'_>>,
 ) -> ChainRun {
     if let [only] = stages {
-        return run(&only.steps, input, tokenizer, breaker, breaker_settings, approve);
+        if only.reach == Reach::Window {
+            return run(&only.steps, input, tokenizer, breaker, breaker_settings, approve);
+        }
     }
     let tokens_before: u64 = input.entries.iter().map(|e| e.tokens as u64).sum();
     let target = input.window.token_target;
@@ -34,12 +57,21 @@ pub fn run_pipeline(
     let (mut reports, mut refused) = (Vec::new(), None);
     for (n, stage) in stages.iter().enumerate() {
         let current = composed.as_ref().map_or(tokens_before, |c| c.applied.tokens_after);
-        if n > 0 && current <= target {
-            tracing::info!(stage = stage.name, current, target, "the context is at its target; the stage is not needed");
-            break;
+        let until = stage.until.unwrap_or(target);
+        if n > 0 && current <= until {
+            tracing::info!(stage = stage.name, current, until, "the context is at its target; the stage is not needed");
+            continue;
         }
-        // Earlier stages touched neither the protected head nor the verbatim tail.
-        let window = Window { protected_head: input.window.protected_head, tail_start: context.len() - tail_len, token_target: target };
+        // Earlier stages replaced nothing in the protected head, and the verbatim tail only
+        // entry for entry (the clip).
+        let window = match stage.reach {
+            Reach::Window => Window { protected_head: input.window.protected_head, tail_start: context.len() - tail_len, token_target: until },
+            Reach::PastTail => Window {
+                protected_head: context.iter().take_while(|e| e.role == crate::transcript::Role::System).count(),
+                tail_start: context.len(),
+                token_target: until,
+            },
+        };
         let earlier = composed.as_ref();
         let stage_input = StepInput {
             purpose: input.purpose,

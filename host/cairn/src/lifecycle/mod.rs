@@ -314,8 +314,20 @@ impl Lifecycle {
         store.save_state(&state)?;
         fault::point("reserved");
 
-        let run = self.maintain(&mut store, transcript, purpose, archive_id, request.as_ref(), &boundary)?;
-        notices.extend(self.finish(&mut store, &mut state, &run, request.is_some(), Some(usable))?);
+        // A window no larger than the reserve says nothing about what fits.
+        let usable = Some(usable).filter(|&u| u > 0);
+        let mut run = self.maintain(&mut store, transcript, purpose, archive_id, request.as_ref(), &boundary, usable)?;
+        if purpose == Purpose::Compact && run.over_window.is_some() && auto_handover_allowed(policy, state.overlay) {
+            // What no compaction could fit, a fresh session can: its seed is small by construction.
+            tracing::warn!(conversation = %report.conversation, "the compacted context does not fit the window; handing over");
+            let context = if run.committed { run.transcript.clone() } else { transcript.clone() };
+            let handover_id = ArchiveId::generate(store.key());
+            let handover = self.maintain(&mut store, &context, Purpose::Handover, handover_id, request.as_ref(), &boundary, usable)?;
+            if handover.committed {
+                (run, purpose) = (handover, Purpose::Handover);
+            }
+        }
+        notices.extend(self.finish(&mut store, &mut state, &run, request.is_some(), usable)?);
         outcome.action = match (&run.committed_by, purpose) {
             (None, _) => Action::Failed,
             (Some(_), Purpose::Compact) => Action::Compacted,
@@ -348,6 +360,7 @@ impl Lifecycle {
         archive_id: ArchiveId,
         request: Option<&AgentRequest>,
         boundary: &Boundary,
+        usable: Option<u64>,
     ) -> Result<CompactionReport> {
         let Inner { cairn, policy, workspace, .. } = self.inner.as_ref();
         // After the chain the built-in rule has nothing to add: a failing commit policy commits.
@@ -358,6 +371,7 @@ impl Lifecycle {
             resume: request.map(|r| r.resume.as_str()),
             approve: Some(&approve),
             workspace: workspace.as_deref(),
+            window: usable,
         };
         match purpose {
             Purpose::Compact => cairn.compact_with(policy, store, transcript, "boundary", options),
@@ -397,7 +411,10 @@ impl Lifecycle {
                 }
             }
         }
-        if run.degraded {
+        if let Some(why) = &run.over_window {
+            let text = format!("This conversation does not fit its context window after maintenance: {why}. The next request to the model may be refused.");
+            state.owed_notices.push(Notice::new(format!("over-window-{}", run.archive_id), "degraded", text));
+        } else if run.degraded {
             state.owed_notices.push(Notice::new(
                 format!("degraded-{}", run.archive_id),
                 "degraded",
@@ -448,7 +465,7 @@ impl Lifecycle {
                 let entries = store.recorded_entries(&prepared.entry_ids).context("resuming the prepared handover")?;
                 let boundary = Boundary { turn: prepared.turn, turn_complete: true, tool_call_outstanding: false };
                 let archive_id: ArchiveId = prepared.archive_id.parse()?;
-                self.maintain(store, &Transcript::new(entries), Purpose::Handover, archive_id, prepared.request.as_ref(), &boundary)?
+                self.maintain(store, &Transcript::new(entries), Purpose::Handover, archive_id, prepared.request.as_ref(), &boundary, None)?
             }
             None => {
                 let mut failed = CompactionReport::from_event(store.key().as_str(), &CompactionEvent::new(prepared.purpose, &prepared.archive_id, 0, Vec::new()));

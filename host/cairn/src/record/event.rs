@@ -53,6 +53,10 @@ pub struct CompactionEvent {
     /// The files the conversation touched, as they were (when the harness named its workspace).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<crate::workspace::FileStamp>,
+    /// Why the context is still above the usable window after this attempt (the harness named
+    /// the window and nothing could make it fit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_window: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,6 +98,7 @@ impl CompactionEvent {
             sessions: None,
             rejected: None,
             files: Vec::new(),
+            over_window: None,
         }
     }
 }

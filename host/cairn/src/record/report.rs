@@ -51,6 +51,9 @@ pub struct CompactionReport {
     /// Why nothing was committed, in one line; absent when something was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_committed: Option<String>,
+    /// Why the context is still above the usable window (then `degraded` is set too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over_window: Option<String>,
 }
 
 impl CompactionReport {
@@ -67,7 +70,7 @@ impl CompactionReport {
             tokens_after: event.tokens_after,
             steps: event.steps.clone(),
             committed_by: event.committed_by.clone(),
-            degraded: event.committed_by.as_deref().is_some_and(|by| by.split(" + ").any(|p| p.starts_with(LAST_RESORT_PREFIX))),
+            degraded: event.over_window.is_some() || event.committed_by.as_deref().is_some_and(|by| by.split(" + ").any(|p| p.starts_with(LAST_RESORT_PREFIX))),
             replaced: event.replaced.len(),
             forgotten: event.forgotten.clone(),
             artifacts: event.artifacts.clone(),
@@ -77,6 +80,7 @@ impl CompactionReport {
             transcript: Transcript::default(),
             rejected: event.rejected.clone(),
             not_committed: (!committed).then(|| not_committed(event)),
+            over_window: event.over_window.clone(),
         }
     }
 }

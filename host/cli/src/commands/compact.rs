@@ -26,6 +26,11 @@ pub struct Args {
     /// in the record (`cairn boundary --workspace` then reports those changed since).
     #[arg(long)]
     workspace: Option<PathBuf>,
+    /// The usable context window in tokens (the model's window less its output reserve):
+    /// the result is held to it — tool outputs clipped, then the oldest history dropped — or
+    /// reported `degraded` with the reason when nothing may make it fit.
+    #[arg(long)]
+    window: Option<u64>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -39,7 +44,7 @@ pub enum OutFormat {
 
 pub fn run(args: Args) -> Result<()> {
     let setup::Session { name, transcript, format, policy, cairn, home, mut store } = args.session.open()?;
-    let options = cairn::RunOptions { workspace: args.workspace.as_deref(), ..Default::default() };
+    let options = cairn::RunOptions { workspace: args.workspace.as_deref(), window: args.window, ..Default::default() };
     let report = cairn.compact_with(&policy, &mut store, &transcript, &name, options)?;
     if !args.json && !transcript.unrecognized.is_empty() {
         eprintln!("note: {name}: line kinds this reader does not know: {}", transcript.unrecognized);
@@ -71,7 +76,9 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
-    if report.degraded {
+    if let Some(why) = &report.over_window {
+        eprintln!("warning: {name}: {why}");
+    } else if report.degraded {
         eprintln!("warning: no strategy could compact {name}; the host's last resort dropped the oldest entries (kept in archive {})", report.archive_id);
     }
     println!("{name}: {} → {} tokens ({})", report.tokens_before, report.tokens_after, percent(report));

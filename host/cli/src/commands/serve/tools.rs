@@ -92,6 +92,9 @@ struct RunArgs {
     /// Return the compacted context as `transcript` [default true]; a harness that applies
     /// `first_kept_entry_id` + `prefix_summary` (Pi) saves the bytes.
     include_transcript: Option<bool>,
+    /// The usable context window in tokens (window less output reserve): the result is held
+    /// to it, or reported `degraded` with `over_window` saying why nothing could make it fit.
+    window: Option<u64>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -125,6 +128,9 @@ struct Report {
     /// Why nothing was committed, in one line.
     #[serde(skip_serializing_if = "Option::is_none")]
     not_committed: Option<String>,
+    /// Why the context is still above the usable window (`degraded` is then set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    over_window: Option<String>,
     /// `artifact://` URIs of what was set aside.
     artifacts: Vec<String>,
     replaced: usize,
@@ -647,7 +653,13 @@ impl Server {
             let (transcript, format) = formats::parse(&args.transcript, "transcript")?;
             let lifecycle = &generation.lifecycle;
             let mut store = lifecycle.home().conversation(&conversation)?;
-            let options = RunOptions { preserve: args.preserve.as_deref(), resume: args.resume.as_deref(), workspace: lifecycle.workspace(), ..RunOptions::default() };
+            let options = RunOptions {
+                preserve: args.preserve.as_deref(),
+                resume: args.resume.as_deref(),
+                workspace: lifecycle.workspace(),
+                window: args.window,
+                ..RunOptions::default()
+            };
             let (cairn, policy) = (lifecycle.cairn(), lifecycle.policy());
             let run = if handover {
                 cairn.handover_with(policy, &mut store, &transcript, "serve", options)?
@@ -690,6 +702,7 @@ fn report(run: &CompactionReport) -> Report {
         committed: run.committed,
         archive_id: run.archive.clone(),
         not_committed: run.not_committed.clone(),
+        over_window: run.over_window.clone(),
         artifacts: run.artifacts.clone(),
         replaced: run.replaced,
         forgotten: run.forgotten.clone(),
