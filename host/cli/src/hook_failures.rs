@@ -177,21 +177,10 @@ fn lock(path: &PathBuf) -> Result<File> {
     anyhow::bail!("{} stayed locked for 5 s", path.display())
 }
 
-/// `secs` since the epoch as `YYYY-MM-DD HH:MM UTC` (days to a civil date: Howard Hinnant's
-/// algorithm).
+/// `secs` since the epoch as `YYYY-MM-DD HH:MM UTC`.
 fn utc(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let (hour, minute) = ((secs % 86_400) / 3600, (secs % 3600) / 60);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02} UTC")
+    let iso = cairn::transcript::formats::iso8601(secs.saturating_mul(1000));
+    format!("{} {} UTC", &iso[..10], &iso[11..16])
 }
 
 #[cfg(test)]

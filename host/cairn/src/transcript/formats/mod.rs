@@ -11,6 +11,8 @@ mod openai;
 mod pi;
 mod pi_writeback;
 
+pub use pi_writeback::iso8601;
+
 use std::fmt;
 use std::marker::PhantomData;
 

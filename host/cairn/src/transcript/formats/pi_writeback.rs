@@ -157,7 +157,7 @@ fn session_id(t: &Transcript) -> String {
 
 /// Milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ` (civil-from-days, proleptic
 /// Gregorian).
-fn iso8601(ms: u64) -> String {
+pub fn iso8601(ms: u64) -> String {
     let (secs, millis) = (ms / 1000, ms % 1000);
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     let z = days + 719_468;
