@@ -72,7 +72,7 @@ fn clip(input: &StepInput<'_>, limit: u64) -> StepAnswer {
         seed: None,
         retrospective: None,
     };
-    StepAnswer { output: Ok(output), artifacts, refused: Vec::new() }
+    StepAnswer { output: Ok(output), artifacts, refused: Vec::new(), model: None }
 }
 
 /// The first and last `keep / 2` chars of `text` around a line that says what was cut and

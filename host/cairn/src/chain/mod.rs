@@ -103,11 +103,13 @@ pub struct StepAnswer {
     pub output: Result<StrategyOutput, StepError>,
     pub artifacts: Vec<String>,
     pub refused: Vec<String>,
+    /// The step's model calls, if it made any.
+    pub model: Option<crate::record::ModelUse>,
 }
 
 impl StepAnswer {
     pub fn new(output: Result<StrategyOutput, StepError>) -> Self {
-        StepAnswer { output, artifacts: Vec::new(), refused: Vec::new() }
+        StepAnswer { output, artifacts: Vec::new(), refused: Vec::new(), model: None }
     }
 }
 
@@ -205,7 +207,9 @@ pub fn run(
                 let verdict = approve.map_or(CommitDecision::Commit, |approve| approve(&name, &applied));
                 if let CommitDecision::Defer(why) | CommitDecision::Reject(why) = &verdict {
                     tracing::info!(plugin = %name, "the commit policy refused the outcome: {why}");
-                    reports.push(StepReport::failed(name, OutcomeClass::Rejected, &format!("the commit policy refused it: {why}"), millis, answer.refused));
+                    let mut report = StepReport::failed(name, OutcomeClass::Rejected, &format!("the commit policy refused it: {why}"), millis, answer.refused);
+                    report.model = answer.model;
+                    reports.push(report);
                     refused = Some(why.clone());
                     if matches!(verdict, CommitDecision::Defer(_)) {
                         deferred = true;
@@ -214,14 +218,16 @@ pub fn run(
                     continue;
                 }
                 tracing::info!(plugin = %name, millis, tokens_after = applied.tokens_after, "step ok");
-                reports.push(StepReport { plugin: name.clone(), outcome: OutcomeClass::Ok, millis, message: None, tokens_after: Some(applied.tokens_after), refused: answer.refused, stage: None });
+                reports.push(StepReport { plugin: name.clone(), outcome: OutcomeClass::Ok, millis, message: None, tokens_after: Some(applied.tokens_after), refused: answer.refused, stage: None, model: answer.model });
                 let committed = Committed { plugin: name, applied, artifacts: answer.artifacts, checkpoint, seed, retrospective };
                 return ChainRun { tokens_before, steps: reports, committed: Some(committed), refused: None, deferred: false };
             }
             Err(error) => {
                 breaker.record(&name, error.class(), breaker_settings);
                 tracing::info!(plugin = %name, millis, outcome = %error.class(), "step failed: {}", error.message());
-                reports.push(StepReport::failed(name, error.class(), error.message(), millis, answer.refused));
+                let mut report = StepReport::failed(name, error.class(), error.message(), millis, answer.refused);
+                report.model = answer.model;
+                reports.push(report);
             }
         }
     }

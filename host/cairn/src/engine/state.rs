@@ -66,7 +66,7 @@ impl CallState {
             memory: MemoryCap::new(memory_bytes),
             log: LogCapability::new(gate()),
             tokens: TokensCapability::new(gate(), services.tokenizer, services.deadline),
-            model: ModelCapability::new(gate(), services.model, services.deadline),
+            model: ModelCapability::new(gate(), services.model, services.tokenizer, services.deadline),
             archive: ArchiveCapability::new(gate(), services.archive_id, services.artifacts_before, services.archive),
             deadline: services.deadline,
             plugin,

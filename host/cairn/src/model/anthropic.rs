@@ -30,3 +30,14 @@ pub fn parse(body: &str) -> Result<String, ModelError> {
     }
     Ok(text)
 }
+
+/// Anthropic's "the prompt does not fit" error: `invalid_request_error` with the message
+/// "prompt is too long: N tokens > M maximum". The prompt's size and the window, where given.
+pub fn too_long(value: &Value) -> Option<(Option<u32>, Option<u32>)> {
+    let error = &value["error"];
+    let message = error["message"].as_str()?;
+    if error["type"] != "invalid_request_error" || !message.to_ascii_lowercase().starts_with("prompt is too long") {
+        return None;
+    }
+    Some((super::http::number_after(message, "too long:"), super::http::number_after(message, ">")))
+}

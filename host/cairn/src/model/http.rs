@@ -26,6 +26,8 @@ pub struct HttpProvider {
     redactor: Option<Redactor>,
     timeout: Duration,
     max_retries: u32,
+    /// The model's context window, if the policy (or the model's name) gives it.
+    context_window: Option<u32>,
     agent: ureq::Agent,
 }
 
@@ -50,8 +52,15 @@ impl HttpProvider {
             api_key: api_key.map(Secret),
             timeout,
             max_retries,
+            context_window: None,
             agent,
         }
+    }
+
+    /// The model's context window: the host refuses prompts above it, and steps are told it.
+    pub fn with_context_window(mut self, window: u32) -> Self {
+        self.context_window = Some(window);
+        self
     }
 
     fn attempt(&self, request: &ModelRequest, timeout: Duration) -> Attempt {
@@ -100,6 +109,7 @@ impl HttpProvider {
             ModelError::Unavailable(m) => ModelError::Unavailable(clean(m)),
             ModelError::Failed(m) => ModelError::Failed(clean(m)),
             ModelError::Timeout => ModelError::Timeout,
+            ModelError::TooLong { prompt_tokens, window, detail } => ModelError::TooLong { prompt_tokens, window, detail: clean(detail) },
         }
     }
 
@@ -123,6 +133,11 @@ impl HttpProvider {
                     return Err(ModelError::Failed(format!(
                         "HTTP {status}: the endpoint redirected; Cairn does not follow redirects for model calls (set base_url to the final address)"
                     )));
+                }
+                Attempt::Answer(status, body) if (400..500).contains(&status) && too_long(self.wire, &body).is_some() => {
+                    // Not retried here: the same prompt would be too long again. The plugin
+                    // retries with a smaller one.
+                    return Err(too_long(self.wire, &body).expect("checked"));
                 }
                 Attempt::Answer(status, body) => {
                     let message = format!("HTTP {status}: {}", error_message(&body));
@@ -164,6 +179,27 @@ impl ModelProvider for HttpProvider {
     fn describe(&self) -> String {
         format!("{:?} {} at {}", self.wire, self.model, self.base_url)
     }
+
+    fn context_window(&self) -> Option<u32> {
+        self.context_window
+    }
+}
+
+/// A provider's "the prompt does not fit" answer, recognised apart from other client errors.
+fn too_long(wire: Wire, body: &str) -> Option<ModelError> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    let (prompt_tokens, window) = match wire {
+        Wire::Openai => openai::too_long(&value)?,
+        Wire::Anthropic => anthropic::too_long(&value)?,
+    };
+    Some(ModelError::TooLong { prompt_tokens, window, detail: clip(value["error"]["message"].as_str().unwrap_or(""), MAX_ENDPOINT_BYTES) })
+}
+
+/// The number written right after `marker` in `text` ("… is 8192 tokens" → 8192).
+pub(super) fn number_after(text: &str, marker: &str) -> Option<u32> {
+    let start = text.find(marker)? + marker.len();
+    let digits: String = text[start..].trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == ',').filter(|c| *c != ',').collect();
+    digits.parse().ok()
 }
 
 /// The provider's error message if the body carries one (both APIs use `error.message`),

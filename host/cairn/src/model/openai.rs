@@ -16,3 +16,23 @@ pub fn parse(body: &str) -> Result<String, ModelError> {
         .map(str::to_string)
         .ok_or_else(|| ModelError::Failed("malformed response: no choices[0].message.content".into()))
 }
+
+/// OpenAI's (and vLLM's, and llama.cpp's) "the prompt does not fit" error: code
+/// `context_length_exceeded`, or the message "This model's maximum context length is M tokens.
+/// However, your messages resulted in N tokens …" (vLLM and older APIs say "you requested N
+/// tokens"), or llama.cpp's `exceed_context_size_error` with `n_prompt_tokens` and `n_ctx`.
+/// The prompt's size and the window, where the error gives them.
+pub fn too_long(value: &Value) -> Option<(Option<u32>, Option<u32>)> {
+    let error = &value["error"];
+    let message = error["message"].as_str().unwrap_or("");
+    if error["type"] == "exceed_context_size_error" {
+        let number = |key: &str| error[key].as_u64().and_then(|n| u32::try_from(n).ok());
+        return Some((number("n_prompt_tokens"), number("n_ctx")));
+    }
+    if error["code"] != "context_length_exceeded" && !message.contains("maximum context length") {
+        return None;
+    }
+    let window = super::http::number_after(message, "maximum context length is");
+    let tokens = super::http::number_after(message, "resulted in").or_else(|| super::http::number_after(message, "you requested"));
+    Some((tokens, window))
+}

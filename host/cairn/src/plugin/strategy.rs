@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Plugin, StepLimits};
-use crate::capabilities::Grants;
+use crate::capabilities::{Capability, Grants};
 use crate::chain::{Step, StepAnswer, StepError, StepInput};
 use crate::engine::{Engine, Services};
 use crate::model::ModelProvider;
+use crate::record::TOO_LONG_MESSAGE_PREFIX;
 use crate::tokenizer::Tokenizer;
 
 pub struct WasmStrategy {
@@ -38,22 +39,52 @@ impl Step for WasmStrategy {
             model: self.model.clone(),
             deadline: Instant::now() + timeout,
         };
-        let (answer, state) = self.plugin.call(&self.engine, self.limits.memory_bytes, timeout, &self.grants, services, |pre, store| pre.compact(store, input, &self.config));
+        let config = self.config_for_call();
+        let (answer, state) = self.plugin.call(&self.engine, self.limits.memory_bytes, timeout, &self.grants, services, |pre, store| pre.compact(store, input, &config));
         let refusals = state.refusals();
         let refused: Vec<String> = refusals.iter().map(|r| r.capability.to_string()).collect();
         if state.log.dropped > 0 {
             tracing::warn!(plugin = %self.plugin.label(), dropped = state.log.dropped, "log lines over the per-call budget were dropped");
         }
         // A plugin failing after its model ran out of time, or after being refused a
-        // capability: that is the cause.
+        // capability: that is the cause. One failing after a "too long" it could not get
+        // around says so first, in words harnesses can match (`too long: `).
+        let used = state.model.used;
         let output = answer.and_then(|answer| {
-            answer.map_err(|error| match refusals.first() {
-                _ if state.model.timed_out => StepError::Timeout(self.plugin.says(format!("its model call ran out of time ({})", error.message()))),
-                Some(refusal) => StepError::Denied(refusal.to_string()),
-                None => error,
+            answer.map_err(|error| match (refusals.first(), error) {
+                (_, error) if state.model.timed_out => StepError::Timeout(self.plugin.says(format!("its model call ran out of time ({})", error.message()))),
+                (Some(refusal), _) => StepError::Denied(refusal.to_string()),
+                (None, StepError::Unavailable(why)) if used.too_long > 0 => StepError::Unavailable(format!("{TOO_LONG_MESSAGE_PREFIX}{why}")),
+                (None, error) => error,
             })
         });
         let artifacts = if output.is_ok() { state.archive.into_pending() } else { Vec::new() };
-        StepAnswer { output, artifacts, refused }
+        StepAnswer { output, artifacts, refused, model: (used.calls > 0).then_some(used) }
+    }
+}
+
+/// The reserved config key through which a step granted `model` learns the model's context
+/// window (the contract has no field for it; `cairn_sdk::chunks` reads it).
+pub const MODEL_CONTEXT_WINDOW_KEY: &str = "model_context_window";
+
+impl WasmStrategy {
+    /// The plugin's config as the call gets it: for a step granted `model` whose model has a
+    /// known window, with `model_context_window` set to it (whatever the policy wrote there).
+    /// A config that is not a JSON object is passed on as it is.
+    fn config_for_call(&self) -> String {
+        let window = match (&self.model, self.grants.has(Capability::Model)) {
+            (Some(model), true) => model.context_window(),
+            _ => None,
+        };
+        let Some(window) = window else { return self.config.clone() };
+        let mut object = match self.config.trim() {
+            "" => serde_json::Map::new(),
+            text => match serde_json::from_str::<serde_json::Value>(text) {
+                Ok(serde_json::Value::Object(object)) => object,
+                _ => return self.config.clone(),
+            },
+        };
+        object.insert(MODEL_CONTEXT_WINDOW_KEY.into(), window.into());
+        serde_json::Value::Object(object).to_string()
     }
 }

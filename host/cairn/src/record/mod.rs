@@ -10,4 +10,4 @@ mod step;
 pub use decision::{kept_summary_ids, AgentRequest, Boundary, CommitDecision, Proposal, RequestKind, TriggerDecision, TriggerInput};
 pub use event::{now_millis, CompactionEvent, Event, Notice, Sessions};
 pub use report::CompactionReport;
-pub use step::{clip_message, OutcomeClass, Purpose, StepReport, MAX_MESSAGE_CHARS};
+pub use step::{clip_message, ModelUse, OutcomeClass, Purpose, StepReport, MAX_MESSAGE_CHARS, TOO_LONG_MESSAGE_PREFIX};

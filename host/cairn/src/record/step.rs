@@ -52,11 +52,38 @@ pub struct StepReport {
     /// The pipeline stage the step ran in (policies with `[[stage]]`s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
+    /// What the step asked of the model, as the host saw it (steps that called one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelUse>,
 }
+
+/// A step's model calls, counted by the host: a summarizer that sends an oversized history in
+/// chunks makes one call per chunk (plus, for `native-summary`, one for a split turn's prefix,
+/// and one more for a chunk retried smaller after a "too long" answer).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelUse {
+    /// Completions asked for (refused ones included).
+    pub calls: u32,
+    /// The largest prompt, in the host's tokens (counted when the model's window is known).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub largest_prompt_tokens: u32,
+    /// Prompts that did not fit the model's window: refused by the host, or answered "too
+    /// long" by the provider.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub too_long: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// How a step's message starts when its model said (or the host found) that a prompt did not
+/// fit the model's window and the step could not make do: `too long: …`.
+pub const TOO_LONG_MESSAGE_PREFIX: &str = "too long: ";
 
 impl StepReport {
     pub fn failed(plugin: String, outcome: OutcomeClass, message: &str, millis: u64, refused: Vec<String>) -> Self {
-        StepReport { plugin, outcome, millis, message: Some(clip_message(message)), tokens_after: None, refused, stage: None }
+        StepReport { plugin, outcome, millis, message: Some(clip_message(message)), tokens_after: None, refused, stage: None, model: None }
     }
 }
 

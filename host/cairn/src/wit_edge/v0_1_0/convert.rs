@@ -236,6 +236,8 @@ impl From<ModelError> for wit_model::ModelError {
             ModelError::Unavailable(why) => wit_model::ModelError::Unavailable(why),
             ModelError::Timeout => wit_model::ModelError::Timeout,
             ModelError::Failed(why) => wit_model::ModelError::Failed(why),
+            // The contract has no variant of its own for it: the stable text is the signal.
+            too_long @ ModelError::TooLong { .. } => wit_model::ModelError::Failed(too_long.to_string()),
         }
     }
 }
