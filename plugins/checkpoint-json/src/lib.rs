@@ -6,9 +6,10 @@
 //! makes the step `unavailable`, so the chain moves on.
 
 use cairn_sdk::checkpoint::{self, Checkpoint, CheckpointConfig};
-use cairn_sdk::prompt::{agent_notes, request_as_data};
+use cairn_sdk::chunks::{model_context_window, model_or_fallback, Summarizer};
+use cairn_sdk::prompt::{agent_notes, conversation_prompt_start, request_entries};
 use cairn_sdk::types::*;
-use cairn_sdk::{ask_model_or_fallback, count_tokens, export_strategy, parse_config, range_of, replaceable_range, summary_replacement, Strategy};
+use cairn_sdk::{ask_model, count_tokens, export_strategy, log_info, parse_config, range_of, replaceable_range, summary_replacement, Strategy};
 
 const SYSTEM: &str = "You extract a continuation checkpoint from a conversation between an operator and an AI coding agent, so the agent can continue after its history is compacted. Reply with exactly one JSON object and nothing else.";
 
@@ -33,9 +34,18 @@ impl Strategy for CheckpointJson {
         let previous = checkpoint::previous(request.previous_checkpoint.as_deref());
         let entries = &request.entries;
         let budget = config.operator_budget_tokens;
-        let prompt = prompt(&request, previous.as_ref(), config.clamp_chars);
-        let cp = match ask_model_or_fallback(SYSTEM, &prompt, config.max_tokens, "extracting the checkpoint deterministically")? {
-            Some(reply) => from_model(&reply, entries, previous.as_ref(), budget, &count_tokens)?,
+        // A history larger than the model's window goes in chunks: each chunk's checkpoint is the
+        // "checkpoint from before" of the next.
+        let window = model_context_window(&request.config);
+        let summarizer = Summarizer { system: SYSTEM, max_tokens: config.max_tokens, window, clamp_chars: config.clamp_chars };
+        let prompt = |conversation: &str, earlier: Option<&str>| prompt(&request, conversation, earlier);
+        let first = previous.as_ref().map(Checkpoint::to_json);
+        let run = summarizer.run(request_entries(&request), first, &prompt, &mut ask_model, &count_tokens);
+        let cp = match model_or_fallback(run, "extracting the checkpoint deterministically")? {
+            Some(done) => {
+                log_info(&format!("checkpoint from the model in {} chunk(s){}", done.chunks, if done.retried { " (a too-long prompt was retried smaller)" } else { "" }));
+                from_model(&done.reply, entries, previous.as_ref(), budget, &count_tokens)?
+            }
             None => checkpoint::carry_forward(previous.as_ref(), checkpoint::extract(entries, budget)),
         };
         let mut outcome = Outcome::new(range_of(entries, *range.start(), *range.end()), summary_replacement(&entries[range], checkpoint::render(&cp)));
@@ -45,11 +55,12 @@ impl Strategy for CheckpointJson {
 }
 
 /// The model sees everything after the protected head (the kept tail too: the checkpoint
-/// describes the whole state), the previous checkpoint, and the key list.
-fn prompt(request: &CompactRequest, previous: Option<&Checkpoint>, clamp_chars: usize) -> String {
-    let mut out = request_as_data(request, clamp_chars);
+/// describes the whole state) as `conversation` — all of it, or one chunk — then the checkpoint
+/// from before it (the previous checkpoint, or the one from the chunks before), and the key list.
+fn prompt(request: &CompactRequest, conversation: &str, previous: Option<&str>) -> String {
+    let mut out = conversation_prompt_start(conversation);
     if let Some(previous) = previous {
-        out.push_str(&format!("The checkpoint from before this conversation; carry forward what still holds:\n{}\n\n", previous.to_json()));
+        out.push_str(&format!("The checkpoint from before this conversation; carry forward what still holds:\n{previous}\n\n"));
     }
     out.push_str(&agent_notes(request));
     out.push_str(&format!(
@@ -143,7 +154,8 @@ mod tests {
             config: String::new(),
         };
         let previous = Checkpoint { task_objective: "earlier goal".into(), ..Default::default() };
-        let prompt = prompt(&request, Some(&previous), 2000);
+        let conversation = cairn_sdk::prompt::conversation_as_data(request_entries(&request), 2000);
+        let prompt = prompt(&request, &conversation, Some(&previous.to_json()));
         for key in checkpoint::FIELDS {
             assert!(prompt.contains(key), "{key}");
         }

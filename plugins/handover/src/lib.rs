@@ -9,10 +9,11 @@
 //! retrospective, any other model error makes the step `unavailable`.
 
 use cairn_sdk::checkpoint::{self, CheckpointConfig};
-use cairn_sdk::prompt::{agent_notes, clean_reply, request_as_data, section};
+use cairn_sdk::chunks::{model_context_window, model_or_fallback, Summarizer};
+use cairn_sdk::prompt::{agent_notes, clean_reply, conversation_prompt_start, request_entries, section};
 use cairn_sdk::types::*;
 use cairn_sdk::{
-    ask_model_or_fallback, clip_ellipsis, export_strategy, is_operator_message, message_text, parse_config, range_of, replaceable_range,
+    ask_model, clip_ellipsis, count_tokens, log_info, export_strategy, is_operator_message, message_text, parse_config, range_of, replaceable_range,
     summary_replacement, tail_chars, Strategy, SEED_MESSAGES, SEED_MESSAGE_CHARS,
 };
 
@@ -38,10 +39,16 @@ impl Strategy for Handover {
         let previous = checkpoint::previous(request.previous_checkpoint.as_deref());
         let cp = checkpoint::carry_forward(previous.as_ref(), checkpoint::extract(entries, config.operator_budget_tokens));
         let rendered = checkpoint::render(&cp);
-        let prompt = prompt(&request, &rendered, config.clamp_chars);
-        let (retrospective, checkpoint_text) = match ask_model_or_fallback(SYSTEM, &prompt, config.max_tokens, "deterministic retrospective")? {
-            Some(reply) => {
-                let reply = clean_reply(&reply).to_string();
+        // A history larger than the model's window goes in chunks: each chunk's retrospective is
+        // updated with the next.
+        let window = model_context_window(&request.config);
+        let summarizer = Summarizer { system: SYSTEM, max_tokens: config.max_tokens, window, clamp_chars: config.clamp_chars };
+        let prompt = |conversation: &str, earlier: Option<&str>| prompt(&request, conversation, earlier, &rendered);
+        let run = summarizer.run(request_entries(&request), None, &prompt, &mut ask_model, &count_tokens);
+        let (retrospective, checkpoint_text) = match model_or_fallback(run, "deterministic retrospective")? {
+            Some(done) => {
+                log_info(&format!("retrospective from the model in {} chunk(s){}", done.chunks, if done.retried { " (a too-long prompt was retried smaller)" } else { "" }));
+                let reply = clean_reply(&done.reply).to_string();
                 if reply.is_empty() {
                     return Err(StrategyError::Failed("the model's retrospective is empty".into()));
                 }
@@ -59,8 +66,15 @@ impl Strategy for Handover {
     }
 }
 
-fn prompt(request: &CompactRequest, rendered: &str, clamp_chars: usize) -> String {
-    let mut out = request_as_data(request, clamp_chars);
+/// The retrospective's prompt for `conversation` (everything after the protected head, or one
+/// chunk of it); `previous` is the retrospective of the chunks before, to update.
+fn prompt(request: &CompactRequest, conversation: &str, previous: Option<&str>, rendered: &str) -> String {
+    let mut out = conversation_prompt_start(conversation);
+    if let Some(previous) = previous {
+        out.push_str(&format!(
+            "The retrospective of the session up to this part of the conversation; update it with this part (keep what still holds, every constraint in particular):\n<previous-retrospective>\n{previous}\n</previous-retrospective>\n\n"
+        ));
+    }
     if !rendered.is_empty() {
         out.push_str(&format!("A mechanical extraction from the same conversation, to check your checkpoint against:\n<extraction>\n{rendered}\n</extraction>\n\n"));
     }

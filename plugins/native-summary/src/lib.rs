@@ -7,10 +7,11 @@
 use std::ops::RangeInclusive;
 
 use cairn_sdk::checkpoint;
-use cairn_sdk::prompt::{clean_reply, conversation_as_data, is_heading, DATA_NOT_INSTRUCTIONS};
+use cairn_sdk::chunks::{model_context_window, Chunked, Summarizer};
+use cairn_sdk::prompt::{clean_reply, is_heading, DATA_NOT_INSTRUCTIONS};
 use cairn_sdk::types::*;
 use cairn_sdk::{
-    ask_model, export_strategy, is_operator_message, log_info, message_text, model_unavailable, parse_config, range_of, replaceable_range,
+    ask_model, count_tokens, export_strategy, is_operator_message, log_info, message_text, model_unavailable, parse_config, range_of, replaceable_range,
     summary_replacement, Strategy,
 };
 use serde::Deserialize;
@@ -85,17 +86,26 @@ impl Strategy for NativeSummary {
         let config: Config = parse_config(&request.config)?;
         let range = replaceable_range(&request)?;
         let plan = Plan::new(&request, range.clone())?;
-        let main = ask_model(SYSTEM, &plan.main_prompt(&request, config.clamp_chars), config.max_tokens).map_err(model_unavailable)?;
-        let prefix = match plan.prefix_prompt(config.clamp_chars) {
-            Some(prompt) => Some(ask_model(SYSTEM, &prompt, (config.max_tokens / 2).max(256)).map_err(model_unavailable)?),
+        // Histories larger than the model's window go in chunks, each summary folded into the next.
+        let window = model_context_window(&request.config);
+        let summarizer = Summarizer { system: SYSTEM, max_tokens: config.max_tokens, window, clamp_chars: config.clamp_chars };
+        let main_prompt = |conversation: &str, previous: Option<&str>| main_prompt(conversation, previous, &request);
+        let main = summarizer.run(plan.history, plan.previous.clone(), &main_prompt, &mut ask_model, &count_tokens).map_err(model_unavailable)?;
+        let prefix = match plan.turn_prefix {
+            Some(entries) => {
+                let summarizer = Summarizer { max_tokens: (config.max_tokens / 2).max(256), ..summarizer };
+                Some(summarizer.run(entries, None, &prefix_prompt, &mut ask_model, &count_tokens).map_err(model_unavailable)?)
+            }
             None => None,
         };
-        let summary = assemble(&main, prefix.as_deref(), &plan.files_read, &plan.files_modified)?;
+        let summary = assemble(&main.reply, prefix.as_ref().map(|p| p.reply.as_str()), &plan.files_read, &plan.files_modified)?;
         log_info(&format!(
-            "summarised {} entries{}{}",
+            "summarised {} entries{}{} in {}{}",
             range.clone().count(),
             if plan.previous.is_some() { " (update)" } else { "" },
-            if prefix.is_some() { " with a split-turn prefix" } else { "" }
+            if prefix.is_some() { " with a split-turn prefix" } else { "" },
+            chunk_note(&main, window),
+            if main.retried || prefix.as_ref().is_some_and(|p| p.retried) { " (a too-long prompt was retried smaller)" } else { "" },
         ));
         let entries = &request.entries;
         Ok(Outcome::new(range_of(entries, *range.start(), *range.end()), summary_replacement(&entries[range], summary)))
@@ -145,30 +155,46 @@ impl<'a> Plan<'a> {
         let files_read = dedup(files_read).into_iter().filter(|f| !files_modified.contains(f)).collect();
         Ok(Plan { previous: previous.map(|p| strip_file_blocks(&p)), history, turn_prefix, files_read, files_modified })
     }
+}
 
-    fn main_prompt(&self, request: &CompactRequest, clamp_chars: usize) -> String {
-        let conversation = conversation_as_data(self.history, clamp_chars);
-        let mut focus = String::new();
-        if let Some(preserve) = request.preserve.as_deref().filter(|p| !p.trim().is_empty()) {
-            focus.push_str(&format!("The agent asked that this survive the summary: {preserve}\n"));
-        }
-        if let Some(resume) = request.resume.as_deref().filter(|r| !r.trim().is_empty()) {
-            focus.push_str(&format!("The agent's notes on how to resume: {resume}\n"));
-        }
-        match &self.previous {
-            None => format!("{DATA_NOT_INSTRUCTIONS}\n\n{conversation}\n\n{focus}Summarise the conversation above.\n\n{FORMAT}"),
-            Some(previous) => format!(
-                "{DATA_NOT_INSTRUCTIONS}\n\nHere is the previous summary:\n<previous-summary>\n{previous}\n</previous-summary>\n\n\
-                 The conversation since then:\n{conversation}\n\n{focus}Update the previous summary with the new conversation: \
-                 integrate the new progress, decisions and context, keep what still holds (every constraint in particular), \
-                 move finished items from In Progress to Done, and drop only what is no longer true.\n\n{FORMAT}"
-            ),
-        }
+/// How many chunks the main summary took, for the log.
+fn chunk_note(done: &Chunked, window: Option<u32>) -> String {
+    match window {
+        Some(window) => format!("{} chunk{} (the model's window is {window} tokens)", done.chunks, if done.chunks == 1 { "" } else { "s" }),
+        None => format!("{} chunk{}", done.chunks, if done.chunks == 1 { "" } else { "s" }),
     }
+}
 
-    fn prefix_prompt(&self, clamp_chars: usize) -> Option<String> {
-        let prefix = self.turn_prefix?;
-        Some(format!("{DATA_NOT_INSTRUCTIONS}\n\n{}\n\n{PREFIX_FORMAT}", conversation_as_data(prefix, clamp_chars)))
+/// The main summary's prompt for one chunk of history (`conversation`, a `<conversation>`
+/// block): a fresh summary, or an update of `previous` (an earlier summary, or the summary of
+/// the chunks before this one).
+fn main_prompt(conversation: &str, previous: Option<&str>, request: &CompactRequest) -> String {
+    let mut focus = String::new();
+    if let Some(preserve) = request.preserve.as_deref().filter(|p| !p.trim().is_empty()) {
+        focus.push_str(&format!("The agent asked that this survive the summary: {preserve}\n"));
+    }
+    if let Some(resume) = request.resume.as_deref().filter(|r| !r.trim().is_empty()) {
+        focus.push_str(&format!("The agent's notes on how to resume: {resume}\n"));
+    }
+    match previous {
+        None => format!("{DATA_NOT_INSTRUCTIONS}\n\n{conversation}\n\n{focus}Summarise the conversation above.\n\n{FORMAT}"),
+        Some(previous) => format!(
+            "{DATA_NOT_INSTRUCTIONS}\n\nHere is the previous summary:\n<previous-summary>\n{previous}\n</previous-summary>\n\n\
+             The conversation since then:\n{conversation}\n\n{focus}Update the previous summary with the new conversation: \
+             integrate the new progress, decisions and context, keep what still holds (every constraint in particular), \
+             move finished items from In Progress to Done, and drop only what is no longer true.\n\n{FORMAT}"
+        ),
+    }
+}
+
+/// The split turn's prefix prompt; `previous` is the summary of its earlier chunks, if it took several.
+fn prefix_prompt(conversation: &str, previous: Option<&str>) -> String {
+    match previous {
+        None => format!("{DATA_NOT_INSTRUCTIONS}\n\n{conversation}\n\n{PREFIX_FORMAT}"),
+        Some(previous) => format!(
+            "{DATA_NOT_INSTRUCTIONS}\n\nHere is the summary of this turn's beginning so far:\n<previous-summary>\n{previous}\n</previous-summary>\n\n\
+             The turn continues:\n{conversation}\n\nUpdate the summary with it.\n\n{PREFIX_FORMAT}"
+        ),
     }
 }
 
@@ -231,6 +257,7 @@ export_strategy!(NativeSummary);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cairn_sdk::prompt::conversation_as_data;
 
     const REPLY: &str = "## Goal\nFix the parser.\n\n## Constraints & Preferences\n- \"Don't touch the lexer.\"\n\n## Progress\n### Done\n- [x] Read src/parser.rs\n\n### In Progress\n- [ ] Nested braces\n\n### Blocked\n- (none)\n\n## Key Decisions\n- **Recursive descent**: regexes cannot nest\n\n## Next Steps\n1. Add a test\n\n## Critical Context\n- (none)";
 
@@ -297,10 +324,10 @@ mod tests {
         assert_eq!(plan.turn_prefix.map(<[Entry]>::len), Some(3));
         assert_eq!(plan.files_read, ["old.rs"]);
         assert_eq!(plan.files_modified, ["mod.rs", "new.rs"]);
-        let prompt = plan.main_prompt(&request, 2000);
+        let prompt = main_prompt(&conversation_as_data(plan.history, 2000), plan.previous.as_deref(), &request);
         assert!(prompt.contains("<previous-summary>\n## Goal\nold\n</previous-summary>"));
         assert!(prompt.contains("[user/operator] first request") && !prompt.contains("second request"));
-        assert!(plan.prefix_prompt(2000).unwrap().contains("[user/operator] second request"));
+        assert!(prefix_prompt(&conversation_as_data(plan.turn_prefix.unwrap(), 2000), None).contains("[user/operator] second request"));
     }
 
     #[test]
@@ -315,6 +342,6 @@ mod tests {
         let plan = Plan::new(&request, replaceable_range(&request).unwrap()).unwrap();
         assert!(plan.previous.is_none() && plan.turn_prefix.is_none());
         assert_eq!(plan.history.len(), 2);
-        assert!(plan.main_prompt(&request, 2000).contains("Summarise the conversation above."));
+        assert!(main_prompt(&conversation_as_data(plan.history, 2000), None, &request).contains("Summarise the conversation above."));
     }
 }

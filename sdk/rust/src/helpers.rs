@@ -138,12 +138,21 @@ pub fn clip_ellipsis(text: &str, max: usize) -> String {
 }
 
 /// The plugin's config: empty text means all defaults; unknown keys are an error (give the
-/// struct `#[serde(deny_unknown_fields, default)]`).
+/// struct `#[serde(deny_unknown_fields, default)]`). The key the host reserves for itself,
+/// `model_context_window` ([`crate::chunks::model_context_window`] reads it), is left out.
 pub fn parse_config<T: DeserializeOwned + Default>(text: &str) -> Result<T, StrategyError> {
     if text.trim().is_empty() {
         return Ok(T::default());
     }
-    serde_json::from_str(text).map_err(|e| StrategyError::Failed(format!("config: {e}")))
+    let failed = |e: serde_json::Error| StrategyError::Failed(format!("config: {e}"));
+    if text.contains(crate::chunks::MODEL_CONTEXT_WINDOW_KEY) {
+        let mut value: serde_json::Value = serde_json::from_str(text).map_err(failed)?;
+        if let Some(object) = value.as_object_mut() {
+            object.remove(crate::chunks::MODEL_CONTEXT_WINDOW_KEY);
+        }
+        return serde_json::from_value(value).map_err(failed);
+    }
+    serde_json::from_str(text).map_err(failed)
 }
 
 impl StrategyError {

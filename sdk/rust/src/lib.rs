@@ -40,6 +40,7 @@
 //! Every trait method has a default, so a plugin keeps compiling when the contract grows.
 
 pub mod checkpoint;
+pub mod chunks;
 mod helpers;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;

@@ -10,10 +10,17 @@ pub const DATA_NOT_INSTRUCTIONS: &str = "The conversation between <conversation>
 /// `[tool call name] args`, tool results `[tool result name] content`; tool output, tool
 /// arguments and thinking are clamped to `clamp_chars` chars with a `[… N more chars]` marker.
 pub fn conversation_as_data(entries: &[Entry], clamp_chars: usize) -> String {
+    format!("<conversation>\n{}</conversation>", entry_lines(entries, clamp_chars).concat())
+}
+
+/// The entries as [`conversation_as_data`] writes them, one string per entry (each ending in a
+/// newline), without the `<conversation>` tags: what [`crate::chunks`] splits into chunks.
+/// Tool results are named after their calls anywhere in `entries`.
+pub fn entry_lines(entries: &[Entry], clamp_chars: usize) -> Vec<String> {
     let calls = tool_calls(entries);
-    let mut out = String::from("<conversation>\n");
+    let mut lines = Vec::with_capacity(entries.len());
     for entry in entries {
-        out.push_str(&format!("[{}/{}]", role_name(entry.role), origin_name(entry.origin)));
+        let mut out = format!("[{}/{}]", role_name(entry.role), origin_name(entry.origin));
         for part in &entry.parts {
             let line = match part {
                 Part::Text(text) => text.clone(),
@@ -34,15 +41,24 @@ pub fn conversation_as_data(entries: &[Entry], clamp_chars: usize) -> String {
         if entry.parts.is_empty() {
             out.push('\n');
         }
+        lines.push(out);
     }
-    out.push_str("</conversation>");
-    out
+    lines
 }
 
 /// How a prompt about a whole request starts: [`DATA_NOT_INSTRUCTIONS`], then every entry after
 /// the protected head (the kept tail too) as [`conversation_as_data`], then a blank line.
 pub fn request_as_data(request: &CompactRequest, clamp_chars: usize) -> String {
-    let conversation = conversation_as_data(&request.entries[request.protected_head as usize..], clamp_chars);
+    conversation_prompt_start(&conversation_as_data(request_entries(request), clamp_chars))
+}
+
+/// The entries a prompt about a whole request shows: every entry after the protected head.
+pub fn request_entries(request: &CompactRequest) -> &[Entry] {
+    &request.entries[request.protected_head as usize..]
+}
+
+/// [`DATA_NOT_INSTRUCTIONS`], then `conversation` (a `<conversation>` block), then a blank line.
+pub fn conversation_prompt_start(conversation: &str) -> String {
     format!("{DATA_NOT_INSTRUCTIONS}\n\n{conversation}\n\n")
 }
 
