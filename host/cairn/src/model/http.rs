@@ -188,9 +188,10 @@ impl ModelProvider for HttpProvider {
 /// A provider's "the prompt does not fit" answer, recognised apart from other client errors.
 fn too_long(wire: Wire, body: &str) -> Option<ModelError> {
     let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    // The wire's own form first; proxies (LiteLLM, OpenRouter) pass the other one's on too.
     let (prompt_tokens, window) = match wire {
-        Wire::Openai => openai::too_long(&value)?,
-        Wire::Anthropic => anthropic::too_long(&value)?,
+        Wire::Openai => openai::too_long(&value).or_else(|| anthropic::too_long(&value))?,
+        Wire::Anthropic => anthropic::too_long(&value).or_else(|| openai::too_long(&value))?,
     };
     Some(ModelError::TooLong { prompt_tokens, window, detail: clip(value["error"]["message"].as_str().unwrap_or(""), MAX_ENDPOINT_BYTES) })
 }

@@ -359,3 +359,129 @@ fn a_spent_chain_budget_skips_the_remaining_plugins() {
     assert!(report.steps[1].message.as_deref().unwrap().contains("budget"));
     assert!(report.steps[3].plugin.starts_with("last-resort@"));
 }
+
+// ---- the model's own window: too-long answers, chunked summaries --------------------------
+
+const OPENAI_TOO_LONG: &str = r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+const ANTHROPIC_TOO_LONG: &str = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+
+/// A request's prompt as the host counts it: each message's text and 4 tokens of framing.
+fn prompt_tokens(request: &support::loopback::Request) -> u32 {
+    let body: serde_json::Value = serde_json::from_str(&request.body).unwrap();
+    let tokenizer = cairn::tokenizer::Tokenizer::default();
+    let mut texts: Vec<String> = body["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap().to_string()).collect();
+    if let Some(system) = body["system"].as_str() {
+        texts.push(system.to_string());
+    }
+    texts.iter().map(|t| tokenizer.count(t) + 4).sum()
+}
+
+fn max_tokens(request: &support::loopback::Request) -> u32 {
+    serde_json::from_str::<serde_json::Value>(&request.body).unwrap()["max_tokens"].as_u64().unwrap() as u32
+}
+
+/// One native-summary step (the host's last resort after it) against `base_url`.
+fn summary_policy(base_url: &str, window: Option<u32>) -> Policy {
+    let window = window.map_or(String::new(), |w| format!("context_window = {w}"));
+    let text = format!(
+        "[model]\nprovider = \"openai\"\nbase_url = \"{base_url}/v1\"\nmodel = \"test-model\"\n{window}\ntimeout_ms = 20000\nmax_retries = 0\n\n\
+         [compaction]\nkeep_recent_tokens = 20000\nkeep_recent_at_most = 0.25\ntarget_ratio = 0.5\nchain_timeout_ms = 300000\n\n\
+         [[chain]]\nplugin = \"native-summary\"\ngrants = [\"log\", \"tokens\", \"model\"]\nmemory_mib = 256\ntimeout_ms = 240000\n"
+    );
+    Policy::parse(&text, "summary.toml").unwrap()
+}
+
+#[test]
+fn provider_too_long_answers_are_recognised_and_not_retried() {
+    for (wire, body, tokens, window) in [(Wire::Openai, OPENAI_TOO_LONG, 9000, 8192), (Wire::Anthropic, ANTHROPIC_TOO_LONG, 210_000, 200_000)] {
+        let server = Loopback::start(move |_, _| Reply::status(400, body));
+        let err = provider(wire, &server.base_url, 2, 5_000).complete(&request(), soon()).unwrap_err();
+        let ModelError::TooLong { prompt_tokens, window: told, .. } = &err else { panic!("{wire:?}: {err:?}") };
+        assert_eq!((*prompt_tokens, *told), (Some(tokens), Some(window)), "{wire:?}");
+        assert!(err.to_string().starts_with(&format!("prompt too long: {tokens} tokens, the model's window is {window}")), "{err}");
+        assert_eq!(server.count(), 1, "{wire:?}: the same prompt would be too long again");
+    }
+    // Other 400s stay plain failures.
+    let server = Loopback::start(|_, _| Reply::status(400, r#"{"error":{"message":"bad temperature","type":"invalid_request_error"}}"#));
+    assert!(matches!(provider(Wire::Openai, &server.base_url, 0, 5_000).complete(&request(), soon()), Err(ModelError::Failed(_))));
+}
+
+#[test]
+fn the_host_refuses_a_prompt_over_the_models_window_without_sending_it() {
+    let server = Loopback::start(|_, _| Reply::ok(openai_reply(SUMMARY)));
+    let mut cairn = host();
+    let base = format!("{}/v1", server.base_url);
+    cairn.set_model_provider(Arc::new(HttpProvider::new(Wire::Openai, &base, "m", None, Duration::from_secs(5), 0).with_context_window(300)));
+    let (report, _dir) = compact_with(&cairn, &summary_policy(&server.base_url, None));
+    let step = &report.steps[0];
+    assert_eq!(step.outcome, OutcomeClass::Unavailable, "{:#?}", report.steps);
+    let message = step.message.as_deref().unwrap();
+    assert!(message.starts_with("too long: ") && message.contains("prompt too long: ") && message.contains("the model's window is 300"), "{message}");
+    assert_eq!(server.count(), 0, "nothing over the window is sent");
+    let used = step.model.unwrap();
+    assert_eq!((used.calls, used.too_long), (2, 2), "one retry with a smaller chunk, then the step gives up: {used:?}");
+}
+
+#[test]
+fn a_too_long_answer_is_classed_apart_and_retried_once_smaller() {
+    // The first prompt is answered "too long" with OpenAI's real body; the smaller retry passes.
+    let server = Loopback::start(|n, _| if n == 0 { Reply::status(400, OPENAI_TOO_LONG) } else { Reply::ok(openai_reply(SUMMARY)) });
+    let (report, _dir) = compact_with(&host(), &summary_policy(&server.base_url, None));
+    assert_eq!(report.steps[0].outcome, OutcomeClass::Ok, "{:#?}", report.steps);
+    let used = report.steps[0].model.unwrap();
+    assert_eq!(used.too_long, 1, "{used:?}");
+    let requests = server.requests.lock().unwrap().clone();
+    assert_eq!(used.calls as usize, requests.len());
+    assert!(requests.len() >= 2);
+    assert!(prompt_tokens(&requests[1]) < prompt_tokens(&requests[0]), "the retry is smaller");
+    assert!(report.committed_by.as_deref().unwrap().starts_with("native-summary@"));
+
+    // Always "too long": the step is unavailable, says `too long: ` first, and retried once.
+    let server = Loopback::start(|_, _| Reply::status(400, ANTHROPIC_TOO_LONG.replace("210000", "9000").replace("200000", "8192")));
+    let (report, _dir) = compact_with(&host(), &summary_policy(&server.base_url, None));
+    let step = &report.steps[0];
+    assert_eq!(step.outcome, OutcomeClass::Unavailable);
+    assert!(step.message.as_deref().unwrap().starts_with("too long: "), "{:#?}", report.steps);
+    assert_eq!(server.count(), 2, "one retry, no more");
+    assert_eq!(step.model.unwrap().too_long, 2);
+    assert!(report.committed_by.is_some(), "the chain still commits");
+}
+
+/// With a fake model whose window is 8k tokens, native-summary summarizes the large Pi session
+/// in chunks and commits: every request fits, there are several, and the step's record counts
+/// them.
+#[test]
+#[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
+fn native_summary_summarizes_the_large_pi_session_in_chunks_under_an_8k_window() {
+    const WINDOW: u32 = 8192;
+    let server = Loopback::start(|_, r| {
+        if prompt_tokens(r) + max_tokens(r) > WINDOW {
+            Reply::status(400, OPENAI_TOO_LONG)
+        } else {
+            Reply::ok(openai_reply(SUMMARY))
+        }
+    });
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/transcripts/pi/pi-mono__large-session.jsonl");
+    let (transcript, _) = cairn::transcript::formats::parse(&std::fs::read_to_string(path).unwrap(), path).unwrap();
+    let cairn = host();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Home::open(dir.path()).unwrap().conversation(&ConversationKey::parse("large").unwrap()).unwrap();
+    let policy = cairn.check_policy(summary_policy(&server.base_url, Some(WINDOW))).unwrap();
+    let report = cairn.compact(&policy, &mut store, &transcript, "large").unwrap();
+    let step = &report.steps[0];
+    assert_eq!(step.outcome, OutcomeClass::Ok, "{:#?}", report.steps);
+    assert!(report.committed_by.as_deref().unwrap().starts_with("native-summary@"));
+    let requests = server.requests.lock().unwrap().clone();
+    let sizes: Vec<u32> = requests.iter().map(prompt_tokens).collect();
+    eprintln!("{} requests, prompt tokens {sizes:?}, max_tokens {}, tokens {} → {}", sizes.len(), max_tokens(&requests[0]), report.tokens_before, report.tokens_after);
+    assert!(sizes.len() >= 3, "several chunks: {sizes:?}");
+    assert!(requests.iter().all(|r| prompt_tokens(r) + max_tokens(r) <= WINDOW), "{sizes:?}");
+    let used = step.model.unwrap();
+    assert_eq!(used.calls as usize, requests.len(), "the record counts every chunk's call: {used:?}");
+    assert_eq!(used.too_long, 0);
+    assert!(used.largest_prompt_tokens < WINDOW);
+    // The record keeps the count.
+    let store = Home::open(dir.path()).unwrap().existing_conversation(&ConversationKey::parse("large").unwrap()).unwrap();
+    let recorded = serde_json::to_string(&store.events()).unwrap();
+    assert!(recorded.contains(&format!("\"calls\":{}", requests.len())), "the durable record has the model calls");
+}
