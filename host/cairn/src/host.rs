@@ -215,7 +215,11 @@ impl Cairn {
 
         let tokens_before = transcript.total_tokens();
         let settings = &policy.compaction;
-        let keep_recent = settings.keep_recent(tokens_before);
+        // Where the usable window is known the verbatim tail is also at most its share of it:
+        // a tail larger than the window (a small model's) could not fit whatever ran before it.
+        let keep_recent = options.window.map_or(settings.keep_recent(tokens_before), |usable| {
+            settings.keep_recent(tokens_before).min((usable as f64 * settings.keep_recent_at_most) as u64)
+        });
         let target = options.window.map_or(settings.target(tokens_before), |usable| settings.target(tokens_before).min(usable));
         let window = match purpose {
             Purpose::Compact => Window::compute(&transcript.entries, keep_recent, target),

@@ -9,3 +9,4 @@ mod model;
 mod pipeline;
 mod robustness;
 mod support;
+mod window;
