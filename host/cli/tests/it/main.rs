@@ -12,3 +12,4 @@ mod eval;
 mod lifecycle;
 mod polyglot;
 mod support;
+mod window;
