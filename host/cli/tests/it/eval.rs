@@ -28,7 +28,7 @@ fn transcripts() -> String {
 }
 
 /// What the bundled policies keep, scenario by scenario, on the recorded sessions.
-const KEPT: [&str; 10] = [
+const KEPT: [&str; 11] = [
     "buried-constraint",
     "failed-hypothesis",
     "stale-file-edit",
@@ -39,6 +39,7 @@ const KEPT: [&str; 10] = [
     "model-switch",
     "protocol-sequence",
     "six-cycles",
+    "full-context",
 ];
 
 #[test]
@@ -52,7 +53,7 @@ fn the_bundled_policies_pass_what_they_keep() {
         }
         let full = scorecard(&args.iter().map(String::as_str).collect::<Vec<_>>());
         let card = verdicts(&full);
-        assert_eq!(card.len(), 10, "ten scenarios");
+        assert_eq!(card.len(), 11, "eleven scenarios");
         // Beside Claude Code's own summaries of the recorded sessions that compacted.
         let beside = full["beside_claude_code"].as_array().unwrap();
         assert_eq!(beside.len(), 3);

@@ -6,6 +6,7 @@ mod background_worker;
 mod buried_constraint;
 mod cache_cost;
 mod failed_hypothesis;
+mod full_context;
 mod long_tool_turn;
 mod model_switch;
 mod protocol_sequence;
@@ -132,6 +133,7 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
         Box::new(model_switch::ModelSwitch),
         Box::new(protocol_sequence::ProtocolSequence),
         Box::new(six_cycles::SixCycles),
+        Box::new(full_context::FullContext),
     ]
 }
 
