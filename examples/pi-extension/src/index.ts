@@ -10,9 +10,10 @@
  * - `ExtensionAPI.registerTool(ToolDefinition)` for `session_history` and `context_maintenance`;
  * - `ExtensionAPI.sendMessage` (a `cairn` custom message carrying Cairn's advice to the model);
  * - `ExtensionAPI.events` (EventBus): each boundary's result is emitted on `cairn:boundary`;
+ *   `cairn:settle` (data: a callback) calls back once the background work has finished;
  * - `ExtensionContext`: `sessionManager` (ReadonlySessionManager: getSessionId, getHeader,
  *   getBranch), `ui.notify` (ExtensionUIContext), `hasUI`, `cwd`, `model`, `getContextUsage`,
- *   `hasPendingMessages`, `compact(CompactOptions)`;
+ *   `isIdle`, `hasPendingMessages`, `compact(CompactOptions)`;
  * - `CompactionResult` (what `session_before_compact` returns), `calculateContextTokens`.
  */
 import type {
@@ -108,10 +109,21 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 		let closing = false;
 		let closed = false;
 		let inFlight = 0;
-		/** An agent run between agent_start and the end of the agent_end handler. */
+		/** An agent run between agent_start and the end of agent_end's work (background included). */
 		let agentRunning = false;
+		/** Agent runs started (agent_start), so that a run's late agent_end work does not end the next one. */
+		let agentRuns = 0;
 		/** Until when Pi is expected to start a compaction (after agent_end over its threshold, or ctx.compact()). */
 		let compactionDueUntil = 0;
+
+		// Background work. Pi emits an agent event to its listeners (`--mode json` prints it) only
+		// after every extension handler for it returned, and print mode stops listening as soon as
+		// the prompt returns. So turn_end and agent_end return at once and do their Cairn work in
+		// the background: `boundaries` chains the boundary calls in turn order; `background` holds
+		// every piece of work still running. session_before_compact awaits the boundaries first (a
+		// compaction committed there is the one to apply); session_shutdown waits for all of it.
+		let boundaries: Promise<void> = Promise.resolve();
+		const background = new Set<Promise<void>>();
 
 		/** Runs a handler body, counted so that shutdown waits for it. */
 		async function tracked<T>(body: () => Promise<T>): Promise<T> {
@@ -121,6 +133,19 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 			} finally {
 				inFlight--;
 			}
+		}
+
+		/** Starts `body` without waiting for it; counted (shutdown waits) and never rejecting. */
+		function inBackground(body: () => Promise<void>): Promise<void> {
+			const work = tracked(body).catch(() => {});
+			background.add(work);
+			void work.finally(() => background.delete(work));
+			return work;
+		}
+
+		/** Resolves once no background work is left (including work that work started). */
+		async function settled(): Promise<void> {
+			while (background.size > 0) await Promise.all([...background]);
 		}
 
 		/** The server for the current Pi session (restarted when the session id changes). */
@@ -212,6 +237,12 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 			return notices;
 		}
 
+		// For tests and other extensions: `pi.events.emit("cairn:settle", done)` calls `done()` once
+		// the work of the turn_end and agent_end handlers so far has finished.
+		pi.events.on("cairn:settle", (done) => {
+			if (typeof done === "function") void settled().then(() => (done as () => void)());
+		});
+
 		pi.on("session_start", async () => {
 			// The server starts lazily, on the first call that needs it.
 			pending = undefined;
@@ -231,6 +262,7 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 		});
 
 		pi.on("agent_start", async () => {
+			agentRuns++;
 			agentRunning = true;
 		});
 
@@ -248,6 +280,9 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 				compacting = true;
 				compactionDueUntil = 0;
 				try {
+					// The boundaries of the turns so far first: one may have committed the compaction.
+					await boundaries;
+					if (event.signal.aborted) return { cancel: true }; // aborted while it waited
 					const cairn = await serverFor(ctx);
 					// A compaction Cairn already committed at a boundary: apply it (its archive is
 					// already written), do not compact twice. Only when it does not fit the branch
@@ -288,29 +323,46 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 
 		pi.on("turn_end", async (event: TurnEndEvent, ctx: ExtensionContext) => {
 			if (closed || !isLive(ctx)) return; // queued behind the shutdown: nothing to report to
-			await tracked(() => turnEnd(event, ctx));
+			// The boundary as of this turn, taken now: the session goes on while the call runs.
+			let args: Record<string, unknown>;
+			try {
+				args = boundaryArgs(event, ctx);
+			} catch (error) {
+				warn(ctx, `turn boundary failed: ${describe(error)}`);
+				return;
+			}
+			const previous = boundaries;
+			boundaries = inBackground(async () => {
+				await previous;
+				if (closed || !isLive(ctx)) return;
+				await turnEnd(args, ctx);
+			});
 		});
 
-		async function turnEnd(event: TurnEndEvent, ctx: ExtensionContext): Promise<void> {
+		/** `boundary`'s arguments for this turn (all but the conversation). */
+		function boundaryArgs(event: TurnEndEvent, ctx: ExtensionContext): Record<string, unknown> {
+			const branch = ctx.sessionManager.getBranch();
+			const message = event.message as { role?: string; stopReason?: string };
+			const window =
+				ctx.model?.contextWindow ?? ctx.getContextUsage()?.contextWindow ?? numberFrom(env.CAIRN_WINDOW) ?? DEFAULT_WINDOW;
+			return {
+				turn: turnNumber(branch),
+				transcript: transcriptOf(ctx, branch),
+				window,
+				reserve: numberFrom(env.CAIRN_RESERVE) ?? DEFAULT_RESERVE,
+				usage: boundaryUsage(branch, calculateContextTokens),
+				// The agent goes on after a reply that asked for tools; its results are in by turn_end.
+				turn_complete: message.role !== "assistant" || message.stopReason !== "toolUse",
+				tool_call_outstanding: false,
+				// Pi holds the context itself; a compaction comes back as first_kept_entry_id + prefix_summary.
+				include_transcript: false,
+			};
+		}
+
+		async function turnEnd(args: Record<string, unknown>, ctx: ExtensionContext): Promise<void> {
 			try {
 				const cairn = await serverFor(ctx);
-				const branch = ctx.sessionManager.getBranch();
-				const message = event.message as { role?: string; stopReason?: string };
-				const window =
-					ctx.model?.contextWindow ?? ctx.getContextUsage()?.contextWindow ?? numberFrom(env.CAIRN_WINDOW) ?? DEFAULT_WINDOW;
-				const result = await cairn.call<BoundaryResult>("boundary", {
-					conversation: cairn.conversation,
-					turn: turnNumber(branch),
-					transcript: transcriptOf(ctx, branch),
-					window,
-					reserve: numberFrom(env.CAIRN_RESERVE) ?? DEFAULT_RESERVE,
-					usage: boundaryUsage(branch, calculateContextTokens),
-					// The agent goes on after a reply that asked for tools; its results are in by turn_end.
-					turn_complete: message.role !== "assistant" || message.stopReason !== "toolUse",
-					tool_call_outstanding: false,
-					// Pi holds the context itself; a compaction comes back as first_kept_entry_id + prefix_summary.
-					include_transcript: false,
-				});
+				const result = await cairn.call<BoundaryResult>("boundary", { ...args, conversation: cairn.conversation });
 				pi.events.emit("cairn:boundary", { conversation: cairn.conversation, result });
 				const kind = result.action?.kind;
 				if (kind === "compacted" && result.report) {
@@ -333,6 +385,11 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 		}
 
 		pi.on("agent_end", async (event: AgentEndEvent, ctx: ExtensionContext) => {
+			const run = agentRuns;
+			const ended = () => {
+				if (agentRuns === run) agentRunning = false;
+			};
+			let later = false;
 			try {
 				if (closed || !isLive(ctx)) return;
 				// Pi compacts by itself after agent_end when the last reply is over its threshold;
@@ -342,35 +399,47 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 					| undefined;
 				const piCompacts = piWillCompact(ctx, last);
 				if (piCompacts !== "no") compactionDueUntil = Date.now() + (piCompacts === "yes" ? COMPACTION_DUE_MS : COMPACTION_MAYBE_MS);
-				if (!applyAtBoundary || !pending || compacting || piCompacts === "yes") return;
-				// Otherwise ask Pi to compact once it is idle.
-				const expected = pending;
-				compactionDueUntil = Date.now() + COMPACTION_DUE_MS;
-				setTimeout(() => {
+				if (!applyAtBoundary || piCompacts === "yes") return;
+				// Otherwise, once the boundaries are in, ask Pi to compact when a compaction is pending.
+				const after = boundaries;
+				later = true;
+				inBackground(async () => {
 					try {
-						if (closed || pending !== expected || compacting || !isLive(ctx) || ctx.hasPendingMessages()) {
-							compactionDueUntil = 0;
-							return;
-						}
-						ctx.compact({
-							onComplete: () => {
-								compactionDueUntil = 0;
-							},
-							onError: (error) => {
-								compactionDueUntil = 0;
-								if (pending === expected) pending = undefined;
-								warn(ctx, `could not apply Cairn's compaction: ${error.message}`);
-							},
-						});
-					} catch {
-						compactionDueUntil = 0;
-						pending = undefined; // a stale ctx after a session switch
+						await after;
+						// Let Pi finish agent_end (its own compaction check) first.
+						await new Promise((resolve) => setTimeout(resolve, 0));
+						applyPending(ctx);
+					} finally {
+						ended();
 					}
-				}, 0);
+				});
 			} finally {
-				agentRunning = false;
+				if (!later) ended();
 			}
 		});
+
+		/** Asks Pi to compact, when Cairn committed a compaction at a boundary and Pi is idle. */
+		function applyPending(ctx: ExtensionContext): void {
+			const expected = pending;
+			if (!expected || closed || compacting) return;
+			try {
+				if (!isLive(ctx) || !ctx.isIdle() || ctx.hasPendingMessages()) return; // the hook applies it later
+				compactionDueUntil = Date.now() + COMPACTION_DUE_MS;
+				ctx.compact({
+					onComplete: () => {
+						compactionDueUntil = 0;
+					},
+					onError: (error) => {
+						compactionDueUntil = 0;
+						if (pending === expected) pending = undefined;
+						warn(ctx, `could not apply Cairn's compaction: ${error.message}`);
+					},
+				});
+			} catch {
+				compactionDueUntil = 0;
+				pending = undefined; // a stale ctx after a session switch
+			}
+		}
 
 		/**
 		 * Whether Pi starts its automatic compaction after this agent_end: its own check

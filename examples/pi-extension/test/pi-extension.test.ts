@@ -72,7 +72,7 @@ interface Loaded {
 	handlers: Map<string, Handler[]>;
 	tools: Map<string, { definition: { execute: (...args: any[]) => Promise<any> } }>;
 	runtime: { sendMessage: (...args: any[]) => void };
-	events: { on(channel: string, h: (data: unknown) => void): () => void };
+	events: { on(channel: string, h: (data: unknown) => void): () => void; emit(channel: string, data: unknown): void };
 }
 
 /** Loads an extension file with Pi's loader (jiti), the way Pi does at startup. */
@@ -83,6 +83,14 @@ async function loadWithPi(file: string): Promise<Loaded> {
 	assert.equal(result.extensions.length, 1);
 	const loaded = result.extensions[0];
 	return { handlers: loaded.handlers, tools: loaded.tools, runtime: result.runtime, events };
+}
+
+/**
+ * Waits for the work turn_end and agent_end left running (they return at once, as Pi's JSON
+ * mode needs): the extension's `cairn:settle` hook on Pi's event bus.
+ */
+function settled(loaded: Loaded): Promise<void> {
+	return new Promise((resolve) => loaded.events.emit("cairn:settle", resolve));
 }
 
 function handler(loaded: Loaded, name: string): Handler {
@@ -334,7 +342,7 @@ test("print mode: after session_shutdown no handler starts a server or touches t
 	const starts = path.join(dir, "starts");
 	const fake = path.join(dir, "cairn");
 	writeFileSync(fake, `#!/bin/sh\necho start >> '${starts}'\nexit 3\n`, { mode: 0o755 });
-	const loaded: Loaded = { handlers: new Map(), tools: new Map(), runtime: { sendMessage: () => {} }, events: { on: () => () => {} } };
+	const loaded: Loaded = { handlers: new Map(), tools: new Map(), runtime: { sendMessage: () => {} }, events: { on: () => () => {}, emit: () => {} } };
 	const api = {
 		on: (name: string, h: Handler) => loaded.handlers.set(name, [...(loaded.handlers.get(name) ?? []), h]),
 		registerTool: (definition: any) => loaded.tools.set(definition.name, { definition }),
@@ -705,6 +713,10 @@ for (const file of sessionFiles) {
 					{ type: "turn_end", turnIndex: 0, message: first.reply, toolResults: [] },
 					contextFor(sm2, dir2, rec, first.tokens * 4),
 				);
+				// The handler returns before Cairn answers: Pi emits turn_end to its listeners
+				// (`--mode json` prints it) only after the extension handlers returned.
+				assert.equal(boundaries.length, 0, "turn_end does not wait for boundary");
+				await settled(loaded);
 				assert.equal(boundaries.length, 1, `boundary ran (notices: ${JSON.stringify(rec.notices)})`);
 				const out = boundaries[0].result;
 				assert.equal(out.action.kind, "none", `a roomy window needs nothing: ${JSON.stringify(out.action)}`);
@@ -715,6 +727,7 @@ for (const file of sessionFiles) {
 				const second = exchange(sm2, "Now run the tests.");
 				const tight = contextFor(sm2, dir2, rec, Math.ceil(second.tokens / 0.85));
 				await handler(loaded, "turn_end")({ type: "turn_end", turnIndex: 0, message: second.reply, toolResults: [] }, tight);
+				await settled(loaded);
 				const out2 = boundaries[1]?.result;
 				assert.ok(out2, "second boundary ran");
 				console.log(
@@ -730,7 +743,7 @@ for (const file of sessionFiles) {
 
 				// agent_end asks Pi to compact; Pi's compaction hook then applies Cairn's compaction.
 				await handler(loaded, "agent_end")({ type: "agent_end", messages: [] }, tight);
-				await new Promise((r) => setTimeout(r, 20));
+				await settled(loaded);
 				assert.equal(rec.compactCalls, 1, "agent_end asked Pi to compact");
 				const branch = sm2.getBranch();
 				const contextBefore = sm2.buildSessionContext().messages;
@@ -764,6 +777,7 @@ for (const file of sessionFiles) {
 				const tight = contextFor(sm, dir, recorded, Math.ceil(turn.tokens / 0.85));
 				const shown = recorded.notices.length;
 				await handler(loaded, "turn_end")({ type: "turn_end", turnIndex: 0, message: turn.reply, toolResults: [] }, tight);
+				await settled(loaded);
 				const out = boundaries[0]?.result;
 				assert.ok(out, "boundary ran");
 				const notes = recorded.notices.slice(shown);
@@ -773,7 +787,7 @@ for (const file of sessionFiles) {
 					assert.ok(notes.some((n) => n.level === "warning" && n.message.startsWith("Cairn maintenance failed")), "the failure is shown");
 				}
 				await handler(loaded, "agent_end")({ type: "agent_end", messages: [] }, tight);
-				await new Promise((r) => setTimeout(r, 20));
+				await settled(loaded);
 				const branch = sm.getBranch();
 				const preparation = prepareCompaction(branch, DEFAULT_COMPACTION_SETTINGS);
 				assert.ok(preparation);

@@ -4,8 +4,9 @@
 //! (`--mode json`). Every `pi` must exit by itself; Pi's automatic compaction must be Cairn's
 //! (the session file's compaction entry carries Cairn's `archive_id`, Pi's own summarization
 //! prompt never reaches the model); the next request starts with Cairn's summary with every tool
-//! call paired; and `session_history` finds what was compacted away. The TUI (in tmux): a turn,
-//! Pi's automatic compaction answered by Cairn, `/quit` leaves cleanly.
+//! call paired; `session_history` finds what was compacted away; and `--mode json` prints the
+//! event stream Pi prints without extensions (every `turn_end`, `agent_end`). The TUI (in tmux):
+//! a turn, Pi's automatic compaction answered by Cairn, `/quit` leaves cleanly.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -34,7 +35,7 @@ fn script(req: &Request) -> super::model_server::Reply {
     }
     let user = chat::last_user_text(req);
     let last_result = chat::tool_results(req).last().map(|(id, _)| id.clone()).filter(|_| chat::last_role(req) == "tool");
-    let run = ["RUN1", "RUN2", "RUN3", "RUN4"].into_iter().find(|r| user.contains(r)).unwrap_or("");
+    let run = ["RUN1", "RUN2", "RUN3", "RUN4", "RUN5"].into_iter().find(|r| user.contains(r)).unwrap_or("");
     match (run, last_result.as_deref()) {
         ("RUN1", None) => chat::tool_calls(&[("call_r1_bash", "bash", json!({"command": "cat build.log"}))], LOW),
         ("RUN1", Some("call_r1_bash")) => chat::tool_calls(&[("call_r1_read", "read", json!({"path": "notes.txt"}))], LOW),
@@ -46,7 +47,9 @@ fn script(req: &Request) -> super::model_server::Reply {
             LOW,
         ),
         ("RUN3", Some(_)) => chat::text("RUN3 done: found it in the session history.", LOW),
-        ("RUN4", _) => chat::text("RUN4 done.", LOW),
+        // JSON mode, with the extension (RUN4) and without (RUN5): a tool call, then the answer.
+        ("RUN4" | "RUN5", None) => chat::tool_calls(&[(&format!("call_{}_read", run.to_lowercase()), "read", json!({"path": "notes.txt"}))], LOW),
+        ("RUN4" | "RUN5", Some(_)) => chat::text(&format!("{run} done."), LOW),
         _ => chat::text("unscripted", LOW),
     }
 }
@@ -159,7 +162,7 @@ impl Pi {
             }
             if started.elapsed() > RUN_TIMEOUT {
                 // The whole process group: pi and whatever it left running (a `cairn serve`).
-                let _ = Command::new("kill").args(["-KILL", &format!("-{}", child.id())]).status();
+                let _ = kill_group(child.id());
                 let _ = child.wait();
                 break None;
             }
@@ -168,7 +171,7 @@ impl Pi {
         let elapsed = started.elapsed();
         if status.is_some() {
             // Whatever pi left behind in its group must not outlive it either.
-            let _ = Command::new("kill").args(["-KILL", &format!("-{}", child.id())]).stderr(Stdio::null()).status();
+            let _ = kill_group(child.id());
         }
         self.runs.push(Run {
             args: args.iter().map(|s| s.to_string()).collect(),
@@ -254,6 +257,13 @@ impl Pi {
         }
         panic!("{report}");
     }
+}
+
+/// SIGKILL to the process group `pgid`. The `--` matters: without it procps-ng 4.0.2's
+/// `kill -KILL -PGID` signals the group of the first digit only (`kill(-3, …)` for -31666), and
+/// for an id starting with 1 that is `kill(-1, SIGKILL)`: every process the user may signal.
+fn kill_group(pgid: u32) -> std::io::Result<std::process::ExitStatus> {
+    Command::new("kill").args(["-s", "KILL", "--", &format!("-{pgid}")]).stderr(Stdio::null()).status()
 }
 
 fn tail(text: &str, max: usize) -> String {
@@ -343,19 +353,49 @@ fn print_and_json_mode_compaction_is_cairns_and_pi_exits() {
         pi.fail(&format!("session_history did not find {PLANTED}: {}", tail(&history, 1_500)));
     }
 
-    // 4. JSON mode: a turn, one JSON event a line, and pi exits by itself.
-    let r4 = pi.run(&["-c", "--mode", "json", "RUN4: thanks."]);
+    // 4. JSON mode: two turns (a tool call, then the answer), one JSON event a line, and pi exits
+    //    by itself. Pi prints an agent event only once every extension handler for it returned,
+    //    and stops printing when the prompt returns: the extension's turn_end and agent_end
+    //    handlers must not hold Pi's event queue back (they call Cairn in the background). The
+    //    stream must be the one Pi prints without extensions (RUN5, `--no-extensions`), with
+    //    every turn_end and the agent_end.
+    let r4 = pi.run(&["-c", "--mode", "json", "RUN4: read notes.txt again."]);
     pi.expect_success(r4);
-    let events: Vec<Value> = pi.runs[r4].stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    // Known gap: with the extension, `turn_end` and `agent_end` are missing from the stream (the
-    // extension's turn_end handler awaits Cairn's `boundary`, which holds Pi's event queue back
-    // past print mode's unsubscribe at shutdown); without extensions Pi prints both. Asserted here:
-    // the session header, the answer's message_end, and the exit.
-    if events.first().map(|e| &e["type"]) != Some(&json!("session")) {
-        pi.fail("--mode json did not start with the session header");
+    let r5 = pi.run(&["-c", "--no-extensions", "--mode", "json", "RUN5: read notes.txt again."]);
+    pi.expect_success(r5);
+    let events = |run: usize| -> Vec<Value> { pi.runs[run].stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect() };
+    // Event types in order, without the streaming deltas.
+    let shape = |events: &[Value]| -> Vec<String> {
+        events.iter().map(|e| e["type"].as_str().unwrap_or("?").to_string()).filter(|t| t != "message_update").collect()
+    };
+    let (with, without) = (events(r4), events(r5));
+    for (run, events, tag) in [(r4, &with, "RUN4"), (r5, &without, "RUN5")] {
+        let args = pi.runs[run].args.join(" ");
+        if events.first().map(|e| &e["type"]) != Some(&json!("session")) {
+            pi.fail(&format!("`pi {args}` did not start with the session header"));
+        }
+        let lifecycle: Vec<String> = shape(events)
+            .into_iter()
+            .filter(|t| ["agent_start", "turn_start", "turn_end", "agent_end"].contains(&t.as_str()))
+            .collect();
+        if lifecycle != ["agent_start", "turn_start", "turn_end", "turn_start", "turn_end", "agent_end"] {
+            pi.fail(&format!("`pi {args}` printed the lifecycle events {lifecycle:?}, not two turns and agent_end"));
+        }
+        let answer = format!("{tag} done");
+        let last_turn = events.iter().rfind(|e| e["type"] == "turn_end");
+        if !last_turn.is_some_and(|e| e["message"]["role"] == "assistant" && e["message"].to_string().contains(&answer)) {
+            pi.fail(&format!("`pi {args}`: the last turn_end does not carry the answer"));
+        }
+        if !events.iter().any(|e| e["type"] == "agent_end" && e["messages"].to_string().contains(&answer)) {
+            pi.fail(&format!("`pi {args}`: agent_end does not carry the answer"));
+        }
     }
-    if !events.iter().any(|e| e["type"] == "message_end" && e["message"]["role"] == "assistant" && e.to_string().contains("RUN4 done")) {
-        pi.fail("--mode json printed no message_end with the answer");
+    if shape(&with) != shape(&without) {
+        pi.fail(&format!(
+            "--mode json with the extension printed {:?}; without extensions {:?}",
+            shape(&with),
+            shape(&without)
+        ));
     }
 
     // Never Pi's own summarization.
