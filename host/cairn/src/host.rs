@@ -242,7 +242,7 @@ impl Cairn {
         };
         let mut stages = self.stages(policy, purpose);
         if purpose == Purpose::Compact {
-            hold_to_window(&mut stages, &transcript.entries, settings.keep_recent_tokens, options.window);
+            hold_to_window(&mut stages, &transcript.entries, &window, settings.keep_recent_tokens, options.window);
         }
         let seeds = store.seed_ids();
         let known: HashSet<&str> = transcript.entries.iter().map(|e| e.id.as_str()).collect();
@@ -304,20 +304,22 @@ impl Cairn {
     }
 }
 
-/// Host stages around the policy's, so every result fits. First, where a tool output is larger
-/// than the verbatim tail's whole share (`keep_recent_tokens`), a clip of such outputs wherever they are, the newest turn
-/// too: no entry is too big to touch. Then, where the usable window is known, while the
-/// result is still above it: a clip of every output over an eighth of it, then the last
-/// resort. The clip keeps every call and the operator's words; it runs before anything drops.
-fn hold_to_window(stages: &mut Vec<StageSteps<'_>>, entries: &[crate::transcript::Entry], keep_recent_tokens: u64, usable: Option<u64>) {
+/// Host stages around the policy's, so every result fits. First, where a tool output the
+/// strategies cannot reach (in the verbatim tail or the protected head) is larger than the
+/// tail's whole share (`keep_recent_tokens`), a clip of such outputs: no entry is too big to
+/// touch, the newest turn's included. Then, where the usable window is known, while the result
+/// is still above it: a clip of every output over an eighth of it, then the last resort. The
+/// clip keeps every call and the operator's words; it runs before anything is dropped.
+fn hold_to_window(stages: &mut Vec<StageSteps<'_>>, entries: &[crate::transcript::Entry], window: &Window, keep_recent_tokens: u64, usable: Option<u64>) {
     let share = keep_recent_tokens.max(MIN_CLIP_TOKENS);
-    if entries.iter().any(|e| chain::oversized(e, share)) {
-        let clip: Vec<Box<dyn Step>> = vec![Box::new(chain::Clip { limit: share })];
+    let reachable = window.protected_head..window.tail_start;
+    if entries.iter().enumerate().any(|(i, e)| !reachable.contains(&i) && chain::oversized(e, share)) {
+        let clip: Vec<Box<dyn Step>> = vec![Box::new(chain::Clip { limit: share, leave: reachable })];
         stages.insert(0, StageSteps { name: "clip", steps: clip, reach: chain::Reach::PastTail, until: None });
     }
     if let Some(usable) = usable {
         let limit = (usable / 8).max(MIN_CLIP_TOKENS);
-        stages.push(StageSteps { name: "fit", steps: vec![Box::new(chain::Clip { limit })], reach: chain::Reach::PastTail, until: Some(usable) });
+        stages.push(StageSteps { name: "fit", steps: vec![Box::new(chain::Clip { limit, leave: 0..0 })], reach: chain::Reach::PastTail, until: Some(usable) });
         stages.push(StageSteps { name: "fit-drop", steps: vec![Box::new(LastResort)], reach: chain::Reach::Window, until: Some(usable) });
     }
 }

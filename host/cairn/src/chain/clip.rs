@@ -14,9 +14,11 @@ pub const CLIP: &str = "clip";
 /// token for text (about 4), so a clipped output stays within its limit.
 const CHARS_PER_TOKEN: usize = 2;
 
-/// Clips every tool output in the step's window larger than `limit` tokens.
+/// Clips every tool output in the step's window larger than `limit` tokens, but those in
+/// `leave` (indices of the step's entries: what the policy's strategies may reach themselves).
 pub struct Clip {
     pub limit: u64,
+    pub leave: std::ops::Range<usize>,
 }
 
 impl Step for Clip {
@@ -25,7 +27,7 @@ impl Step for Clip {
     }
 
     fn run(&self, input: &StepInput<'_>) -> StepAnswer {
-        clip(input, self.limit)
+        clip(input, self.limit, &self.leave)
     }
 
     fn trusted(&self) -> bool {
@@ -38,10 +40,10 @@ pub fn oversized(entry: &Entry, limit: u64) -> bool {
     entry.role == Role::Tool && !entry.pinned && entry.tokens as u64 > limit && entry.parts.iter().any(|p| matches!(p, Part::ToolResult { elided: None, .. }))
 }
 
-fn clip(input: &StepInput<'_>, limit: u64) -> StepAnswer {
+fn clip(input: &StepInput<'_>, limit: u64, leave: &std::ops::Range<usize>) -> StepAnswer {
     let entries = input.entries;
     let (from, to) = (input.window.protected_head, input.window.tail_start);
-    let over: Vec<usize> = (from..to).filter(|&i| oversized(&entries[i], limit)).collect();
+    let over: Vec<usize> = (from..to).filter(|&i| !leave.contains(&i) && oversized(&entries[i], limit)).collect();
     let (Some(&first), Some(&last)) = (over.first(), over.last()) else {
         return StepAnswer::new(Err(StepError::NoProgress(format!("no tool output is over {limit} tokens"))));
     };
@@ -134,7 +136,7 @@ mod tests {
         ];
         entries.iter_mut().for_each(|e| tokenizer.count_entry(e));
         let window = Window { protected_head: 1, tail_start: entries.len(), token_target: 0 };
-        let answer = clip(&input(&entries, &window), 1_000);
+        let answer = clip(&input(&entries, &window), 1_000, &(0..0));
         let output = answer.output.unwrap();
         assert_eq!((output.first.as_str(), output.last.as_str()), ("r-t1", "r-t1"), "the operator's long message is not touched");
         assert_eq!(answer.artifacts, [log.clone()], "byte for byte");
@@ -146,6 +148,8 @@ mod tests {
         assert!(applied.context[3].tokens < 1_100, "{} tokens", applied.context[3].tokens);
         assert!(crate::chain::pairing_problems(&applied.context).is_empty());
         // Nothing over the limit: no progress, nothing invented.
-        assert!(clip(&input(&applied.context, &window), 1_000).output.is_err());
+        assert!(clip(&input(&applied.context, &window), 1_000, &(0..0)).output.is_err());
+        // What the strategies can reach is left to them.
+        assert!(clip(&input(&entries, &window), 1_000, &(1..5)).output.is_err());
     }
 }
