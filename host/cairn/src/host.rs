@@ -311,14 +311,14 @@ impl Cairn {
 /// is still above it: a clip of every output over an eighth of it, then the last resort. The
 /// clip keeps every call and the operator's words; it runs before anything is dropped.
 fn hold_to_window(stages: &mut Vec<StageSteps<'_>>, entries: &[crate::transcript::Entry], window: &Window, keep_recent_tokens: u64, usable: Option<u64>) {
-    let share = keep_recent_tokens.max(MIN_CLIP_TOKENS);
+    let share = keep_recent_tokens.max(chain::clip::MIN_TOKENS);
     let reachable = window.protected_head..window.tail_start;
     if entries.iter().enumerate().any(|(i, e)| !reachable.contains(&i) && chain::oversized(e, share)) {
         let clip: Vec<Box<dyn Step>> = vec![Box::new(chain::Clip { limit: share, leave: reachable })];
         stages.insert(0, StageSteps { name: "clip", steps: clip, reach: chain::Reach::PastTail, until: None });
     }
     if let Some(usable) = usable {
-        let limit = (usable / 8).max(MIN_CLIP_TOKENS);
+        let limit = (usable / 8).max(chain::clip::MIN_TOKENS);
         stages.push(StageSteps { name: "fit", steps: vec![Box::new(chain::Clip { limit, leave: 0..0 })], reach: chain::Reach::PastTail, until: Some(usable) });
         stages.push(StageSteps { name: "fit-drop", steps: vec![Box::new(LastResort)], reach: chain::Reach::Window, until: Some(usable) });
     }
@@ -342,9 +342,6 @@ fn over_window(context: &[crate::transcript::Entry], usable: Option<u64>) -> Opt
          the system prompt {system}, pinned entries {pinned}, and nothing may clip or drop those"
     ))
 }
-
-/// No output is clipped below this many tokens.
-const MIN_CLIP_TOKENS: u64 = 1_000;
 
 /// Stands in for a policy's model that could not be set up (e.g. its key variable is unset).
 struct Unconfigured(String);

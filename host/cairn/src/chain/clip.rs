@@ -40,7 +40,10 @@ pub fn oversized(entry: &Entry, limit: u64) -> bool {
     entry.role == Role::Tool && !entry.pinned && entry.tokens as u64 > limit && entry.parts.iter().any(|p| matches!(p, Part::ToolResult { elided: None, .. }))
 }
 
-fn clip(input: &StepInput<'_>, limit: u64, leave: &std::ops::Range<usize>) -> StepAnswer {
+/// No output is clipped below this many tokens.
+pub const MIN_TOKENS: u64 = 1_000;
+
+pub(super) fn clip(input: &StepInput<'_>, limit: u64, leave: &std::ops::Range<usize>) -> StepAnswer {
     let entries = input.entries;
     let (from, to) = (input.window.protected_head, input.window.tail_start);
     let over: Vec<usize> = (from..to).filter(|&i| !leave.contains(&i) && oversized(&entries[i], limit)).collect();

@@ -58,12 +58,34 @@ impl Step for LastResort {
     }
 
     fn run(&self, input: &StepInput<'_>) -> StepAnswer {
+        // Clipping the largest outputs loses nothing (each is an artifact): it goes first,
+        // and history is dropped only when clipping alone cannot reach the target.
+        if let Some(clipped) = clip_to_target(input) {
+            return clipped;
+        }
         StepAnswer::new(truncate(input))
     }
 
     fn trusted(&self) -> bool {
         true
     }
+}
+
+/// The outcome of clipping every tool output in reach over an eighth of the target, if that
+/// alone brings the context to the target (a clipped output counted at its limit, plus the
+/// line saying where the whole is).
+fn clip_to_target(input: &StepInput<'_>) -> Option<StepAnswer> {
+    let target = input.window.token_target;
+    let limit = (target / 8).max(super::clip::MIN_TOKENS);
+    let reach = &input.entries[input.window.protected_head..input.window.tail_start.max(input.window.protected_head)];
+    let over: Vec<u64> = reach.iter().filter(|e| super::clip::oversized(e, limit)).map(|e| e.tokens as u64).collect();
+    let total: u64 = input.entries.iter().map(|e| e.tokens as u64).sum();
+    let after = total - over.iter().sum::<u64>() + over.len() as u64 * (limit + 64);
+    if over.is_empty() || after > target {
+        return None;
+    }
+    let answer = super::clip::clip(input, limit, &(0..0));
+    answer.output.is_ok().then_some(answer)
 }
 
 fn truncate(input: &StepInput<'_>) -> Result<StrategyOutput, StepError> {
@@ -142,6 +164,25 @@ mod tests {
         assert_eq!(output.replacement.last().unwrap().origin, Origin::Harness, "then the marker");
         let applied = crate::chain::apply(&t.entries, &window, output, "a-0123456789abcdef", &crate::tokenizer::Tokenizer::default()).unwrap();
         assert!(applied.tokens_after < t.total_tokens());
+    }
+
+    /// One huge output is the whole excess: clipped (recoverably), and no history dropped.
+    #[test]
+    fn an_oversized_output_is_clipped_before_any_history_is_dropped() {
+        let tokenizer = crate::tokenizer::Tokenizer::default();
+        let mut t = sample::coding_session(12);
+        let at = t.entries.iter().position(|e| e.role == Role::Tool).unwrap();
+        let crate::transcript::Part::ToolResult { content, .. } = &mut t.entries[at].parts[0] else { panic!() };
+        *content = (0..30_000).map(|i| format!("row {i}\n")).collect();
+        tokenizer.count_transcript(&mut t);
+        let total = t.total_tokens();
+        let window = Window::compute(&t.entries, 100, total / 3);
+        let answer = LastResort.run(&input(&t.entries, &window, "a-0123456789abcdef"));
+        assert_eq!(answer.artifacts.len(), 1, "the original, byte for byte");
+        let applied = crate::chain::apply(&t.entries, &window, answer.output.unwrap(), "a-0123456789abcdef", &tokenizer).unwrap();
+        assert_eq!(applied.context.len(), t.entries.len(), "nothing dropped");
+        assert!(applied.tokens_after <= total / 3, "{} > {}", applied.tokens_after, total / 3);
+        assert!(!applied.context.iter().any(|e| e.model_text().starts_with(MARKER)));
     }
 
     fn input<'a>(entries: &'a [Entry], window: &'a Window, archive_id: &'a str) -> StepInput<'a> {

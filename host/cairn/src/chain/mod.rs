@@ -5,7 +5,7 @@
 
 pub mod anchor;
 mod breaker;
-mod clip;
+pub(crate) mod clip;
 pub(crate) mod invariants;
 
 pub use invariants::pairing_problems;
