@@ -5,11 +5,21 @@
 //!   session meta and between `{"record_type":"state"}` lines;
 //! - only what follows the last `compacted` line is context: its `replacement_history` (or, in
 //!   files before that field, its summary `message`) stands for everything before it;
-//! - Codex records no response ids, so the items of one model response (reasoning, text, tool
+//! - items carry no response id, so the items of one model response (reasoning, text, tool
 //!   calls) are those between two user messages or tool outputs: merged into one entry;
-//! - `token_count` events give the context size of the latest call; the other events repeat
-//!   the items for the UI, and `turn_context`/`session_meta` describe settings: skipped;
-//! - context Codex injects as user messages (`<environment_context>`, AGENTS.md) is harness.
+//! - since 0.169 a `token_usage_record` line follows each response's items and names it
+//!   (`response_id`, `usage`): the entry gets that id and the usage; `token_count` events (no
+//!   id, the same usage again) are then ignored; in older files the latest `token_count` goes on
+//!   the latest response;
+//! - the other events repeat the items for the UI, and `turn_context`/`session_meta`/
+//!   `world_state` describe settings: skipped;
+//! - context Codex injects (developer/system messages such as `<skills_instructions>` and the
+//!   base prompt: system; user messages such as `<environment_context>`, AGENTS.md) is harness;
+//! - with the built-in OpenAI provider compaction is remote: the `compacted` line has an empty
+//!   `message` and its `replacement_history` ends in an encrypted `compaction` item, read as an
+//!   opaque summary entry (see [`encrypted_summary`]);
+//! - MCP calls name their tool in two fields (`namespace: "mcp__server"`, `name: "tool"`); the
+//!   entry keeps the name Codex qualifies them with, `mcp__server__tool`.
 //! Shapes: openai/codex `codex-rs/protocol/src/{protocol,models}.rs` (Dec 2025) and, before the
 //! envelope (PR #3380), `codex-rs/core/src/rollout.rs`.
 
@@ -18,7 +28,8 @@ use serde_json::{Map, Value};
 use super::{describe_url, opaque, TranscriptError};
 use crate::transcript::{Entry, Origin, Part, Role, Transcript, Unrecognized};
 
-const ENVELOPE_TYPES: &[&str] = &["session_meta", "response_item", "turn_context", "event_msg", "compacted"];
+const ENVELOPE_TYPES: &[&str] =
+    &["session_meta", "response_item", "turn_context", "event_msg", "compacted", "world_state", "token_usage_record"];
 
 /// How user messages Codex writes itself begin: context for the model, not the operator's words.
 const INJECTED: &[&str] = &[
@@ -28,6 +39,7 @@ const INJECTED: &[&str] = &[
     "<INSTRUCTIONS>",
     "<turn_aborted>",
     "<skill>",
+    "<skills_instructions>",
 ];
 
 /// Whether `first` (the first non-blank line, parsed) looks like a Codex rollout line.
@@ -62,7 +74,15 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
     }
     let last_compaction = lines.iter().rposition(|(_, l)| envelope(l).is_some_and(|(kind, _)| kind == "compacted"));
 
-    let mut reader = Reader { source_name, entries: Vec::new(), open: None, unrecognized: Unrecognized::default() };
+    let usage_records = lines.iter().any(|(_, l)| envelope(l).is_some_and(|(kind, _)| kind == "token_usage_record"));
+    let mut reader = Reader {
+        source_name,
+        entries: Vec::new(),
+        open: None,
+        unrecognized: Unrecognized::default(),
+        usage_records,
+        compaction_response: None,
+    };
     if let Some((line_no, payload)) = last_compaction.and_then(|at| Some((lines[at].0, envelope(&lines[at].1)?.1))) {
         reader.compaction(line_no, payload)?;
     }
@@ -81,6 +101,11 @@ struct Reader<'a> {
     /// The assistant entry the current model response's items go into.
     open: Option<usize>,
     unrecognized: Unrecognized,
+    /// The file has `token_usage_record` lines (0.169+): usage goes by response id.
+    usage_records: bool,
+    /// The response that produced the last compaction: its usage measured the context it
+    /// replaced, not any entry read.
+    compaction_response: Option<String>,
 }
 
 impl Reader<'_> {
@@ -89,7 +114,8 @@ impl Reader<'_> {
         match envelope(line) {
             Some(("response_item", item)) => self.item(item, id, line_no)?,
             Some(("event_msg", event)) => self.event(event),
-            Some(("session_meta" | "turn_context", _)) => {}
+            Some(("token_usage_record", record)) => self.usage_record(record),
+            Some(("session_meta" | "turn_context" | "world_state", _)) => {}
             Some((kind, _)) => self.unrecognized.skip(kind),
             // Pre-envelope bookkeeping: state lines and the session meta carry no message.
             None if line.get("record_type").is_some() || line.as_object().is_some_and(legacy_meta) => {}
@@ -100,6 +126,7 @@ impl Reader<'_> {
 
     /// The last compaction: the history it replaced everything before with, or its summary.
     fn compaction(&mut self, line_no: usize, payload: &Value) -> Result<(), TranscriptError> {
+        self.compaction_response = payload.get("compaction_response_id").and_then(Value::as_str).map(str::to_string);
         let message = payload.get("message").and_then(Value::as_str).unwrap_or_default();
         let Some(history) = payload.get("replacement_history").and_then(Value::as_array) else {
             if !message.is_empty() {
@@ -116,6 +143,9 @@ impl Reader<'_> {
                 let is_summary = matches!(entry.parts.as_slice(), [Part::Text { text }] if !message.is_empty() && text == message);
                 if entry.role == Role::User && is_summary {
                     entry.origin = Origin::Summary;
+                }
+                if entry.origin == Origin::Summary {
+                    entry.response.clone_from(&self.compaction_response);
                 }
             }
         }
@@ -162,7 +192,11 @@ impl Reader<'_> {
                 self.respond(id, vec![Part::Thinking { text }]);
             }
             "function_call" => {
-                let call = Part::ToolCall { id: string("call_id")?, name: string("name")?, args: string("arguments")? };
+                let name = match item.get("namespace").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+                    Some(namespace) => qualified(namespace, &string("name")?),
+                    None => string("name")?,
+                };
+                let call = Part::ToolCall { id: string("call_id")?, name, args: string("arguments")? };
                 self.respond(id, vec![call]);
             }
             "custom_tool_call" => {
@@ -184,7 +218,9 @@ impl Reader<'_> {
             "ghost_snapshot" => {}
             // The model's own searches: kept as written.
             "web_search_call" => self.respond(id, vec![opaque(item)]),
-            // Remote `compaction`, newer items: the model's, kept as written, and counted.
+            // A remote compaction's summary: opaque, in the user's place Codex sends it back in.
+            "compaction" => self.push(id, Role::User, Origin::Summary, vec![encrypted_summary(item)]),
+            // Newer items: the model's, kept as written, and counted.
             _ => {
                 self.unrecognized.keep(if kind.is_empty() { "(no type)" } else { kind });
                 self.respond(id, vec![opaque(item)]);
@@ -195,7 +231,7 @@ impl Reader<'_> {
 
     /// `token_count`: the latest call's context size, on the response it produced.
     fn event(&mut self, payload: &Value) {
-        if payload.get("type").and_then(Value::as_str) != Some("token_count") {
+        if self.usage_records || payload.get("type").and_then(Value::as_str) != Some("token_count") {
             return;
         }
         let Some(usage) = payload.pointer("/info/last_token_usage") else { return };
@@ -206,6 +242,27 @@ impl Reader<'_> {
             return;
         }
         if let Some(entry) = self.entries.iter_mut().rev().find(|e| e.role == Role::Assistant) {
+            entry.reported_tokens = Some(tokens);
+        }
+    }
+
+    /// `token_usage_record` (0.169+): one response's usage, by id, right after its items. It
+    /// goes on the latest response entry unless that one already belongs to another response
+    /// (this response left no entry); the compaction call's record is not any entry's.
+    fn usage_record(&mut self, record: &Value) {
+        let Some(response) = record.get("response_id").and_then(Value::as_str) else { return };
+        if self.compaction_response.as_deref() == Some(response) {
+            return;
+        }
+        let count = |k: &str| record.pointer(&format!("/usage/{k}")).and_then(Value::as_u64).unwrap_or(0);
+        // Cached tokens are part of `input_tokens` in Codex.
+        let tokens = count("input_tokens") + count("output_tokens");
+        let Some(entry) = self.entries.iter_mut().rev().find(|e| e.role == Role::Assistant) else { return };
+        if entry.response.as_deref().is_some_and(|r| r != response) {
+            return;
+        }
+        entry.response = Some(response.to_string());
+        if tokens > 0 {
             entry.reported_tokens = Some(tokens);
         }
     }
@@ -228,6 +285,29 @@ impl Reader<'_> {
         if !parts.is_empty() {
             self.entries.push(Entry { parts, ..Entry::text(id, role, origin, "") });
         }
+    }
+}
+
+/// The tool name Codex shows the model for a namespaced call: MCP tools are offered as one
+/// namespace tool `mcp__<server>` holding the server's tools, and Codex's own prompts call
+/// them by "standard MCP identifiers such as mcp__server__tool" (0.169.0's binary).
+fn qualified(namespace: &str, name: &str) -> String {
+    if name.starts_with(&format!("{namespace}__")) {
+        name.to_string()
+    } else {
+        format!("{namespace}__{name}")
+    }
+}
+
+/// A remote compaction's summary (`{"type":"compaction","encrypted_content":…}`): Codex's
+/// encrypted summary of everything before it, written by the OpenAI Responses API. Only that
+/// API can read it; no other provider can, and neither can Cairn. It is kept as is (the whole
+/// item, so a writer can send it back to OpenAI), with a note saying so, as a summary entry.
+fn encrypted_summary(item: &Value) -> Part {
+    Part::Text {
+        text: format!(
+            "[Codex's encrypted summary of the earlier conversation (a remote compaction by the OpenAI Responses API), kept as is: only OpenAI can read it, no other provider can] {item}"
+        ),
     }
 }
 
@@ -488,6 +568,120 @@ mod tests {
         let empty = r#"{"timestamp":"t","type":"session_meta","payload":{"id":"s"}}"#;
         let e = super::parse(empty, "r.jsonl").unwrap_err();
         assert_eq!(e.message, "a Codex rollout with no messages");
+    }
+
+    /// A real `codex exec` rollout (0.169.0, the built-in OpenAI provider against a mock
+    /// Responses API; paths made neutral, long texts trimmed): an MCP call and a remote
+    /// compaction, then `exec resume` compacting remotely again before a second namespaced call.
+    const REMOTE_MCP: &str = include_str!("testdata/codex/remote-compaction-mcp-0.169.0.jsonl");
+
+    #[test]
+    fn real_remote_compaction_is_one_opaque_summary() {
+        let t = parse(REMOTE_MCP);
+        // Line 32 is the last `compacted`; its history: instructions, environment, prompt,
+        // then the encrypted summary.
+        assert_eq!(
+            shape(&t),
+            [
+                ("l32-h0", Role::System, Origin::Harness),
+                ("l32-h1", Role::User, Origin::Harness),
+                ("l32-h2", Role::User, Origin::Operator),
+                ("l32-h3", Role::User, Origin::Summary),
+                ("l38", Role::User, Origin::Operator),
+                ("l41", Role::Assistant, Origin::Agent),
+                ("l45", Role::Tool, Origin::Tool),
+                ("l48", Role::Assistant, Origin::Agent),
+            ]
+        );
+        let summaries: Vec<_> = t.entries.iter().filter(|e| e.origin == Origin::Summary).collect();
+        assert_eq!(summaries.len(), 1);
+        let [Part::Text { text }] = summaries[0].parts.as_slice() else { panic!("{:?}", summaries[0]) };
+        assert!(text.starts_with("[Codex's encrypted summary"), "{text}");
+        assert!(text.contains("no other provider can"), "{text}");
+        // Kept as is: the whole item follows the note.
+        let item: Value = serde_json::from_str(&text[text.find("] {").unwrap() + 2..]).unwrap();
+        assert_eq!(item["type"], "compaction");
+        assert!(item["encrypted_content"].as_str().is_some_and(|c| c.starts_with("gAAAA")));
+        // It came from the compaction call, whose usage is no entry's.
+        assert_eq!(summaries[0].response.as_deref(), Some("resp_mock005"));
+        assert_eq!(summaries[0].reported_tokens, None);
+        assert!(t.unrecognized.is_empty(), "{}", t.unrecognized);
+    }
+
+    #[test]
+    fn real_instructions_are_system_and_harness() {
+        let t = parse(REMOTE_MCP);
+        let first_text = |e: &Entry| match e.parts.first() {
+            Some(Part::Text { text }) => text.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(first_text(&t.entries[0]).starts_with("<skills_instructions>"));
+        assert_eq!((t.entries[0].role, t.entries[0].origin), (Role::System, Origin::Harness));
+        assert!(first_text(&t.entries[1]).starts_with("<environment_context>"));
+        assert_eq!(t.entries[1].origin, Origin::Harness);
+        // Nothing else is harness or system: the operator's prompts stay the operator's.
+        let harness = t.entries.iter().filter(|e| e.origin == Origin::Harness || e.role == Role::System).count();
+        assert_eq!(harness, 2);
+    }
+
+    #[test]
+    fn real_namespaced_mcp_call_has_its_full_name_and_is_answered() {
+        let t = parse(REMOTE_MCP);
+        let calls: Vec<_> = t
+            .entries
+            .iter()
+            .flat_map(|e| &e.parts)
+            .filter_map(|p| match p {
+                Part::ToolCall { id, name, args } => Some((id.as_str(), name.as_str(), args.as_str())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(calls, [("call_mock6", "mcp__cairn__session_history", r#"{"action":"summary"}"#)]);
+        let Part::ToolResult { call_id, content, is_error, .. } = &t.entries[6].parts[0] else { panic!("{:?}", t.entries[6]) };
+        assert_eq!((call_id.as_str(), *is_error), ("call_mock6", false));
+        assert!(content.starts_with("Wall time: ") && content.contains("\nOutput:\n"), "{content}");
+        super::super::test_support::assert_calls_answered_in_place(&t, "remote-compaction-mcp-0.169.0");
+    }
+
+    #[test]
+    fn real_usage_records_go_on_their_response() {
+        let t = parse(REMOTE_MCP);
+        let usage: Vec<_> = t.entries.iter().map(|e| (e.id.as_str(), e.response.as_deref(), e.reported_tokens)).collect();
+        assert_eq!(
+            usage,
+            [
+                ("l32-h0", None, None),
+                ("l32-h1", None, None),
+                ("l32-h2", None, None),
+                ("l32-h3", Some("resp_mock005"), None),
+                ("l38", None, None),
+                ("l41", Some("resp_mock006"), Some(1040)),
+                ("l45", None, None),
+                ("l48", Some("resp_mock007"), Some(1040)),
+            ]
+        );
+    }
+
+    #[test]
+    fn namespaced_calls_and_usage_records_by_id() {
+        let t = parse(
+            r#"{"timestamp":"t","type":"session_meta","payload":{"id":"s"}}
+{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}}
+{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"mcp__x__find","namespace":"mcp__x","arguments":"{}","call_id":"a"}}
+{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{}","call_id":"b"}}
+{"timestamp":"t","type":"token_usage_record","payload":{"response_id":"r1","usage":{"input_tokens":100,"cached_input_tokens":50,"output_tokens":7}}}
+{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"a","output":"x"}}
+{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"b","output":"y"}}
+{"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":999,"output_tokens":1}}}}
+{"timestamp":"t","type":"token_usage_record","payload":{"response_id":"r2","usage":{"input_tokens":200,"output_tokens":0}}}
+"#,
+        );
+        let [Part::ToolCall { name: first, .. }, Part::ToolCall { name: second, .. }] = t.entries[1].parts.as_slice() else { panic!() };
+        // Already qualified names are not qualified twice; calls without a namespace keep theirs.
+        assert_eq!((first.as_str(), second.as_str()), ("mcp__x__find", "exec_command"));
+        // r1 is the response's; r2 left no entry (the latest response is r1's); token_count is ignored.
+        assert_eq!((t.entries[1].response.as_deref(), t.entries[1].reported_tokens), (Some("r1"), Some(107)));
+        assert!(t.unrecognized.is_empty());
     }
 
     #[test]
