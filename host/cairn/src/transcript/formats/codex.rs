@@ -663,6 +663,27 @@ mod tests {
     }
 
     #[test]
+    fn real_local_compaction_is_a_readable_summary() {
+        // The same prompt against a custom provider (`model_provider = "mock"`): Codex compacts
+        // locally, and its summary is plain text in the message and the history.
+        let t = parse(include_str!("testdata/codex/local-compaction-0.169.0.jsonl"));
+        assert_eq!(
+            shape(&t),
+            [
+                ("l21-h0", Role::System, Origin::Harness),
+                ("l21-h1", Role::User, Origin::Harness),
+                ("l21-h2", Role::User, Origin::Operator),
+                ("l21-h3", Role::User, Origin::Summary),
+                ("l28", Role::Assistant, Origin::Agent),
+            ]
+        );
+        assert!(matches!(&t.entries[3].parts[..], [Part::Text { text }] if text.starts_with("Another language model started")));
+        assert!(t.entries[4].response.is_some() && t.entries[4].reported_tokens.is_some());
+        assert!(t.unrecognized.is_empty(), "{}", t.unrecognized);
+        super::super::test_support::assert_calls_answered_in_place(&t, "local-compaction-0.169.0");
+    }
+
+    #[test]
     fn namespaced_calls_and_usage_records_by_id() {
         let t = parse(
             r#"{"timestamp":"t","type":"session_meta","payload":{"id":"s"}}
