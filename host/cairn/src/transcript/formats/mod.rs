@@ -7,6 +7,7 @@ mod cairn_jsonl;
 mod chat;
 mod claude_code;
 mod codex;
+mod gemini;
 mod openai;
 mod pi;
 mod pi_writeback;
@@ -28,6 +29,7 @@ pub enum Format {
     Pi,
     ClaudeCode,
     Codex,
+    Gemini,
     OpenAi,
     Anthropic,
 }
@@ -39,6 +41,7 @@ impl Format {
             Format::Pi => "pi",
             Format::ClaudeCode => "claude-code",
             Format::Codex => "codex",
+            Format::Gemini => "gemini",
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
         }
@@ -124,6 +127,7 @@ pub fn parse_as(
         Format::Pi => pi::parse(text, source_name)?,
         Format::ClaudeCode => claude_code::parse(text, source_name)?,
         Format::Codex => codex::parse(text, source_name)?,
+        Format::Gemini => gemini::parse(text, source_name)?,
         Format::OpenAi => openai::parse(text, source_name)?,
         Format::Anthropic => anthropic::parse(text, source_name)?,
     };
@@ -182,7 +186,7 @@ pub fn write(format: Format, t: &Transcript) -> Option<String> {
         Format::OpenAi => Some(write_openai(t)),
         Format::Anthropic => Some(write_anthropic(t)),
         Format::Pi => Some(pi_writeback::write(t)),
-        Format::ClaudeCode | Format::Codex => None,
+        Format::ClaudeCode | Format::Codex | Format::Gemini => None,
     }
     .filter(|_| format.writable())
 }
@@ -228,12 +232,13 @@ fn detect(text: &str, source_name: &str) -> Result<Format, TranscriptError> {
         Ok(serde_json::Value::Object(header)) if header.get("type").and_then(|t| t.as_str()) == Some("session") => Ok(Format::Pi),
         Ok(serde_json::Value::Object(header)) if claude_code::detect(&header) => Ok(Format::ClaudeCode),
         Ok(serde_json::Value::Object(header)) if codex::detect(&header) => Ok(Format::Codex),
+        Ok(serde_json::Value::Object(header)) if gemini::detect(&header) => Ok(Format::Gemini),
         Ok(serde_json::Value::Object(header)) if header.get("messages").is_some_and(serde_json::Value::is_array) => Ok(chat_api(text)),
         Ok(serde_json::Value::Array(_)) => Ok(chat_api(text)),
         Ok(serde_json::Value::Object(_)) => Err(TranscriptError::new(
             source_name,
             Some(index + 1),
-            "unrecognized transcript: the first line is no Cairn, Pi, Claude Code or Codex header, nor a chat document",
+            "unrecognized transcript: the first line is no Cairn, Pi, Claude Code, Codex or Gemini CLI header, nor a chat document",
         )),
         // A pretty-printed document spans lines; only chat API files are that.
         Err(_) if trimmed.starts_with('{') || trimmed.starts_with('[') => Ok(chat_api(text)),
