@@ -384,6 +384,34 @@ mod tests {
         assert_calls_answered_in_place(&t, "resumed");
     }
 
+    /// A second real recording: a `read_file` of a missing file (status `error`, an `error`
+    /// response) after a thought with a subject.
+    const FAILED_READ: &str = include_str!("testdata/gemini/session-2026-12-01T16-54-c340972c.jsonl");
+
+    #[test]
+    fn real_failed_call_is_an_error_result() {
+        let t = parse(FAILED_READ);
+        const READ: &str = "read_file__read_file_1796144076632_0";
+        assert_eq!(t.entries.len(), 5);
+        assert_eq!(
+            t.entries[2].parts,
+            [
+                Part::Thinking { text: "**Checking the file**\nIt may not exist.".into() },
+                Part::ToolCall { id: READ.into(), name: "read_file".into(), args: r#"{"file_path":"missing.txt"}"#.into() },
+            ]
+        );
+        assert_eq!(
+            t.entries[3].parts,
+            [Part::ToolResult {
+                call_id: READ.into(),
+                content: "File not found: /home/user/proj/missing.txt".into(),
+                is_error: true,
+                elided: None
+            }]
+        );
+        assert_calls_answered_in_place(&t, "failed read");
+    }
+
     #[test]
     fn detects_the_metadata_line_only() {
         let first = SESSION.lines().next().unwrap();
