@@ -70,6 +70,9 @@ fn transcript_readers_answer_every_mutated_input() {
             r#"{"type":"message","id":"3","parentId":"2","timestamp":"2025-01-01T00:00:03Z","message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":"a.rs"}],"isError":false}}"#, "\n",
         )
         .to_string(),
+        // Real recordings of the agents Cairn reads (generated against a mock model).
+        include_str!("../../src/transcript/formats/testdata/codex/remote-compaction-mcp-0.169.0.jsonl").to_string(),
+        include_str!("../../src/transcript/formats/testdata/gemini/session-2026-12-01T16-54-c340972c.jsonl").to_string(),
     ];
     let mut rng = Rng(0x5eed_0001);
     let mut parsed = 0;
