@@ -11,7 +11,7 @@ use cairn::{Cairn, CheckedPolicy};
 /// The arguments every verb that runs a chain on a transcript file takes.
 #[derive(clap::Args)]
 pub struct SessionArgs {
-    /// The transcript: Pi, Claude Code or Codex session JSONL, OpenAI or Anthropic JSON, or Cairn JSONL (auto-detected).
+    /// The transcript: Pi, Claude Code, Codex or Gemini CLI session JSONL, OpenAI or Anthropic JSON, or Cairn JSONL (auto-detected).
     pub file: PathBuf,
     /// Policy file (TOML); the embedded model-free default when absent.
     #[arg(long)]
