@@ -9,21 +9,8 @@ use cairn::policy::{Policy, DEFAULT_POLICY};
 use cairn::storage::{ArchiveId, ArtifactUri, ConversationKey, Home};
 use cairn::transcript::{formats, sample};
 
-/// xorshift64*: deterministic, dependency-free.
-struct Rng(u64);
+use crate::support::Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 /// Pieces that tend to reach deep into parsers when spliced in.
 const TOKENS: &[&str] = &[

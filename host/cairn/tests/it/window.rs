@@ -10,7 +10,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use crate::support::{host, policy};
+use crate::support::{host, policy, Rng};
 
 use cairn::chain::{pairing_problems, safe_cuts};
 use cairn::storage::{ArtifactUri, ConversationKey, Home};
@@ -20,20 +20,6 @@ use cairn::{Cairn, CheckedPolicy, CompactionReport, RunOptions};
 const WINDOWS: [u64; 2] = [128_000, 64_000];
 const GIANT_CALL: &str = "call_cairn_giant_log";
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 /// A ~3.6 MB build log, every line different (so nothing dedupes it), the same every run.
 fn giant_log() -> &'static str {

@@ -111,8 +111,8 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
     // Kinds this reader does not know, each counted; one carrying a message is kept as text.
     let mut unrecognized = Unrecognized::default();
     let mut opaque: Vec<(usize, Entry)> = Vec::new();
+    let known = |kind: &str| BOOKKEEPING.contains(&kind) || REQUEST_CAPTURE.contains(&kind);
     for (i, raw) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let known = |kind: &str| BOOKKEEPING.contains(&kind) || REQUEST_CAPTURE.contains(&kind);
         let strict = match serde_json::from_str::<Line>(raw) {
             Ok(line) if CONVERSATION.contains(&line.kind.as_str()) => {
                 lines.push((i + 1, line));
@@ -143,15 +143,17 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
     let start = lines.iter().rposition(|(_, l)| l.subtype.as_deref() == Some("compact_boundary")).map_or(0, |p| p + 1);
     // Opaque entries from before the last compaction are not in the context either.
     let first_line = start.checked_sub(1).map_or(0, |b| lines[b].0);
-    let mut opaque = opaque.into_iter().filter(|(at, _)| *at > first_line).peekable();
+    let opaque: Vec<(usize, Entry)> = opaque.into_iter().filter(|(at, _)| *at > first_line).collect();
+    let opaque_ids: HashSet<String> = opaque.iter().map(|(_, e)| e.id.clone()).collect();
+    let mut opaque = opaque.into_iter().peekable();
 
     let mut entries: Vec<Entry> = Vec::new();
     // Where each response's entry sits, to merge its later blocks into it.
     let mut response_at: HashMap<String, usize> = HashMap::new();
-    // Calls not answered yet: an opaque entry waits for the next user text with no call open,
-    // so it never comes between a call and its result, nor inside one response.
-    let mut open_calls: HashSet<String> = HashSet::new();
     for (line_no, line) in lines.into_iter().skip(start) {
+        while opaque.peek().is_some_and(|(at, _)| *at < line_no) {
+            entries.extend(opaque.next().map(|(_, e)| e));
+        }
         if line.is_sidechain && !all_sidechain {
             continue;
         }
@@ -164,10 +166,6 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                     return Err(err("an assistant message carries a tool_result".into()));
                 }
                 let tokens = m.usage.map(|u| u.context_tokens());
-                open_calls.extend(split.parts.iter().filter_map(|p| match p {
-                    Part::ToolCall { id, .. } => Some(id.clone()),
-                    _ => None,
-                }));
                 match m.id.as_ref().and_then(|r| response_at.get(r)) {
                     Some(&at) => {
                         let entry = &mut entries[at];
@@ -192,15 +190,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                 let split = split_content(&m.message.content).map_err(err)?;
                 let base = id();
                 let results = split.results.len();
-                if results == 0 && open_calls.is_empty() {
-                    while opaque.peek().is_some_and(|(at, _)| *at < line_no) {
-                        entries.extend(opaque.next().map(|(_, e)| e));
-                    }
-                }
                 for (k, result) in split.results.into_iter().enumerate() {
-                    if let Part::ToolResult { call_id, .. } = &result {
-                        open_calls.remove(call_id);
-                    }
                     let rid = if k == 0 { base.clone() } else { format!("{base}-{}", k + 1) };
                     entries.push(Entry { parts: vec![result], ..Entry::text(rid, Role::Tool, Origin::Tool, "") });
                 }
@@ -226,6 +216,9 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
         }
     }
     entries.extend(opaque.map(|(_, e)| e));
+    // In file order an opaque entry may come between a call and its result (or inside a
+    // response merged from later lines): it moves past them.
+    let entries = if opaque_ids.is_empty() { entries } else { super::after_open_calls(entries, |e| opaque_ids.contains(&e.id)) };
     if entries.is_empty() {
         return Err(TranscriptError::new(source_name, None, "a Claude Code session with no messages"));
     }

@@ -19,3 +19,19 @@ pub fn host() -> Cairn {
 pub fn policy(cairn: &Cairn, text: &str) -> CheckedPolicy {
     cairn.load_policy(text, "test-policy.toml").unwrap_or_else(|e| panic!("{e:#}"))
 }
+
+/// xorshift64*: deterministic, dependency-free, so a failing random case reproduces.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
