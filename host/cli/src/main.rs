@@ -53,6 +53,21 @@ enum Command {
         #[command(subcommand)]
         command: commands::claude_code::Command,
     },
+    /// Cairn inside Codex: its MCP server and hooks in Codex's config (install, uninstall, hook handlers).
+    Codex {
+        #[command(subcommand)]
+        command: commands::codex::Command,
+    },
+    /// Cairn inside Gemini CLI: its MCP server and hooks in Gemini CLI's settings (install, uninstall, hook handlers).
+    Gemini {
+        #[command(subcommand)]
+        command: commands::gemini::Command,
+    },
+    /// Cairn inside OpenCode: a plugin that lets Cairn's policy do OpenCode's compaction, and its MCP server.
+    Opencode {
+        #[command(subcommand)]
+        command: commands::opencode::Command,
+    },
     /// Check the whole setup (binary, agent hooks, MCP server, home, cache, hook failures).
     Doctor(commands::doctor::Args),
 }
@@ -80,6 +95,9 @@ fn main() -> ExitCode {
         Command::Notices(args) => commands::boundary::notices(args),
         Command::Simulate(args) => commands::simulate::run(args),
         Command::ClaudeCode { command } => commands::claude_code::run(command),
+        Command::Codex { command } => commands::codex::run(command),
+        Command::Gemini { command } => commands::gemini::run(command),
+        Command::Opencode { command } => commands::opencode::run(command),
         Command::Doctor(args) => commands::doctor::run(args),
     };
     if std::env::var_os("CAIRN_PEAK_RSS").is_some() {

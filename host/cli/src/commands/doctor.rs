@@ -257,7 +257,7 @@ fn mcp(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>, hooks: 
             "mcp",
             Status::Warn,
             format!(
-                "no `cairn` MCP server{}: the agent has no session_history tool; add it with `claude mcp add cairn -- {exe} serve --expose agent --home {}`",
+                "no `cairn` MCP server{}: the agent has no session_history tool; add it with `claude mcp add cairn -- {exe} serve --expose recall --home {}`",
                 if project.is_none() { " in ~/.claude.json (a project's .mcp.json is checked with --project DIR)" } else { "" },
                 home.display()
             ),

@@ -354,7 +354,7 @@ fn install_mcp_registers_the_server_for_the_project_and_uninstall_leaves_nothing
     assert_eq!(server["type"], "stdio");
     assert_eq!(Path::new(server["command"].as_str().unwrap()), Path::new(env!("CARGO_BIN_EXE_cairn")).canonicalize().unwrap());
     let canonical = project.canonicalize().unwrap();
-    assert_eq!(server["args"], json!(["serve", "--expose", "agent", "--home", home.to_str().unwrap(), "--project", canonical.to_str().unwrap()]));
+    assert_eq!(server["args"], json!(["serve", "--expose", "recall", "--home", home.to_str().unwrap(), "--project", canonical.to_str().unwrap()]));
     let settings = json_file(&project.join(".claude/settings.json"));
     assert_eq!(settings["enabledMcpjsonServers"], json!(["cairn"]), "approved, so Claude Code does not ask");
     assert_eq!(mode(&project.join(".mcp.json")), 0o644);
@@ -423,7 +423,7 @@ fn install_mcp_for_the_user_registers_the_server_in_claude_json() {
     let home = dir.path();
     cairn_at(home, "022", &["claude-code", "install", "--mcp"]);
     let config = home.join(".claude.json");
-    assert_eq!(json_file(&config)["mcpServers"]["cairn"]["args"], json!(["serve", "--expose", "agent"]), "the project comes from CLAUDE_PROJECT_DIR");
+    assert_eq!(json_file(&config)["mcpServers"]["cairn"]["args"], json!(["serve", "--expose", "recall"]), "the project comes from CLAUDE_PROJECT_DIR");
     assert_eq!(mode(&config), 0o600, "Claude Code's own mode for a file that holds its state");
     cairn_at(home, "022", &["claude-code", "uninstall"]);
     assert_eq!(tree(home), Vec::<String>::new(), "nothing left in a HOME that had nothing");

@@ -2,7 +2,8 @@
 //!
 //! - The hooks, in a settings file: `"hooks": {Event: [{matcher, hooks: [{type, command}]}]}`
 //!   (https://code.claude.com/docs/en/hooks#configuration).
-//! - With `--mcp`, Cairn's MCP server (`cairn serve --expose agent`, the agent's recall tools),
+//! - With `--mcp`, Cairn's MCP server (`cairn serve --expose recall`: `session_history` alone,
+//!   since nothing in Claude Code calls `boundary` to carry out a `context_maintenance` request),
 //!   registered where Claude Code reads it without asking: for a project, `DIR/.mcp.json`
 //!   (`{"mcpServers": {"cairn": {"type": "stdio", command, args}}}`, the file `claude mcp add
 //!   --scope project` writes) and `"cairn"` in the settings file's `enabledMcpjsonServers`, which
@@ -121,7 +122,7 @@ fn command(exe: &Path, verb: &str, home: Option<&Path>, policy: Option<&Path>) -
 /// The MCP server's arguments: the hooks' home and policy, and the project whose conversation
 /// the hooks write (they derive it from `CLAUDE_PROJECT_DIR`, as `serve --project` does).
 fn server_args(home: Option<&Path>, policy: Option<&Path>, project: Option<&Path>) -> Vec<String> {
-    let mut args: Vec<String> = vec!["serve".into(), "--expose".into(), "agent".into()];
+    let mut args: Vec<String> = vec!["serve".into(), "--expose".into(), "recall".into()];
     for (flag, path) in [("--home", home), ("--policy", policy), ("--project", project)] {
         if let Some(path) = path {
             args.extend([flag.into(), path.display().to_string()]);

@@ -25,8 +25,13 @@ use crate::setup;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Expose {
-    /// Only the agent's tools (`session_history`, `context_maintenance`): hand them to a model.
+    /// Only the agent's tools (`session_history`, `context_maintenance`): hand them to a model
+    /// whose harness calls `boundary` (Pi's extension, OpenCode's plugin), where a maintenance
+    /// request is carried out.
     Agent,
+    /// Only `session_history`: for agents whose harness never calls `boundary` (Claude Code,
+    /// Codex, Gemini CLI hooks), where a `context_maintenance` request would never be carried out.
+    Recall,
     /// The harness's tools (compact, handover, boundary, notices, policy…).
     Harness,
     All,

@@ -32,6 +32,7 @@ pub async fn serve_stdio(serve: Arc<Serve>, expose: Expose) -> Result<()> {
     let tool_router = match expose {
         Expose::Harness => Server::harness_router(),
         Expose::Agent => Server::agent_router() + ToolRouter::new().with_route(session_history()),
+        Expose::Recall => ToolRouter::new().with_route(session_history()),
         Expose::All => Server::harness_router() + Server::agent_router() + ToolRouter::new().with_route(session_history()),
     };
     let mut tool_router = tool_router;
@@ -64,6 +65,11 @@ fn instructions(expose: Expose) -> &'static str {
             "Cairn keeps the full record of this conversation, including what context compaction removed. \
              Call `session_history` to read it back (`summary`, `search` for a word or id, `page` through entries, `artifact` for a set-aside output) \
              before redoing work or asking the user again; `context_maintenance` asks for a compaction or handover at the next safe turn boundary."
+        }
+        Expose::Recall => {
+            "Cairn keeps the full record of this conversation, including what context compaction removed. \
+             Call `session_history` to read it back (`summary`, `search` for a word or id, `page` through entries, `artifact` for a set-aside output) \
+             before redoing work or asking the user again."
         }
         Expose::Harness => {
             "Cairn compacts this agent's context: call `boundary` at every turn end (or `compact` / `handover` directly); \

@@ -3,6 +3,9 @@
 //! 127.0.0.1, asserting on what each agent sends the model after compaction.
 
 mod claude_code;
+mod codex;
+mod gemini;
 mod model_server;
 mod npm;
+mod opencode;
 mod pi;

@@ -10,6 +10,9 @@ use std::sync::Mutex;
 /// `(npm package, version)` of every agent the suite drives.
 pub const CLAUDE_CODE: (&str, &str) = ("@anthropic-ai/claude-code", "2.1.328");
 pub const PI: (&str, &str) = ("@mariozechner/pi-coding-agent", "0.73.1");
+pub const CODEX: (&str, &str) = ("@openai/codex", "0.169.0");
+pub const GEMINI_CLI: (&str, &str) = ("@google/gemini-cli", "0.61.0");
+pub const OPENCODE: (&str, &str) = ("opencode-ai", "1.18.33");
 
 /// Installs `package@version` (with `--ignore-scripts` unless `scripts`) into its own folder and
 /// returns that folder (holding `node_modules/.bin`). A second call reuses it.

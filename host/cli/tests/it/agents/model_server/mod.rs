@@ -1,13 +1,16 @@
 //! One scripted model server on 127.0.0.1 for every agent of the conformance suite. It logs
 //! every request (so a test asserts on what the agent sent the model), and answers through a
 //! script in the wire format the agent speaks: one module per provider API
-//! (`anthropic.rs`: Messages with SSE; `openai_chat.rs`: chat completions with SSE).
+//! (`anthropic.rs`: Messages with SSE; `openai_chat.rs`: chat completions with SSE;
+//! `openai_responses.rs`: the Responses API with SSE; `gemini.rs`: Gemini's generateContent).
 //! HTTP/1.1, one request per connection (`connection: close`): every agent's client reconnects.
 
 #![allow(dead_code)]
 
 pub mod anthropic;
+pub mod gemini;
 pub mod openai_chat;
+pub mod openai_responses;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -1,0 +1,1 @@
+//! codex, for real (being built; see issue 21).

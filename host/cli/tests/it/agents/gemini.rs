@@ -1,0 +1,1 @@
+//! gemini, for real (being built; see issue 21).

@@ -1,0 +1,1 @@
+//! Gemini's generateContent and streamGenerateContent (Gemini CLI) (being built).

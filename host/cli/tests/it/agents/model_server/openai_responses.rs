@@ -1,0 +1,1 @@
+//! The OpenAI Responses API (Codex), with SSE (being built).

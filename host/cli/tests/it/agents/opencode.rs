@@ -1,0 +1,1 @@
+//! opencode, for real (being built; see issue 21).
