@@ -97,6 +97,8 @@ pub fn apply(entries: &[Entry], window: &Window, output: StrategyOutput, archive
         }
     }
 
+    carry_instructions(entries, first, last, &mut replacement, &mut reused);
+
     let mut context = Vec::with_capacity(entries.len() - (last - first + 1) + replacement.len());
     context.extend_from_slice(&entries[..first]);
     context.extend(replacement.iter().cloned());
@@ -108,6 +110,24 @@ pub fn apply(entries: &[Entry], window: &Window, output: StrategyOutput, archive
     let forgotten = entries[first..=last].iter().filter(|e| !reused.contains(&e.id)).map(|e| e.id.clone()).collect();
     let tokens_after = context.iter().map(|e| e.tokens as u64).sum();
     Ok(Applied { first, last, replacement, forgotten, context, tokens_after })
+}
+
+/// Instructions are not history: a system or developer entry, or an injected instruction block
+/// (agents such as Codex place them after the user messages they keep), inside the replaced range
+/// comes out verbatim right after the replacement, whatever the strategy returned; unless the
+/// same instructions stay in the context anyway (an agent repeats them after each compaction of
+/// its own), so copies do not pile up.
+fn carry_instructions(entries: &[Entry], first: usize, last: usize, replacement: &mut Vec<Entry>, reused: &mut HashSet<String>) {
+    for entry in &entries[first..=last] {
+        if !entry.is_instructions() || reused.contains(&entry.id) {
+            continue;
+        }
+        let kept = entries[..first].iter().chain(&entries[last + 1..]).chain(replacement.iter()).any(|k| k.parts == entry.parts);
+        if !kept {
+            reused.insert(entry.id.clone());
+            replacement.push(entry.clone());
+        }
+    }
 }
 
 /// Every way the context's tool calls and results fail to pair up: a call with no later
@@ -221,6 +241,28 @@ mod tests {
         assert_eq!(applied.context.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["sys", "a-0000000000000000-r1", "u2"]);
         assert_eq!(applied.forgotten, ["u1", "a1", "t1", "a2"]);
         assert!(applied.replacement[0].tokens > 0, "the host counts tokens itself");
+    }
+
+    #[test]
+    fn instructions_inside_the_range_come_out_verbatim_after_the_replacement() {
+        // Codex's shape: kept user messages, then its instructions, then an injected AGENTS.md block.
+        let mut e = entries();
+        e.insert(2, Entry::text("dev", Role::System, Origin::Harness, "<skills_instructions>use skills</skills_instructions>"));
+        e.insert(3, Entry::text("agents", Role::User, Origin::Harness, "# AGENTS.md instructions for /w\n\nrun make test"));
+        e.insert(4, Entry::text("env", Role::User, Origin::Harness, "<environment_context>cwd /w</environment_context>"));
+        let window = Window { protected_head: 1, tail_start: 8, token_target: 0 };
+        let applied = apply(&e, &window, output("u1", "a2", vec![summary()]), "a-0000000000000000", &Tokenizer::default()).unwrap();
+        let ids: Vec<&str> = applied.context.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["sys", "a-0000000000000000-r1", "dev", "agents", "u2"]);
+        assert_eq!(applied.context[2], e[2], "verbatim");
+        assert_eq!(applied.forgotten, ["u1", "env", "a1", "t1", "a2"], "the environment is history, not instructions");
+
+        // The same instructions kept elsewhere (the agent repeated them): no second copy.
+        let mut repeated = e.clone();
+        repeated.insert(8, Entry { id: "dev2".into(), ..e[2].clone() });
+        let window = Window { protected_head: 1, tail_start: 8, token_target: 0 };
+        let applied = apply(&repeated, &window, output("u1", "a2", vec![summary()]), "a-0000000000000000", &Tokenizer::default()).unwrap();
+        assert_eq!(applied.context.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["sys", "a-0000000000000000-r1", "agents", "dev2", "u2"]);
     }
 
     #[test]

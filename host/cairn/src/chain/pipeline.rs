@@ -67,7 +67,7 @@ pub fn run_pipeline(
         let window = match stage.reach {
             Reach::Window => Window { protected_head: input.window.protected_head, tail_start: context.len() - tail_len, token_target: until },
             Reach::PastTail => Window {
-                protected_head: context.iter().take_while(|e| e.role == crate::transcript::Role::System).count(),
+                protected_head: super::window::protected_head(&context),
                 tail_start: context.len(),
                 token_target: until,
             },

@@ -1,7 +1,7 @@
 //! The part of the context a strategy may touch: after the protected head, before the
 //! verbatim tail, both computed by the host.
 
-use crate::transcript::{Entry, Role};
+use crate::transcript::{Entry, Origin};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Window {
@@ -13,7 +13,10 @@ pub struct Window {
 }
 
 impl Window {
-    /// Keeps at least `keep_recent_tokens` verbatim at the end, moved back to a safe cut.
+    /// Keeps at least `keep_recent_tokens` verbatim at the end, moved back to a safe cut; but
+    /// never an earlier summary (Cairn's, or the agent's own after it compacted by itself): the
+    /// tail then starts at the first safe cut after it, so the new summary replaces it instead
+    /// of leaving it stale beside the new one.
     pub fn compute(entries: &[Entry], keep_recent_tokens: u64, token_target: u64) -> Self {
         let protected_head = protected_head(entries);
         let cuts = safe_cuts(entries);
@@ -26,6 +29,9 @@ impl Window {
         while tail_start > protected_head && !cuts[tail_start] {
             tail_start -= 1;
         }
+        if let Some(summary) = entries[tail_start..].iter().rposition(|e| e.origin == Origin::Summary && !e.pinned) {
+            tail_start = (tail_start + summary + 1..entries.len()).find(|&i| cuts[i]).unwrap_or(entries.len());
+        }
         Window { protected_head, tail_start, token_target }
     }
 }
@@ -37,9 +43,9 @@ impl Window {
     }
 }
 
-/// The leading system prompt and pinned prefix, never replaced.
-fn protected_head(entries: &[Entry]) -> usize {
-    entries.iter().take_while(|e| e.role == Role::System || e.pinned).count()
+/// The leading system prompt, instructions and pinned prefix, never replaced.
+pub(crate) fn protected_head(entries: &[Entry]) -> usize {
+    entries.iter().take_while(|e| e.is_instructions() || e.pinned).count()
 }
 
 /// `cuts[i]`: history may be cut just before entry `i` without separating any tool call
@@ -57,4 +63,42 @@ pub fn safe_cuts(entries: &[Entry]) -> Vec<bool> {
 
 pub fn same_response(a: &Entry, b: &Entry) -> bool {
     a.response.is_some() && a.response == b.response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::Role;
+
+    fn entry(id: &str, role: Role, origin: Origin, tokens: u32) -> Entry {
+        Entry { tokens, ..Entry::text(id, role, origin, id) }
+    }
+
+    #[test]
+    fn an_earlier_summary_is_never_left_in_the_verbatim_tail() {
+        // After the agent compacted by itself: its summary, then a short new turn.
+        let entries = vec![
+            entry("sys", Role::System, Origin::Harness, 10),
+            entry("u1", Role::User, Origin::Operator, 100),
+            entry("s", Role::User, Origin::Summary, 100),
+            entry("u2", Role::User, Origin::Operator, 100),
+            entry("a2", Role::Assistant, Origin::Agent, 100),
+        ];
+        let window = Window::compute(&entries, 300, 0);
+        assert_eq!((window.protected_head, window.tail_start), (1, 3), "the summary is in reach, the turn after it verbatim");
+        // A summary at the very end: nothing is kept verbatim rather than keeping it stale.
+        let window = Window::compute(&entries[..3], 300, 0);
+        assert_eq!(window.tail_start, 3);
+    }
+
+    #[test]
+    fn leading_instruction_blocks_are_protected_like_the_system_prompt() {
+        let entries = vec![
+            entry("sys", Role::System, Origin::Harness, 10),
+            Entry::text("agents", Role::User, Origin::Harness, "# AGENTS.md instructions for /w"),
+            entry("u1", Role::User, Origin::Operator, 100),
+            entry("a1", Role::Assistant, Origin::Agent, 100),
+        ];
+        assert_eq!(Window::compute(&entries, 0, 0).protected_head, 2);
+    }
 }

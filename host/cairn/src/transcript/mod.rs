@@ -127,7 +127,21 @@ impl std::fmt::Display for Unrecognized {
     }
 }
 
+/// How the instruction blocks agents inject as user messages begin (Codex's AGENTS.md, user
+/// and skills instructions; Gemini CLI's session context): rules for the model, like the
+/// system prompt, wherever they sit.
+pub const INSTRUCTION_BLOCKS: &[&str] =
+    &["<user_instructions>", "# AGENTS.md instructions", "<INSTRUCTIONS>", "<skills_instructions>", "<developer_instructions>", "<session_context>"];
+
 impl Entry {
+    /// Instructions, not history: a system or developer entry, or an instruction block a harness
+    /// injected. Compaction keeps them verbatim wherever they sit (see `chain::invariants`).
+    pub fn is_instructions(&self) -> bool {
+        self.role == Role::System
+            || self.origin == Origin::Harness
+                && matches!(self.parts.first(), Some(Part::Text { text }) if INSTRUCTION_BLOCKS.iter().any(|b| text.trim_start().starts_with(b)))
+    }
+
     pub fn text(id: impl Into<String>, role: Role, origin: Origin, text: impl Into<String>) -> Self {
         Entry {
             id: id.into(),

@@ -1,6 +1,7 @@
 //! Every integration test of this crate in one binary: each test file would otherwise link
 //! all of wasmtime again (slow, and gigabytes of disk in a debug build).
 
+mod agent_summaries;
 mod archive;
 mod chain;
 mod hostile;
