@@ -17,7 +17,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Compact a transcript file (any format `cairn` reads: Pi, Claude Code, Codex, Gemini CLI, OpenAI, Anthropic, Cairn JSONL).
+    /// Compact a transcript file (any format `cairn` reads: Pi, Claude Code, Codex, Gemini CLI, OpenCode, OpenAI, Anthropic, Cairn JSONL).
     Compact(commands::compact::Args),
     /// Archive a session and prepare the seed of a fresh one.
     Handover(commands::handover::Args),

@@ -1,5 +1,5 @@
 //! Reading and writing transcripts in the formats Cairn meets, one file each: its own JSONL,
-//! Pi coding-agent sessions, Claude Code sessions, Codex rollouts, OpenAI chat messages and
+//! Pi coding-agent sessions, Claude Code sessions, Codex rollouts, Gemini CLI and OpenCode sessions, OpenAI chat messages and
 //! Anthropic Messages API JSON. `chat` is what the two API writers share.
 
 mod anthropic;
@@ -9,6 +9,7 @@ mod claude_code;
 mod codex;
 mod gemini;
 mod openai;
+mod opencode;
 mod pi;
 mod pi_writeback;
 
@@ -30,6 +31,7 @@ pub enum Format {
     ClaudeCode,
     Codex,
     Gemini,
+    OpenCode,
     OpenAi,
     Anthropic,
 }
@@ -42,6 +44,7 @@ impl Format {
             Format::ClaudeCode => "claude-code",
             Format::Codex => "codex",
             Format::Gemini => "gemini",
+            Format::OpenCode => "opencode",
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
         }
@@ -128,6 +131,7 @@ pub fn parse_as(
         Format::ClaudeCode => claude_code::parse(text, source_name)?,
         Format::Codex => codex::parse(text, source_name)?,
         Format::Gemini => gemini::parse(text, source_name)?,
+        Format::OpenCode => opencode::parse(text, source_name)?,
         Format::OpenAi => openai::parse(text, source_name)?,
         Format::Anthropic => anthropic::parse(text, source_name)?,
     };
@@ -186,7 +190,7 @@ pub fn write(format: Format, t: &Transcript) -> Option<String> {
         Format::OpenAi => Some(write_openai(t)),
         Format::Anthropic => Some(write_anthropic(t)),
         Format::Pi => Some(pi_writeback::write(t)),
-        Format::ClaudeCode | Format::Codex | Format::Gemini => None,
+        Format::ClaudeCode | Format::Codex | Format::Gemini | Format::OpenCode => None,
     }
     .filter(|_| format.writable())
 }
@@ -233,14 +237,16 @@ fn detect(text: &str, source_name: &str) -> Result<Format, TranscriptError> {
         Ok(serde_json::Value::Object(header)) if claude_code::detect(&header) => Ok(Format::ClaudeCode),
         Ok(serde_json::Value::Object(header)) if codex::detect(&header) => Ok(Format::Codex),
         Ok(serde_json::Value::Object(header)) if gemini::detect(&header) => Ok(Format::Gemini),
+        Ok(serde_json::Value::Object(header)) if opencode::detect(&header) => Ok(Format::OpenCode),
         Ok(serde_json::Value::Object(header)) if header.get("messages").is_some_and(serde_json::Value::is_array) => Ok(chat_api(text)),
         Ok(serde_json::Value::Array(_)) => Ok(chat_api(text)),
         Ok(serde_json::Value::Object(_)) => Err(TranscriptError::new(
             source_name,
             Some(index + 1),
-            "unrecognized transcript: the first line is no Cairn, Pi, Claude Code, Codex or Gemini CLI header, nor a chat document",
+            "unrecognized transcript: the first line is no Cairn, Pi, Claude Code, Codex or Gemini CLI header, nor an OpenCode export or a chat document",
         )),
-        // A pretty-printed document spans lines; only chat API files are that.
+        // A pretty-printed document spans lines: an OpenCode export or a chat API file.
+        Err(_) if trimmed.starts_with('{') && opencode::detect_text(text) => Ok(Format::OpenCode),
         Err(_) if trimmed.starts_with('{') || trimmed.starts_with('[') => Ok(chat_api(text)),
         _ => Err(TranscriptError::new(
             source_name,

@@ -89,7 +89,7 @@ fn instructions(expose: Expose) -> &'static str {
 struct RunArgs {
     /// Conversation key: 1-64 chars of a-z 0-9 - _ . (its record, archive and lock).
     conversation: String,
-    /// The session file's text: Pi, Claude Code, Codex or Gemini CLI session JSONL, OpenAI or Anthropic JSON, or Cairn JSONL (auto-detected).
+    /// The session file's text: Pi, Claude Code, Codex or Gemini CLI session JSONL, an OpenCode export, OpenAI or Anthropic JSON, or Cairn JSONL (auto-detected).
     transcript: String,
     /// What must survive, verbatim.
     preserve: Option<String>,
