@@ -8,7 +8,7 @@
 //!   what Claude Code's own summary left out as `additionalContext`.
 
 pub mod hooks;
-mod settings;
+pub(crate) mod settings;
 
 use std::path::PathBuf;
 

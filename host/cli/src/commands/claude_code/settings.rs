@@ -104,7 +104,7 @@ impl Args {
     }
 }
 
-fn user_home() -> Result<PathBuf> {
+pub(crate) fn user_home() -> Result<PathBuf> {
     Ok(PathBuf::from(std::env::var_os("HOME").context("HOME is not set: name the file with --settings")?))
 }
 
@@ -132,7 +132,7 @@ fn server_args(home: Option<&Path>, policy: Option<&Path>, project: Option<&Path
 }
 
 /// Single-quoted for a POSIX shell when it needs quoting.
-fn quote(word: &str) -> String {
+pub(crate) fn quote(word: &str) -> String {
     if word.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+=:@".contains(&b)) {
         word.to_string()
     } else {
@@ -146,19 +146,19 @@ fn is_cairn(handler: &Value, verb: &str) -> bool {
 }
 
 /// Cairn's MCP server entry, whatever binary path or home it was registered with.
-fn is_cairn_server(entry: &Value) -> bool {
+pub(crate) fn is_cairn_server(entry: &Value) -> bool {
     entry.get("args").and_then(Value::as_array).is_some_and(|args| args.first().and_then(Value::as_str) == Some("serve") && args.iter().any(|a| a == "--expose"))
 }
 
 /// A JSON object file Claude Code reads (settings, `.mcp.json`, `~/.claude.json`).
-struct JsonFile {
-    path: PathBuf,
-    value: Map<String, Value>,
+pub(crate) struct JsonFile {
+    pub(crate) path: PathBuf,
+    pub(crate) value: Map<String, Value>,
     trailing_newline: bool,
 }
 
 impl JsonFile {
-    fn read(path: &Path) -> Result<Self> {
+    pub(crate) fn read(path: &Path) -> Result<Self> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -178,7 +178,7 @@ impl JsonFile {
 
     /// Replaces the file atomically (Claude Code watches it and must never read half of it),
     /// keeping its permissions; a new file is created with `new_mode` less the umask.
-    fn write(&self, new_mode: u32) -> Result<()> {
+    pub(crate) fn write(&self, new_mode: u32) -> Result<()> {
         let mut text = serde_json::to_string_pretty(&self.value)?;
         if self.trailing_newline {
             text.push('\n');
@@ -206,7 +206,7 @@ impl JsonFile {
 
     /// After a removal: deletes the file when nothing is left in it, and the `.claude/` folder
     /// it was in when that is empty now; else writes it.
-    fn write_or_delete(&self) -> Result<()> {
+    pub(crate) fn write_or_delete(&self) -> Result<()> {
         if !self.value.is_empty() {
             return self.write(0o666);
         }
@@ -219,7 +219,7 @@ impl JsonFile {
     }
 
     /// The object at `key`, created when absent.
-    fn object(&mut self, key: &str) -> Result<&mut Map<String, Value>> {
+    pub(crate) fn object(&mut self, key: &str) -> Result<&mut Map<String, Value>> {
         match self.value.entry(key).or_insert_with(|| json!({})) {
             Value::Object(map) => Ok(map),
             _ => bail!("{}: `{key}` is not an object", self.path.display()),
@@ -227,7 +227,7 @@ impl JsonFile {
     }
 
     /// The array at `key`, created when absent.
-    fn array(&mut self, key: &str) -> Result<&mut Vec<Value>> {
+    pub(crate) fn array(&mut self, key: &str) -> Result<&mut Vec<Value>> {
         match self.value.entry(key).or_insert_with(|| json!([])) {
             Value::Array(items) => Ok(items),
             _ => bail!("{}: `{key}` is not an array", self.path.display()),
@@ -279,7 +279,7 @@ fn remove_hooks(settings: &mut JsonFile) -> usize {
 
 /// Registers the server in `file`'s `mcpServers` (replacing an older registration of Cairn's,
 /// never someone else's server named `cairn`); whether the file changed.
-fn add_server(file: &mut JsonFile, entry: Value) -> Result<bool> {
+pub(crate) fn add_server(file: &mut JsonFile, entry: Value) -> Result<bool> {
     let path = file.path.clone();
     let servers = file.object("mcpServers")?;
     match servers.get(SERVER) {
@@ -293,7 +293,7 @@ fn add_server(file: &mut JsonFile, entry: Value) -> Result<bool> {
 }
 
 /// Removes Cairn's server from `file`'s `mcpServers`, and the key when that emptied it.
-fn remove_server(file: &mut JsonFile) -> bool {
+pub(crate) fn remove_server(file: &mut JsonFile) -> bool {
     let Some(Value::Object(servers)) = file.value.get_mut("mcpServers") else { return false };
     if !servers.get(SERVER).is_some_and(is_cairn_server) {
         return false;

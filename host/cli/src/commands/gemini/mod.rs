@@ -1,17 +1,49 @@
-//! `cairn gemini`: Cairn inside this agent (being built; see issue 21).
+//! `cairn gemini`: Cairn inside Gemini CLI (0.61.0) through its hooks and its MCP servers.
+//! - `install` / `uninstall` add and remove exactly Cairn's entries in a settings file: the
+//!   `PreCompress` and `BeforeAgent` hooks, and the `cairn` MCP server (`session_history`);
+//! - `pre-compress` (the `PreCompress` hook) archives the whole session into the project's
+//!   conversation, but only before a compression that will really run: Gemini CLI fires the
+//!   hook before every model request and decides afterwards (see [`compression`]);
+//! - `before-agent` (the `BeforeAgent` hook) adds, once after each compression, the record of
+//!   the session that Gemini CLI's `<state_snapshot>` left out, as `additionalContext`.
+
+mod compression;
+mod hooks;
+mod settings;
+
+use std::path::PathBuf;
 
 use anyhow::Result;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
-    /// Add Cairn to the agent's configuration.
-    Install,
-    /// Remove exactly what `install` added.
-    Uninstall,
+    /// Add Cairn's hooks and MCP server to Gemini CLI's settings (the user's, or a project's with --project).
+    Install(settings::Args),
+    /// Remove exactly what `install` added (hooks, MCP server, a file it left empty).
+    Uninstall(settings::Args),
+    /// The PreCompress hook: reads Gemini CLI's hook payload on stdin; archives when a compression will run.
+    PreCompress(HookArgs),
+    /// The BeforeAgent hook: reads the payload on stdin, prints the context to add after a compression.
+    BeforeAgent(HookArgs),
+}
+
+#[derive(clap::Args)]
+pub struct HookArgs {
+    /// Cairn's home (default: $CAIRN_HOME, else ~/.local/share/cairn).
+    #[arg(long)]
+    home: Option<PathBuf>,
+    /// Policy file (TOML): `pre-compress`'s handover chain, and the re-injection budget
+    /// `before-agent` keeps to (`[lifecycle] reinject_budget_tokens`); the embedded default
+    /// when absent.
+    #[arg(long)]
+    policy: Option<PathBuf>,
 }
 
 pub fn run(command: Command) -> Result<()> {
     match command {
-        Command::Install | Command::Uninstall => anyhow::bail!("not built yet"),
+        Command::Install(args) => settings::install(args),
+        Command::Uninstall(args) => settings::uninstall(args),
+        Command::PreCompress(args) => hooks::pre_compress(args, std::io::stdin().lock()),
+        Command::BeforeAgent(args) => hooks::before_agent(args, std::io::stdin().lock()),
     }
 }
