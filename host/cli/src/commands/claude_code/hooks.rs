@@ -32,7 +32,7 @@ pub const CONTEXT_LIMIT: usize = 10_000;
 
 /// The fields Cairn reads; Claude Code sends more, which are ignored.
 #[derive(Deserialize)]
-struct Payload {
+pub(crate) struct Payload {
     session_id: String,
     transcript_path: PathBuf,
     #[serde(default)]
@@ -75,7 +75,7 @@ pub fn pre_compact(args: HookArgs, stdin: impl Read) -> Result<()> {
     recorded("pre-compact", args.home.clone(), stdin, |payload| archive(args, payload))
 }
 
-fn archive(args: HookArgs, payload: Payload) -> Result<()> {
+pub(crate) fn archive(args: HookArgs, payload: Payload) -> Result<()> {
     let session = setup::SessionArgs {
         file: payload.transcript_path.clone(),
         policy: args.policy,
@@ -117,7 +117,7 @@ pub fn session_start(args: HookArgs, stdin: impl Read) -> Result<()> {
 
 /// The context to add after a compaction (none when there is nothing of this session's to
 /// add), `notice` first.
-fn context(args: &HookArgs, payload: &Payload, notice: Option<&str>) -> Result<Option<String>> {
+pub(crate) fn context(args: &HookArgs, payload: &Payload, notice: Option<&str>) -> Result<Option<String>> {
     if payload.source.as_deref().is_some_and(|s| s != "compact") {
         return Ok(None);
     }

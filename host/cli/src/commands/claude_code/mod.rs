@@ -31,12 +31,12 @@ pub enum Command {
 pub struct HookArgs {
     /// Cairn's home (default: $CAIRN_HOME, else ~/.local/share/cairn).
     #[arg(long)]
-    home: Option<PathBuf>,
+    pub(crate) home: Option<PathBuf>,
     /// Policy file (TOML): `pre-compact`'s handover chain, and the re-injection budget
     /// `session-start` keeps to (`[lifecycle] reinject_budget_tokens`); the embedded default
     /// when absent.
     #[arg(long)]
-    policy: Option<PathBuf>,
+    pub(crate) policy: Option<PathBuf>,
 }
 
 pub fn run(command: Command) -> Result<()> {

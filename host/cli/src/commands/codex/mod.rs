@@ -1,17 +1,36 @@
-//! `cairn codex`: Cairn inside this agent (being built; see issue 21).
+//! `cairn codex`: Cairn inside Codex (0.169.0) through its config, hooks and MCP
+//! (https://developers.openai.com/codex/hooks, openai/codex `codex-rs/hooks`).
+//! - `install` / `uninstall` add and remove exactly Cairn's block in Codex's `config.toml`: its
+//!   MCP server (the agent's `session_history`) and its two hooks, trusted;
+//! - `pre-compact` (the `PreCompact` hook) archives the whole rollout into the project's
+//!   conversation and computes the deterministic checkpoint, before Codex summarizes;
+//! - `session-start` (the `SessionStart` hook, matcher `compact`, which Codex runs at the start
+//!   of the turn after a compaction) adds what Codex's summary left out as `additionalContext`.
+
+mod config;
+mod hooks;
 
 use anyhow::Result;
 
+use super::claude_code::HookArgs;
+
 #[derive(clap::Subcommand)]
 pub enum Command {
-    /// Add Cairn to the agent's configuration.
-    Install,
+    /// Add Cairn's MCP server and hooks to Codex's config.toml ($CODEX_HOME, else ~/.codex).
+    Install(config::Args),
     /// Remove exactly what `install` added.
-    Uninstall,
+    Uninstall(config::Args),
+    /// The PreCompact hook: reads Codex's hook payload on stdin.
+    PreCompact(HookArgs),
+    /// The SessionStart hook (source `compact`): reads the payload on stdin, prints the context to add.
+    SessionStart(HookArgs),
 }
 
 pub fn run(command: Command) -> Result<()> {
     match command {
-        Command::Install | Command::Uninstall => anyhow::bail!("not built yet"),
+        Command::Install(args) => config::install(args),
+        Command::Uninstall(args) => config::uninstall(args),
+        Command::PreCompact(args) => hooks::pre_compact(args, std::io::stdin().lock()),
+        Command::SessionStart(args) => hooks::session_start(args, std::io::stdin().lock()),
     }
 }
