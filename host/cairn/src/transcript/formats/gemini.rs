@@ -17,6 +17,9 @@
 //!   which a later `$set` may repeat): each call is answered once, right after its message;
 //! - the compression snapshot is a user message starting `<state_snapshot>`, the workspace
 //!   context Gemini CLI sends first one starting `<session_context>`;
+//! - a `BeforeAgent` hook's context is a `<hook_context>…</hook_context>` part after the
+//!   prompt's (the prompt alone is its `displayContent`): read as an entry of its own, the
+//!   harness's, not as the operator's words;
 //! - other message types (`info`, `error`, `warning`) are kept as opaque text and counted.
 
 use std::collections::{HashMap, HashSet};
@@ -25,6 +28,10 @@ use serde_json::{Map, Value};
 
 use super::{describe_url, opaque, TranscriptError};
 use crate::transcript::{Entry, Origin, Part, Role, Transcript, Unrecognized};
+
+/// How Gemini CLI wraps the `additionalContext` of a `BeforeAgent` hook, appended to the prompt
+/// as a part of its own (packages/core/src/core/client.ts, `sendMessageStream`).
+const HOOK_CONTEXT: &str = "<hook_context>";
 
 /// Whether `first` (the first non-blank line, parsed) is a Gemini CLI session's metadata.
 pub(super) fn detect(first: &Map<String, Value>) -> bool {
@@ -153,16 +160,20 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                         None => kept.extend(content_part(part)),
                     }
                 }
-                if kept.is_empty() {
-                    continue;
+                // What a BeforeAgent hook added to the prompt is not the operator's: its own entry.
+                let (hooked, kept): (Vec<Part>, Vec<Part>) = kept.into_iter().partition(|p| matches!(p, Part::Text { text } if text.starts_with(HOOK_CONTEXT)));
+                if !kept.is_empty() {
+                    let origin = match kept.first() {
+                        _ if responses => Origin::Tool,
+                        Some(Part::Text { text }) if text.trim_start().starts_with("<state_snapshot>") => Origin::Summary,
+                        Some(Part::Text { text }) if text.trim_start().starts_with("<session_context>") => Origin::Harness,
+                        _ => Origin::Operator,
+                    };
+                    entries.push(Entry { parts: kept, ..Entry::text(id.clone(), Role::User, origin, "") });
                 }
-                let origin = match kept.first() {
-                    _ if responses => Origin::Tool,
-                    Some(Part::Text { text }) if text.trim_start().starts_with("<state_snapshot>") => Origin::Summary,
-                    Some(Part::Text { text }) if text.trim_start().starts_with("<session_context>") => Origin::Harness,
-                    _ => Origin::Operator,
-                };
-                entries.push(Entry { parts: kept, ..Entry::text(id, Role::User, origin, "") });
+                if !hooked.is_empty() {
+                    entries.push(Entry { parts: hooked, ..Entry::text(format!("{id}/hook_context"), Role::User, Origin::Harness, "") });
+                }
             }
             other => {
                 let other = if other.is_empty() { "(no type)" } else { other };
@@ -470,6 +481,21 @@ mod tests {
             [Part::ToolResult { call_id: "c1".into(), content: "[no result recorded; status: cancelled]".into(), is_error: true, elided: None }]
         );
         assert_calls_answered_in_place(&t, "unknown kinds");
+    }
+
+    /// Gemini CLI 0.61.0 with a BeforeAgent hook answering `additionalContext` (seen live): the
+    /// prompt's parts, then the hook's, with `<` and `>` escaped.
+    #[test]
+    fn hook_context_is_the_harnesss_not_the_operators() {
+        let t = parse(&format!(
+            r#"{META}
+{{"id":"u","type":"user","content":[{{"text":"Next step please"}},{{"text":"<hook_context>RULE &lt;x&gt;</hook_context>"}}],"displayContent":[{{"text":"Next step please"}}]}}
+{{"id":"g","type":"gemini","content":"ok"}}
+"#
+        ));
+        assert_eq!(shape(&t), [("u", Role::User, Origin::Operator), ("u/hook_context", Role::User, Origin::Harness), ("g", Role::Assistant, Origin::Agent)]);
+        assert_eq!(t.entries[0].parts, [text("Next step please")]);
+        assert_eq!(t.entries[1].parts, [text("<hook_context>RULE &lt;x&gt;</hook_context>")]);
     }
 
     #[test]

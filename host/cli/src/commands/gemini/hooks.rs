@@ -37,9 +37,6 @@ use crate::setup;
 /// The agent these hooks' failures are recorded under.
 const AGENT: &str = "gemini";
 
-/// Where Gemini CLI's hook context starts in a prompt it recorded.
-const HOOK_CONTEXT: &str = "<hook_context>";
-
 /// The first line of what `render` writes: with the archive id, how an injection is recognized.
 const INJECTED_HEADING: &str = "# Cairn: the record of this session before compaction";
 
@@ -170,15 +167,15 @@ fn context(args: &HookArgs, payload: &Payload, notice: Option<&str>) -> Result<O
             }
         }
     }
-    // What the operator typed: Gemini CLI records a hook's context inside the prompt.
+    // What the operator typed (the reader keeps a hook's context apart), once each: every
+    // snapshot holds the session from its start.
     let mut operator: Vec<String> = Vec::new();
     for entry in events.iter().filter(ours).filter_map(|e| match e {
         Event::Snapshot { entries, .. } => Some(entries),
         _ => None,
     }) {
         for e in entry.iter().filter(|e| e.role == Role::User && e.origin == Origin::Operator) {
-            let text = e.model_text();
-            let typed = text.split(HOOK_CONTEXT).next().unwrap_or_default().trim().to_string();
+            let typed = e.model_text().trim().to_string();
             if !typed.is_empty() && !operator.contains(&typed) {
                 operator.push(typed);
             }
