@@ -312,6 +312,33 @@ mod tests {
         assert!(t.unrecognized.is_empty(), "{}", t.unrecognized);
     }
 
+    /// A real export with Cairn's plugin: Cairn's summary replaced OpenCode's, OpenCode kept a
+    /// tail (`tail_start_id`: the `read` call's message), and a later turn called
+    /// `cairn_session_history`. Long tool outputs trimmed, paths neutralised.
+    const CAIRN: &str = include_str!("testdata/opencode/cairn-compaction-1.18.33.json");
+
+    #[test]
+    fn real_export_keeps_the_tail_after_cairns_summary() {
+        let t = parse(CAIRN);
+        let ids: Vec<&str> = t.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids[..3], ["msg_232f08f1d001DTJ0HNS0vZnnqn", "msg_232f058a8001aPOrIziXB3yg2I", "msg_232f058a8001aPOrIziXB3yg2I/call_r1_read"]);
+        assert_eq!(t.entries[0].origin, Origin::Summary);
+        let summary = t.entries[0].model_text();
+        assert!(summary.starts_with("The earlier part of this conversation, condensed by Cairn"), "{summary}");
+        assert!(summary.contains("never touch vendor/"), "{summary}");
+        // Only the kept tail and what follows: RUN1's prompt and bash call are in the summary.
+        assert!(!t.entries[1..].iter().any(|e| e.model_text().contains("RUN1: the rule")));
+        let history = t.entries.iter().flat_map(|e| &e.parts).find_map(|p| match p {
+            Part::ToolCall { id, name, .. } if id == "call_r3_history" => Some(name.as_str()),
+            _ => None,
+        });
+        assert_eq!(history, Some("cairn_session_history"));
+        let calls = t.entries.iter().flat_map(|e| e.tool_call_ids()).count();
+        assert_eq!(calls, 3, "read, bash (RUN2), session_history");
+        assert_calls_answered_in_place(&t, "cairn compaction");
+        assert!(t.unrecognized.is_empty(), "{}", t.unrecognized);
+    }
+
     #[test]
     fn detected_pretty_and_on_one_line() {
         for text in [AUTO.to_string(), before_compaction()] {

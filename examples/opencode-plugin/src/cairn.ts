@@ -1,0 +1,282 @@
+/**
+ * Cairn for OpenCode (1.18.x): when OpenCode compacts a session, Cairn's policy does the
+ * compaction and its summary is the one OpenCode keeps.
+ *
+ * OpenCode runs, in one compaction: `experimental.session.compacting` → a
+ * `experimental.chat.messages.transform` over the messages it is about to summarize (its
+ * "head"; the kept tail is not in it) → the summarizer's model call → `experimental.text.complete`
+ * on the summary's text, whose replacement is what OpenCode saves and sends on later turns.
+ * This plugin:
+ * 1. `session.compacting`: sends the session (as `opencode export` prints it, which Cairn reads)
+ *    to Cairn's `compact` tool. When Cairn commits, the summarizer's prompt is replaced by a
+ *    one-word request, since OpenCode gives a plugin no way to skip that model call.
+ * 2. `messages.transform` of that compaction: notes the head, then empties it, so the
+ *    summarizer's call carries no history.
+ * 3. `text.complete` of the summary: replaces it by Cairn's `prefix_summary`, followed by the
+ *    messages Cairn keeps verbatim that OpenCode's tail does not keep.
+ * When Cairn commits nothing or fails, OpenCode's own summarizer runs untouched.
+ *
+ * The agent's `session_history` is Cairn's MCP server in opencode.json (`mcp.cairn`, written by
+ * `cairn opencode install`): this plugin starts the same command with `--expose harness`, so both
+ * use one home, policy and conversation. No turn-end `boundary` calls: that server offers
+ * `session_history` alone (`--expose recall`), never a `context_maintenance` nothing would carry out.
+ *
+ * No dependencies: a minimal MCP client (JSON-RPC lines over the child's stdio) is below.
+ * OpenCode calls every function this module exports as a plugin: only `CairnPlugin` is exported.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+
+/** The one-word request the summarizer gets once Cairn has compacted (its answer is replaced). */
+const SUMMARIZER_PROMPT = "The conversation was already summarized elsewhere. Reply with the single word OK.";
+/** A compaction of a very long session on a small machine can take minutes. */
+const CALL_TIMEOUT_MS = 10 * 60 * 1000;
+/** Each message Cairn keeps verbatim but OpenCode's tail does not, clipped in the summary. */
+const VERBATIM_CHARS = 4_000;
+
+interface Part {
+	type: string;
+	text?: string;
+	synthetic?: boolean;
+	ignored?: boolean;
+	tool?: string;
+	callID?: string;
+	state?: { status?: string; input?: unknown; output?: string; error?: string };
+}
+interface Message {
+	info: { id: string; role: string; sessionID?: string };
+	parts: Part[];
+}
+interface CompactReport {
+	committed_by?: string | null;
+	archive_id?: string | null;
+	first_kept_entry_id?: string | null;
+	prefix_summary?: string | null;
+	reason?: string | null;
+}
+/** A compaction Cairn made, waiting for OpenCode's summary to replace. */
+interface Pending {
+	report: CompactReport;
+	messages: Message[];
+	/** Ids of the messages OpenCode summarizes (its transform hook's input). */
+	head?: string[];
+	/** The summary message, once its first text completed. */
+	messageID?: string;
+}
+
+/** `mcp.cairn.command` of the config, `--expose recall` made `--expose harness`. */
+function harnessCommand(command: unknown): { argv: string[]; conversation: string } | undefined {
+	if (!Array.isArray(command) || !command.every((w) => typeof w === "string")) return undefined;
+	const argv = [...(command as string[])];
+	const expose = argv.indexOf("--expose");
+	if (argv[1] !== "serve" || expose < 0) return undefined;
+	argv[expose + 1] = "harness";
+	const at = argv.indexOf("--conversation");
+	const conversation = at >= 0 ? argv[at + 1] : undefined;
+	return conversation ? { argv, conversation } : undefined;
+}
+
+/** The messages from `head`'s first entry Cairn keeps on, as text: they leave with the head. */
+function summaryText(pending: Pending): string {
+	const summary = pending.report.prefix_summary ?? "";
+	const head = pending.head ?? [];
+	const first = pending.report.first_kept_entry_id?.split("/")[0];
+	const from = first ? head.indexOf(first) : -1;
+	if (from < 0) return summary;
+	const byId = new Map(pending.messages.map((m) => [m.info.id, m]));
+	const lines = head.slice(from).flatMap((id) => {
+		const m = byId.get(id);
+		return m ? renderMessage(m) : [];
+	});
+	return lines.length ? `${summary}\n\nThe most recent steps, verbatim:\n${lines.join("\n")}` : summary;
+}
+
+function clip(text: string): string {
+	return text.length > VERBATIM_CHARS ? `${text.slice(0, VERBATIM_CHARS)} …` : text;
+}
+
+function renderMessage(m: Message): string[] {
+	const out: string[] = [];
+	for (const p of m.parts) {
+		if (p.type === "text" && p.text && !p.ignored) out.push(`[${m.info.role}] ${clip(p.text)}`);
+		if (p.type === "tool") {
+			out.push(`[tool call ${p.tool}] ${clip(JSON.stringify(p.state?.input ?? {}))}`);
+			const result = p.state?.status === "error" ? `error: ${p.state.error ?? ""}` : (p.state?.output ?? `(${p.state?.status ?? "no result"})`);
+			out.push(`[tool result] ${clip(result)}`);
+		}
+	}
+	return out;
+}
+
+/** A `cairn serve` child and the JSON-RPC (MCP over stdio) it speaks. */
+class CairnServer {
+	private next = 1;
+	private buffer = "";
+	private stderr = "";
+	private readonly waiting = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
+
+	private constructor(private readonly child: ChildProcessWithoutNullStreams) {
+		child.stdout.setEncoding("utf8");
+		child.stdout.on("data", (chunk: string) => this.read(chunk));
+		child.stderr.on("data", (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString("utf8")).slice(-2_000)));
+		child.on("exit", (code) => this.failAll(new Error(`cairn serve exited (${code})${this.note()}`)));
+		child.on("error", (e) => this.failAll(e));
+	}
+
+	static async start(argv: string[], cwd: string): Promise<CairnServer> {
+		const server = new CairnServer(spawn(argv[0]!, argv.slice(1), { cwd, stdio: ["pipe", "pipe", "pipe"] }));
+		await server.request("initialize", {
+			protocolVersion: "2025-06-18",
+			capabilities: {},
+			clientInfo: { name: "cairn-opencode-plugin", version: "0.1.0" },
+		});
+		server.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`);
+		return server;
+	}
+
+	/** Calls a tool; its structured content, or an error carrying the server's message. */
+	async call<T>(tool: string, args: Record<string, unknown>): Promise<T> {
+		const result = await this.request("tools/call", { name: tool, arguments: args });
+		const text = result?.content?.[0]?.text;
+		if (result?.isError) throw new Error(`cairn ${tool}: ${text ?? JSON.stringify(result)}`);
+		return (result?.structuredContent ?? JSON.parse(text ?? "{}")) as T;
+	}
+
+	close(): void {
+		this.child.stdin.end();
+		setTimeout(() => this.child.kill("SIGTERM"), 2_000).unref();
+	}
+
+	private request(method: string, params: unknown): Promise<any> {
+		const id = this.next++;
+		return new Promise((resolve, reject) => {
+			const timer = setTimeout(() => {
+				this.waiting.delete(id);
+				reject(new Error(`cairn ${method}: no answer within ${CALL_TIMEOUT_MS / 1000} s`));
+			}, CALL_TIMEOUT_MS);
+			this.waiting.set(id, {
+				resolve: (v) => (clearTimeout(timer), resolve(v)),
+				reject: (e) => (clearTimeout(timer), reject(e)),
+			});
+			this.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
+		});
+	}
+
+	private read(chunk: string): void {
+		this.buffer += chunk;
+		let newline: number;
+		while ((newline = this.buffer.indexOf("\n")) >= 0) {
+			const line = this.buffer.slice(0, newline).trim();
+			this.buffer = this.buffer.slice(newline + 1);
+			if (!line) continue;
+			let message: any;
+			try {
+				message = JSON.parse(line);
+			} catch {
+				continue;
+			}
+			const waiter = typeof message.id === "number" ? this.waiting.get(message.id) : undefined;
+			if (!waiter) continue;
+			this.waiting.delete(message.id);
+			if (message.error) waiter.reject(new Error(`${message.error.message ?? JSON.stringify(message.error)}${this.note()}`));
+			else waiter.resolve(message.result);
+		}
+	}
+
+	private failAll(error: Error): void {
+		for (const waiter of this.waiting.values()) waiter.reject(error);
+		this.waiting.clear();
+	}
+
+	private note(): string {
+		return this.stderr.trim() ? `\n${this.stderr.trim().split("\n").slice(-5).join("\n")}` : "";
+	}
+}
+
+/** Cairn's MCP server as the config registers it (the merged config, else ./opencode.json). */
+async function registered(client: any, directory: string): Promise<unknown> {
+	try {
+		const config = await client.config.get();
+		const command = config?.data?.mcp?.cairn?.command;
+		if (command) return command;
+	} catch {
+		// read the file instead
+	}
+	for (const file of ["opencode.json", ".opencode/opencode.json"]) {
+		try {
+			return JSON.parse(readFileSync(path.join(directory, file), "utf8"))?.mcp?.cairn?.command;
+		} catch {
+			// next
+		}
+	}
+	return undefined;
+}
+
+export const CairnPlugin = async ({ client, directory }: { client: any; directory: string }) => {
+	const pending = new Map<string, Pending>();
+	/** The session whose compaction's transform comes next (OpenCode gives that hook no session). */
+	let summarizing: string | undefined;
+
+	const log = (level: "info" | "warn", message: string) =>
+		client.app?.log?.({ body: { service: "cairn", level, message } })?.catch?.(() => {});
+
+	return {
+		"experimental.session.compacting": async (input: { sessionID: string }, output: { context: string[]; prompt?: string }) => {
+			summarizing = undefined;
+			pending.delete(input.sessionID);
+			let server: CairnServer | undefined;
+			try {
+				const command = harnessCommand(await registered(client, directory));
+				if (!command) throw new Error("no Cairn MCP server (`mcp.cairn`) in the config: run `cairn opencode install`");
+				const listed = await client.session.messages({ path: { id: input.sessionID } });
+				const messages: Message[] = listed?.data ?? [];
+				server = await CairnServer.start(command.argv, directory);
+				const report = await server.call<CompactReport>("compact", {
+					conversation: command.conversation,
+					transcript: JSON.stringify({ info: { id: input.sessionID }, messages }),
+					include_transcript: false,
+				});
+				if (!report.committed_by || !report.prefix_summary) {
+					await log("info", `Cairn committed nothing (${report.reason ?? "no reason given"}); OpenCode summarizes this time`);
+					return;
+				}
+				pending.set(input.sessionID, { report, messages });
+				summarizing = input.sessionID;
+				output.prompt = SUMMARIZER_PROMPT;
+				await log("info", `Cairn compacted the session (archive ${report.archive_id})`);
+			} catch (error) {
+				await log("warn", `Cairn's compaction failed (${error instanceof Error ? error.message : String(error)}); OpenCode summarizes this time`);
+			} finally {
+				server?.close();
+			}
+		},
+
+		"experimental.chat.messages.transform": async (_input: unknown, output: { messages: Message[] }) => {
+			const session = summarizing;
+			summarizing = undefined;
+			const p = session ? pending.get(session) : undefined;
+			if (!p || output.messages.some((m) => m.info.sessionID !== session)) return;
+			p.head = output.messages.map((m) => m.info.id);
+			// Emptied in place: OpenCode ignores a new array.
+			output.messages.splice(0, output.messages.length);
+		},
+
+		"experimental.text.complete": async (input: { sessionID: string; messageID: string }, output: { text: string }) => {
+			const p = pending.get(input.sessionID);
+			if (!p || !p.head) return;
+			if (p.messageID === undefined) {
+				p.messageID = input.messageID;
+				output.text = summaryText(p);
+			} else if (p.messageID === input.messageID) {
+				output.text = ""; // the summary is whole in its first text part
+			} else {
+				pending.delete(input.sessionID);
+			}
+		},
+
+		event: async ({ event }: { event: { type: string; properties?: { sessionID?: string } } }) => {
+			if (event.type === "session.compacted" && event.properties?.sessionID) pending.delete(event.properties.sessionID);
+		},
+	};
+};
