@@ -6,6 +6,7 @@ mod authoring;
 mod bench;
 mod claude_code;
 mod cli;
+mod codex;
 mod doctor;
 mod embedding;
 mod eval;
