@@ -10,6 +10,7 @@ mod codex;
 mod doctor;
 mod embedding;
 mod eval;
+mod gemini;
 mod lifecycle;
 mod polyglot;
 mod support;
