@@ -13,8 +13,9 @@
 //!   start of the next turn (`replace_compacted_history` → `queue_pending_session_start_source`
 //!   in `codex-rs/core/src/session/mod.rs`); its `additionalContext` reaches the model as a
 //!   developer message in the first request after the compaction: the rule is back there, and
-//!   only there. A compaction in the middle of a turn (after a tool call) is followed by that
-//!   turn's next request without it: the context arrives with the next turn;
+//!   only there. So it is after a compaction in the middle of a turn (a tool call's answer
+//!   reported above the limit): Codex runs the queued SessionStart before that turn's next
+//!   request;
 //! - the model calls `session_history` (namespace `mcp__cairn`) and the result holds the key.
 //!   `-c mcp_servers.cairn.required=true` makes `codex exec` wait for the server before the
 //!   first turn: without it, a server still starting (Cairn compiles its plugins on a fresh
@@ -23,6 +24,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use cairn::record::Event;
@@ -48,8 +50,9 @@ const SMALL_USAGE: u64 = 900;
 /// Each `codex exec` run's limit: killed and reported beyond it.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The scripted model: one decision per request, from what the request holds.
-fn script(request: &Request) -> Reply {
+/// The scripted model: one decision per request, from what the request holds (and whether the
+/// mid-turn tool call was made: after that compaction the call is no longer in the context).
+fn script(request: &Request, mid_turn_called: &AtomicBool) -> Reply {
     if !responses::is_responses(request) {
         return Reply::not_found();
     }
@@ -62,7 +65,13 @@ fn script(request: &Request) -> Reply {
         Some((id, _)) if id == "call_shell" => return responses::text("notes.txt says the build runs with make.", small),
         _ => {}
     }
-    let prompt = responses::last_user_text(request);
+    let prompt = responses::last_prompt(request);
+    if prompt.contains("MIDTURN") {
+        if mid_turn_called.swap(true, Ordering::SeqCst) {
+            return responses::text("The step is done.", small);
+        }
+        return responses::function_call("call_mid", "exec_command", json!({"cmd": "echo step"}), Usage::new(FILLER_USAGE, 20));
+    }
     if prompt.contains("RECALL") {
         return responses::namespaced_call("call_recall", "mcp__cairn", "session_history", json!({"action": "search", "query": PLANTED_ID}), small);
     }
@@ -91,6 +100,12 @@ name = "scripted"
 base_url = "{base_url}/v1"
 env_key = "SCRIPTED_API_KEY"
 wire_api = "responses"
+
+# A hook of my own, never trusted (so Codex skips it): Cairn's group comes second.
+[[hooks.PreCompact]]
+[[hooks.PreCompact.hooks]]
+type = "command"
+command = "echo mine"
 "#
     )
 }
@@ -120,7 +135,8 @@ impl Session {
         }
         let notes: String = (0..300).map(|i| format!("line {i}: the build runs with make; step {i} compiles module_{i}\n")).collect();
         std::fs::write(project.join("notes.txt"), notes).unwrap();
-        let server = ModelServer::start(script);
+        let mid_turn_called = AtomicBool::new(false);
+        let server = ModelServer::start(move |request| script(request, &mid_turn_called));
         std::fs::write(codex_home.join("config.toml"), user_config(&server.base_url)).unwrap();
         Session { _dir: dir, codex, home, codex_home, project, cairn_home, logs, server, runs: std::cell::Cell::new(0) }
     }
@@ -339,7 +355,20 @@ fn cairn_brings_the_operators_rule_back_after_codexs_compaction_and_recalls_it_o
     let summary = transcript.entries.iter().find(|e| e.origin == Origin::Summary).map(|e| e.model_text()).unwrap_or_default();
     assert!(summary.contains(SUMMARY), "the summary entry: {summary:?}");
 
-    // 5. Uninstall gives the user their config back, byte for byte.
+    // 5. A compaction in the middle of a turn: the tool's answer reports a context above the
+    //    limit, Codex compacts before the turn's next request, and that request has the rule.
+    let before = s.server.requests().len();
+    s.exec(&["resume", "--last", "MIDTURN: run the next step."]);
+    let requests = s.requests_since(before);
+    let Some(compaction) = requests.iter().position(responses::is_compaction_request) else { s.fail("no compaction in the middle of the turn") };
+    let Some(after) = requests.get(compaction + 1) else { s.fail("no request after the mid-turn compaction") };
+    assert!(responses::last_prompt(after).contains("MIDTURN") && responses::last_user_text(after).starts_with(responses::SUMMARY_PREFIX), "the same turn goes on after the summary");
+    let messages = responses::messages(after);
+    if !messages.iter().any(|(role, text)| role == "developer" && text.starts_with("# Cairn: the record") && text.contains(RULE)) {
+        s.fail("the request after the mid-turn compaction does not carry the rule in Cairn's context");
+    }
+
+    // 6. Uninstall gives the user their config back, byte for byte.
     cairn(&["codex", "uninstall"], &s.home, &s.codex_home);
     assert_eq!(std::fs::read_to_string(&config_path).unwrap(), users);
 }

@@ -50,6 +50,17 @@ pub fn last_user_text(request: &Request) -> String {
     messages(request).into_iter().rev().find(|(role, _)| role == "user").map(|(_, text)| text).unwrap_or_default()
 }
 
+/// The operator's newest prompt: the newest user message that is neither Codex's summary nor
+/// context Codex injects (`<environment_context>`, …).
+pub fn last_prompt(request: &Request) -> String {
+    messages(request)
+        .into_iter()
+        .rev()
+        .find(|(role, text)| role == "user" && !text.starts_with(SUMMARY_PREFIX) && !text.starts_with('<'))
+        .map(|(_, text)| text)
+        .unwrap_or_default()
+}
+
 pub fn is_compaction_request(request: &Request) -> bool {
     is_responses(request) && last_user_text(request).starts_with(COMPACTION_PROMPT)
 }
