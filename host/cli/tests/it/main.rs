@@ -12,6 +12,7 @@ mod embedding;
 mod eval;
 mod gemini;
 mod lifecycle;
+mod opencode;
 mod polyglot;
 mod support;
 mod window;
