@@ -50,7 +50,11 @@ impl Prediction {
 
 /// The prediction for the session in `transcript`, whose workspace is `cwd`.
 pub fn predict(transcript: &Path, cwd: Option<&Path>) -> Result<Prediction> {
-    let text = std::fs::read_to_string(transcript).with_context(|| format!("reading {}", transcript.display()))?;
+    let text = match std::fs::read_to_string(transcript) {
+        // Nothing recorded yet: nothing to compress either.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        read => read.with_context(|| format!("reading {}", transcript.display()))?,
+    };
     let (prompt_tokens, model) = last_prompt_tokens(&text, &transcript.display().to_string())?;
     let settings = Settings::load(cwd);
     let model = model.or_else(|| settings.string("/model/name"));
