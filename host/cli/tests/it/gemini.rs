@@ -310,3 +310,35 @@ fn before_agent_adds_what_the_snapshot_left_out_once_per_compression() {
     std::fs::write(&transcript, format!("{}{recorded}\n", session_after(&before))).unwrap();
     assert_eq!(before_agent(), "", "added once per compression");
 }
+
+/// A hook that fails exits 1 (Gemini CLI warns and goes on) and is recorded under `gemini`; the
+/// next `before-agent` tells the model and the user, once.
+#[test]
+fn a_failed_pre_compress_is_told_by_the_next_before_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (user, project, home) = (dir.path().join("user"), dir.path().join("spotter"), dir.path().join("cairn"));
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    let transcript = dir.path().join("session.jsonl");
+    std::fs::write(&transcript, "{\"sessionId\": \"9d4e8011\", \"projectHash\": \"dec139b8\"}\n{torn\n").unwrap();
+    let home_arg = home.to_str().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["gemini", "pre-compress", "--home", home_arg])
+        .env("HOME", &user)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload("PreCompress", &transcript, &project, json!({"trigger": "manual"})).as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "a warning for Gemini CLI, never 2: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("session.jsonl:2"), "the error names the file and line: {}", String::from_utf8_lossy(&out.stderr));
+
+    let before_agent = || String::from_utf8(cairn(&user, &["gemini", "before-agent", "--home", home_arg], &payload("BeforeAgent", &transcript, &project, json!({"prompt": "go on"}))).stdout).unwrap();
+    let told: Value = serde_json::from_str(&before_agent()).expect("BeforeAgent prints JSON");
+    let notice = told["systemMessage"].as_str().unwrap();
+    assert!(notice.contains("the pre-compress hook failed") && notice.contains("cairn doctor"), "{notice}");
+    assert!(told["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("the pre-compress hook failed"));
+    assert_eq!(before_agent(), "", "told once");
+}
