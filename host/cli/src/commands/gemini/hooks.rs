@@ -10,9 +10,12 @@
 //!   `hookSpecificOutput.additionalContext` is appended to the prompt as
 //!   `<hook_context>…</hook_context>` (`<` and `>` escaped), kept in the history and the
 //!   session file. No later hook can add to the history: `SessionStart` has no compression
-//!   source, `BeforeModel` edits one request's text only, and the summarizer's requests run no
-//!   hooks. So what Gemini CLI's snapshot left out comes back with the first prompt after the
-//!   compression, once: `before-agent` adds nothing when the session file already holds it.
+//!   source (startup, resume, clear: packages/core/src/hooks/types.ts), `BeforeModel` rewrites
+//!   the text of one request, not the history (packages/core/src/hooks/hookTranslator.ts,
+//!   core/geminiChat.ts), and the snapshot's requests run no hook (core/baseLlmClient.ts). So
+//!   what Gemini CLI's snapshot left out comes back with the first prompt after the compression
+//!   (not in the requests that finish the compressing turn), once: `before-agent` adds nothing
+//!   when the session file already holds it.
 //!
 //! A failing hook exits 1 (a warning for Gemini CLI, which goes on); the failure is recorded in
 //! Cairn's home ([`crate::hook_failures`]) and told by the next `before-agent`.
