@@ -5,10 +5,13 @@
 //! - `pre-compact` (the `PreCompact` hook) archives the whole rollout into the project's
 //!   conversation and computes the deterministic checkpoint, before Codex summarizes;
 //! - `session-start` (the `SessionStart` hook, matcher `compact`, which Codex runs at the start
-//!   of the turn after a compaction) adds what Codex's summary left out as `additionalContext`.
+//!   of the turn after a compaction) adds what Codex's summary left out as `additionalContext`;
+//! - `compact` replaces Codex's compaction with Cairn's in an idle session's rollout (a
+//!   `compacted` line Codex resumes from).
 
 mod config;
 mod hooks;
+mod writer;
 
 use anyhow::Result;
 
@@ -24,6 +27,9 @@ pub enum Command {
     PreCompact(HookArgs),
     /// The SessionStart hook (source `compact`): reads the payload on stdin, prints the context to add.
     SessionStart(HookArgs),
+    /// Compact an idle session's rollout with Cairn's chain: `codex exec resume` goes on from
+    /// Cairn's context instead of Codex's own compaction.
+    Compact(writer::Args),
 }
 
 pub fn run(command: Command) -> Result<()> {
@@ -32,5 +38,6 @@ pub fn run(command: Command) -> Result<()> {
         Command::Uninstall(args) => config::uninstall(args),
         Command::PreCompact(args) => hooks::pre_compact(args, std::io::stdin().lock()),
         Command::SessionStart(args) => hooks::session_start(args, std::io::stdin().lock()),
+        Command::Compact(args) => writer::compact(args),
     }
 }

@@ -20,7 +20,9 @@
 //!   `-c mcp_servers.cairn.required=true` makes `codex exec` wait for the server before the
 //!   first turn: without it, a server still starting (Cairn compiles its plugins on a fresh
 //!   HOME) is left out of that turn's tools;
-//! - Cairn reads the rollout Codex wrote: no line kind skipped, every call answered.
+//! - Cairn reads the rollout Codex wrote: no line kind skipped, every call answered;
+//! - `cairn codex compact` replaces Codex's compaction between two runs: `codex exec resume`
+//!   goes on from the `compacted` line it appends (Cairn's summary and kept entries).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -368,7 +370,34 @@ fn cairn_brings_the_operators_rule_back_after_codexs_compaction_and_recalls_it_o
         s.fail("the request after the mid-turn compaction does not carry the rule in Cairn's context");
     }
 
-    // 6. Uninstall gives the user their config back, byte for byte.
+    // 6. Cairn's compaction in place of Codex's, between two runs: `cairn codex compact`
+    //    appends a `compacted` line, and the resumed session goes on from Cairn's context: its
+    //    summary (with the rule), without the long message, every call answered.
+    let said = cairn(&["codex", "compact", rollout.to_str().unwrap(), "--home", s.cairn_home.to_str().unwrap()], &s.home, &s.codex_home);
+    eprintln!("{said}");
+    let text = std::fs::read_to_string(&rollout).unwrap();
+    let written: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(written["type"], "compacted", "{written}");
+    let cairns_summary = written["payload"]["message"].as_str().unwrap().to_string();
+    let before = s.server.requests().len();
+    s.exec(&["resume", "--last", "After Cairn's compaction: next step."]);
+    let requests = s.requests_since(before);
+    let Some(first) = requests.first() else { s.fail("the turn after Cairn's compaction reached no model") };
+    let messages = responses::messages(first);
+    if !messages.iter().any(|(role, text)| role == "user" && *text == cairns_summary) || !cairns_summary.contains(RULE) {
+        s.fail(&format!("the resumed session does not start from Cairn's summary (holding the rule):\n{cairns_summary}"));
+    }
+    if messages.iter().any(|(_, text)| text.starts_with(FILLER)) {
+        s.fail("the long message Cairn compacted away is still in the resumed context");
+    }
+    let (unanswered, orphans) = responses::unpaired(first);
+    assert!(unanswered.is_empty() && orphans.is_empty(), "calls without results {unanswered:?}, results without calls {orphans:?}");
+    let (transcript, _) = formats::parse(&std::fs::read_to_string(&rollout).unwrap(), &source).unwrap();
+    assert!(transcript.unrecognized.skipped.is_empty(), "{:?}", transcript.unrecognized);
+    let summary = transcript.entries.iter().find(|e| e.origin == Origin::Summary).map(|e| e.model_text());
+    assert_eq!(summary.as_deref().map(str::trim_end), Some(cairns_summary.as_str()), "Cairn reads its own compaction back as the summary");
+
+    // 7. Uninstall gives the user their config back, byte for byte.
     cairn(&["codex", "uninstall"], &s.home, &s.codex_home);
     assert_eq!(std::fs::read_to_string(&config_path).unwrap(), users);
 }
