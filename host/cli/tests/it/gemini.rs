@@ -288,7 +288,9 @@ fn before_agent_adds_what_the_snapshot_left_out_once_per_compression() {
         String::from_utf8(out.stdout).unwrap()
     };
 
-    let before = session_before(900_000);
+    // Requests of the operator's the snapshot does not mention: more than a small budget holds.
+    let requests: String = (0..20).map(|i| format!("{}\n", json!({"id": format!("q{i}"), "timestamp": "t", "type": "user", "content": [{"text": format!("Also check module_{i} of the spotter build and report its size.")}]}))).collect();
+    let before = format!("{}{requests}", session_before(900_000));
     std::fs::write(&transcript, &before).unwrap();
     assert_eq!(before_agent(), "", "no record yet");
     cairn(&user, &["gemini", "pre-compress", "--home", home_arg], &payload("PreCompress", &transcript, &project, json!({"trigger": "auto"})));
@@ -302,6 +304,15 @@ fn before_agent_adds_what_the_snapshot_left_out_once_per_compression() {
     assert!(context.contains(&format!("- {RULE}")), "{context}");
     assert!(context.contains("before Gemini CLI compressed it") && context.contains("session_history"), "{context}");
     assert!(!context.contains("Claude Code"), "{context}");
+    // Within the policy's re-injection budget, the rule first.
+    let policy = dir.path().join("small.toml");
+    std::fs::write(&policy, "[lifecycle]\nreinject_budget_tokens = 300\n").unwrap();
+    let out = cairn(&user, &["gemini", "before-agent", "--home", home_arg, "--policy", policy.to_str().unwrap()], &payload("BeforeAgent", &transcript, &project, json!({"prompt": "Next step, please."})));
+    let small: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let small = small["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    let tokens = cairn::tokenizer::Tokenizer::default().count(small);
+    assert!(tokens <= 300 && small.contains(RULE), "{tokens} tokens:\n{small}");
+    assert!(small.contains("more in the archive") && cairn::tokenizer::Tokenizer::default().count(&context) > 300, "the default budget lets more through:\n{context}");
 
     // Gemini CLI records the prompt with the context as a part of its own (`<`, `>` escaped).
     let recorded = json!({"id": "p2", "timestamp": "t", "type": "user",
