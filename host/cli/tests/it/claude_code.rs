@@ -328,7 +328,7 @@ fn install_names_the_hooks_home_policy_and_project_in_the_mcp_command() {
     let root = dir.path().canonicalize().unwrap();
     let (home, policy, project) = (root.join("cairn-home"), root.join("policy.toml"), root.join("spotter"));
     let line = stdout.lines().find(|l| l.contains("claude mcp add")).unwrap_or_else(|| panic!("no MCP line in {stdout}"));
-    let expected = format!("serve --expose agent --home {} --policy {} --project {}", home.display(), policy.display(), project.display());
+    let expected = format!("serve --expose recall --home {} --policy {} --project {}", home.display(), policy.display(), project.display());
     assert!(line.contains("--scope project cairn -- ") && line.ends_with(&expected), "{line}\nwants …{expected}");
     let settings = json_file(&dir.path().join("spotter/.claude/settings.json"));
     let hook = settings["hooks"]["PreCompact"][0]["hooks"][0]["command"].as_str().unwrap();
