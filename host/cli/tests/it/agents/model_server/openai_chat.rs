@@ -175,3 +175,25 @@ pub fn unpaired(req: &Request) -> (Vec<String>, Vec<String>) {
     let unanswered = calls.into_iter().filter(|c| !answered.contains(c)).collect();
     (unanswered, orphan_results)
 }
+
+/// OpenCode's compaction agent prompt (1.18.33, `SessionCompaction.process`) begins with this:
+/// a request carrying it is OpenCode's summarizer call, not a turn.
+pub const OPENCODE_SUMMARIZATION_PROMPT: &str = "You are a context summarization agent.";
+
+/// Whether this is OpenCode's summarizer call (its compaction agent's system prompt).
+pub fn is_opencode_summarization(req: &Request) -> bool {
+    messages(req)
+        .iter()
+        .filter(|m| matches!(m["role"].as_str(), Some("system" | "developer")))
+        .any(|m| content_text(m).contains(OPENCODE_SUMMARIZATION_PROMPT))
+}
+
+/// Whether this is OpenCode's session-title request (sent with no tools, beside the first turn).
+pub fn is_opencode_title(req: &Request) -> bool {
+    req.body.get("tools").is_none() && messages(req).iter().any(|m| m["role"] == "user" && content_text(m).starts_with("Generate a title for this conversation"))
+}
+
+/// The names of the tools the request offers.
+pub fn tool_names(req: &Request) -> Vec<String> {
+    req.body["tools"].as_array().into_iter().flatten().filter_map(|t| t["function"]["name"].as_str()).map(str::to_string).collect()
+}
