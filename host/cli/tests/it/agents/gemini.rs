@@ -12,6 +12,9 @@
 //! - the model calls `mcp_cairn_session_history`, Cairn's trusted MCP tool, which finds the
 //!   identifier in the archive;
 //! - Cairn reads the session file Gemini CLI wrote: nothing skipped, every call paired.
+//!
+//! The TUI (in tmux): its `/compress` (headless mode does not keep one) is archived, and the
+//! next prompt carries the rule.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -349,4 +352,99 @@ fn cairn_archives_only_gemini_clis_real_compression_brings_the_rule_back_and_rec
     let recall = calls.iter().find(|c| c["name"] == RECALL_TOOL).unwrap_or_else(|| panic!("{}: the {RECALL_TOOL} call is not read", file.display()));
     let result = results.iter().find(|r| r["call_id"] == recall["id"]).unwrap();
     assert!(result["content"].as_str().unwrap_or_default().contains(PLANTED_ID), "{result}");
+}
+
+/// Gemini CLI's TUI in a pseudo-terminal (a private tmux server), driven as a user types.
+struct Tui<'a> {
+    session: &'a Session,
+    socket: String,
+}
+
+impl Tui<'_> {
+    fn start(session: &Session) -> Tui<'_> {
+        let tui = Tui { session, socket: format!("cairn-gemini-{}", std::process::id()) };
+        let mut args: Vec<String> = ["new-session", "-d", "-s", "gemini", "-x", "200", "-y", "50", "-c"].map(String::from).to_vec();
+        args.push(session.project.display().to_string());
+        for (k, v) in [
+            ("HOME", session.home.display().to_string()),
+            ("GEMINI_API_KEY", "offline-test-key".into()),
+            ("GOOGLE_GEMINI_BASE_URL", session.server.base_url.clone()),
+            ("TERM", "xterm-256color".into()),
+            ("CAIRN_LOG", "warn".into()),
+        ] {
+            args.extend(["-e".into(), format!("{k}={v}")]);
+        }
+        args.push(format!("'{}'", session.gemini.display()));
+        let status = Command::new("tmux").arg("-L").arg(&tui.socket).args(&args).status().expect("tmux");
+        assert!(status.success(), "tmux new-session failed");
+        tui
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux").arg("-L").arg(&self.socket).args(args).output().expect("tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "gemini"])
+    }
+
+    fn type_line(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "gemini", "-l", text]);
+        std::thread::sleep(Duration::from_millis(500));
+        self.tmux(&["send-keys", "-t", "gemini", "Enter"]);
+    }
+
+    /// Waits until `done` holds, else fails with the screen.
+    fn wait(&self, what: &str, timeout: Duration, mut done: impl FnMut(&Self) -> bool) {
+        let started = Instant::now();
+        while !done(self) {
+            if started.elapsed() > timeout {
+                self.session.fail(&format!("TUI: no {what} within {timeout:?}; the screen:\n{}", self.screen()));
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+impl Drop for Tui<'_> {
+    fn drop(&mut self) {
+        // Gemini CLI's launcher ignores SIGHUP: its process group goes first, by its id.
+        if let Ok(pid) = self.tmux(&["display-message", "-p", "-t", "gemini", "#{pane_pid}"]).trim().parse::<u32>() {
+            let _ = Command::new("kill").args(["-s", "KILL", "--", &format!("-{pid}")]).stderr(Stdio::null()).status();
+        }
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).stderr(Stdio::null()).status();
+    }
+}
+
+/// The TUI's `/compress` (the manual compression, which headless mode does not keep): Cairn
+/// archives before it (PreCompress, trigger `manual`) and the next prompt carries the rule.
+#[test]
+#[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
+fn the_tuis_compress_is_archived_and_the_next_prompt_carries_the_rule() {
+    let s = Session::new();
+    cairn(&["gemini", "install", "--project", s.project.to_str().unwrap(), "--home", s.cairn_home.to_str().unwrap()], &s.home);
+    let tui = Tui::start(&s);
+    tui.wait("prompt (start-up)", Duration::from_secs(90), |t| t.screen().contains("Type your message"));
+    tui.type_line(&format!("{RULE} Keep it in mind."));
+    tui.wait("answer", Duration::from_secs(60), |t| t.screen().contains("Done; continuing."));
+    assert_eq!(s.archives(), 0);
+
+    tui.type_line("/compress");
+    tui.wait("compression", Duration::from_secs(60), |t| t.screen().contains("Chat history compressed"));
+    assert_eq!(s.server.requests().iter().filter(|r| gemini::is_snapshot_request(r)).count(), 1);
+    assert_eq!(s.archives(), 1, "archived before the manual compression");
+
+    let before = s.server.requests().len();
+    tui.type_line("Next step, please.");
+    tui.wait("the next prompt's request", Duration::from_secs(60), |t| t.session.server.requests()[before..].iter().any(|r| gemini::last_prompt(r) == "Next step, please."));
+    let requests = s.server.requests();
+    let request = requests[before..].iter().find(|r| gemini::last_prompt(r) == "Next step, please.").unwrap();
+    let context = gemini::last_hook_context(request);
+    if !context.iter().any(|c| c.contains(RULE)) {
+        s.fail(&format!("the prompt after /compress does not carry the rule in <hook_context>: {context:?}"));
+    }
+    if gemini::text_parts(request).iter().any(|(_, t)| t.contains(RULE) && !t.starts_with(gemini::HOOK_CONTEXT)) {
+        s.fail("the rule survived /compress, so this proves nothing");
+    }
 }

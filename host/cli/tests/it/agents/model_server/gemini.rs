@@ -69,11 +69,13 @@ pub fn last_user(request: &Request) -> Option<&Value> {
     contents(request).iter().rev().find(|c| c["role"] == "user")
 }
 
-/// What the operator typed last: the last user turn's text parts that are no hook context.
+/// What the operator typed last: the last text part of the last user turn that is no hook
+/// context (a session's first prompt shares its turn with the `<session_context>`).
 pub fn last_prompt(request: &Request) -> String {
     last_user(request)
-        .map(|c| parts(c).iter().filter_map(|p| p["text"].as_str()).filter(|t| !t.starts_with(HOOK_CONTEXT)).collect::<Vec<_>>().join("\n"))
+        .and_then(|c| parts(c).iter().filter_map(|p| p["text"].as_str()).rfind(|t| !t.starts_with(HOOK_CONTEXT)))
         .unwrap_or_default()
+        .to_string()
 }
 
 /// The hook context parts of the last user turn.
