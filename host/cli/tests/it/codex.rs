@@ -184,3 +184,23 @@ fn a_hook_payload_that_is_not_codexs_is_recorded_as_a_codex_failure() {
     let failures = std::fs::read_to_string(home.join("hook-failures.jsonl")).unwrap();
     assert!(failures.contains(r#""agent":"codex""#) && failures.contains(r#""hook":"pre-compact""#) && failures.contains("Codex's hook payload"), "{failures}");
 }
+
+#[test]
+fn project_pins_the_servers_conversation_and_policy_is_checked_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = std::fs::canonicalize(dir.path()).unwrap().join("spotter");
+    std::fs::create_dir_all(&project).unwrap();
+    let codex_home = dir.path().join("codex");
+    ok(&codex_home, &["install", "--project", project.to_str().unwrap()]);
+    let parsed: toml::Table = config(&codex_home).unwrap().parse().unwrap();
+    let args: Vec<&str> = parsed["mcp_servers"]["cairn"]["args"].as_array().unwrap().iter().filter_map(|a| a.as_str()).collect();
+    assert_eq!(args[args.len() - 2..], ["--project", project.to_str().unwrap()]);
+
+    // A policy that does not parse is refused before anything is written.
+    let other = dir.path().join("other");
+    let policy = dir.path().join("broken.toml");
+    std::fs::write(&policy, "[chain\n").unwrap();
+    let out = cairn(&other, &["install", "--policy", policy.to_str().unwrap()]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("broken.toml"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(config(&other), None);
+}
