@@ -17,9 +17,11 @@
 //!   (`estimateTokenCountSync`, packages/core/src/utils/tokenCalculation.ts), and the session
 //!   file gets the history as a `$set` of `messages` at that moment.
 //!
-//! Not seen from outside, so not predicted: a remote experiment's threshold (Code Assist
-//! accounts only), the truncation Gemini CLI does instead after a failed compression, and a
-//! history too short to split (Gemini CLI then does nothing).
+//! Not seen from outside, so not predicted: a remote experiment's threshold (consulted only
+//! when the setting is 0, the schema's default being 0.5), the truncation Gemini CLI does
+//! instead after a failed compression, a history too short to split, and an empty snapshot
+//! (Gemini CLI then keeps the history): Cairn archives then, and nothing is re-injected since
+//! the session file shows no new snapshot.
 
 use std::path::{Path, PathBuf};
 
