@@ -19,7 +19,8 @@
 //! - the model calls `session_history` (namespace `mcp__cairn`) and the result holds the key.
 //!   `-c mcp_servers.cairn.required=true` makes `codex exec` wait for the server before the
 //!   first turn: without it, a server still starting (Cairn compiles its plugins on a fresh
-//!   HOME) is left out of that turn's tools;
+//!   HOME, seconds in a debug build) is left out of that turn's tools; `startup_timeout_sec`
+//!   leaves that compilation time on a loaded machine;
 //! - Cairn reads the rollout Codex wrote: no line kind skipped, every call answered;
 //! - `cairn codex compact` replaces Codex's compaction between two runs: `codex exec resume`
 //!   goes on from the `compacted` line it appends (Cairn's summary and kept entries).
@@ -151,7 +152,7 @@ impl Session {
         let mut command = Command::new(&self.codex);
         command
             .arg("exec")
-            .args(["--skip-git-repo-check", "-c", "mcp_servers.cairn.required=true"])
+            .args(["--skip-git-repo-check", "-c", "mcp_servers.cairn.required=true", "-c", "mcp_servers.cairn.startup_timeout_sec=120"])
             .args(args)
             .current_dir(&self.project)
             .env_clear()
