@@ -320,6 +320,12 @@ fn before_agent_adds_what_the_snapshot_left_out_once_per_compression() {
         "displayContent": [{"text": "Next step, please."}]});
     std::fs::write(&transcript, format!("{}{recorded}\n", session_after(&before))).unwrap();
     assert_eq!(before_agent(), "", "added once per compression");
+
+    // Archived again (a /compress Gemini CLI then did not keep, or a compression it gave up):
+    // no new snapshot, so nothing was dropped and nothing is added.
+    cairn(&user, &["gemini", "pre-compress", "--home", home_arg], &payload("PreCompress", &transcript, &project, json!({"trigger": "manual"})));
+    assert_eq!(archives(&user, &home), 2);
+    assert_eq!(before_agent(), "", "no compression since the last archive");
 }
 
 /// A hook that fails exits 1 (Gemini CLI warns and goes on) and is recorded under `gemini`; the

@@ -152,6 +152,14 @@ fn context(args: &HookArgs, payload: &Payload, notice: Option<&str>) -> Result<O
         // Archived, but Gemini CLI did not compress after all: the history is whole.
         return Ok(None);
     };
+    // The latest archive saw this snapshot already: Gemini CLI did not compress after it.
+    let last_archived = events.iter().rev().find_map(|e| match e {
+        Event::Snapshot { source: s, entries, .. } if *s == source => Some(entries),
+        _ => None,
+    });
+    if last_archived.is_some_and(|entries| entries.iter().any(|e| e.id == transcript.entries[snapshot].id)) {
+        return Ok(None);
+    }
     let injected = |text: &str| text.contains(INJECTED_HEADING) && text.contains(event.archive_id.as_str());
     if transcript.entries[snapshot + 1..].iter().any(|e| e.role == Role::User && injected(&e.model_text())) {
         return Ok(None);
