@@ -110,13 +110,10 @@ fn canonical(value: &Value) -> Value {
     }
 }
 
-/// The SHA-256 of `bytes` in hex, through the library's file stamp (the one SHA-256 this crate
-/// reaches without a dependency of its own).
-fn sha256_hex(bytes: &[u8]) -> Result<String> {
-    let dir = tempfile::tempdir()?;
-    std::fs::write(dir.path().join("identity.json"), bytes)?;
-    let stamp = cairn::workspace::stamp(dir.path(), &["identity.json".to_string()]);
-    Ok(stamp.into_iter().next().context("hashing a hook's identity")?.sha256)
+/// The SHA-256 of `bytes` in hex.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The `trusted_hash` Codex 0.169.0 computes for a command hook with default settings.
@@ -128,7 +125,7 @@ fn trusted_hash(label: &str, matcher: Option<&str>, command: &str) -> Result<Str
     if let Some(matcher) = matcher {
         identity["matcher"] = json!(matcher);
     }
-    Ok(format!("sha256:{}", sha256_hex(&serde_json::to_vec(&canonical(&identity))?)?))
+    Ok(format!("sha256:{}", sha256_hex(&serde_json::to_vec(&canonical(&identity))?)))
 }
 
 /// Where Cairn's block is in `text`: (start of the separator before it, end), and whether
@@ -325,7 +322,7 @@ mod tests {
             trusted_hash("pre_compact", None, "/tmp/cx/exp/hook.sh PreCompact").unwrap(),
             "sha256:c83f8614b14ad043307ba370fd001c108e4baa12b31ebf7fdb922935be6648fa"
         );
-        assert_eq!(sha256_hex(b"abc").unwrap(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 
     #[test]
