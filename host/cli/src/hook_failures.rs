@@ -58,8 +58,8 @@ impl Failure {
     /// What the failure cost, in the words of the hook's job.
     fn consequence(&self) -> &'static str {
         match self.hook.as_str() {
-            "pre-compact" => "nothing was archived for that compaction",
-            "session-start" => "the record of that compaction was not added back",
+            "pre-compact" | "pre-compress" => "nothing was archived for that compaction",
+            "session-start" | "before-agent" => "the record of that compaction was not added back",
             _ => "its work was not done",
         }
     }
