@@ -32,6 +32,8 @@ import * as path from "node:path";
 const SUMMARIZER_PROMPT = "The conversation was already summarized elsewhere. Reply with the single word OK.";
 /** A compaction of a very long session on a small machine can take minutes. */
 const CALL_TIMEOUT_MS = 10 * 60 * 1000;
+/** How long after `session.compacting` its transform is expected (it follows at once). */
+const MARK_TTL_MS = 5_000;
 /** Each message Cairn keeps verbatim but OpenCode's tail does not, clipped in the summary. */
 const VERBATIM_CHARS = 4_000;
 
@@ -215,8 +217,12 @@ async function registered(client: any, directory: string): Promise<unknown> {
 
 export const CairnPlugin = async ({ client, directory }: { client: any; directory: string }) => {
 	const pending = new Map<string, Pending>();
-	/** The session whose compaction's transform comes next (OpenCode gives that hook no session). */
-	let summarizing: string | undefined;
+	/**
+	 * The session whose compaction's transform comes next (OpenCode gives that hook no session),
+	 * and since when: OpenCode runs it right after `session.compacting`, so a mark left by a
+	 * compaction that failed in between never empties a later turn's messages.
+	 */
+	let summarizing: { session: string; since: number } | undefined;
 
 	const log = (level: "info" | "warn", message: string) =>
 		client.app?.log?.({ body: { service: "cairn", level, message } })?.catch?.(() => {});
@@ -242,7 +248,7 @@ export const CairnPlugin = async ({ client, directory }: { client: any; director
 					return;
 				}
 				pending.set(input.sessionID, { report, messages });
-				summarizing = input.sessionID;
+				summarizing = { session: input.sessionID, since: Date.now() };
 				output.prompt = SUMMARIZER_PROMPT;
 				await log("info", `Cairn compacted the session (archive ${report.archive_id})`);
 			} catch (error) {
@@ -253,10 +259,11 @@ export const CairnPlugin = async ({ client, directory }: { client: any; director
 		},
 
 		"experimental.chat.messages.transform": async (_input: unknown, output: { messages: Message[] }) => {
-			const session = summarizing;
+			const mark = summarizing;
 			summarizing = undefined;
-			const p = session ? pending.get(session) : undefined;
-			if (!p || output.messages.some((m) => m.info.sessionID !== session)) return;
+			if (!mark || Date.now() - mark.since > MARK_TTL_MS) return;
+			const p = pending.get(mark.session);
+			if (!p || output.messages.some((m) => m.info.sessionID !== mark.session)) return;
 			p.head = output.messages.map((m) => m.info.id);
 			// Emptied in place: OpenCode ignores a new array.
 			output.messages.splice(0, output.messages.length);

@@ -28,7 +28,7 @@ use crate::transcript::{Entry, Origin, Part, Role, Transcript, Unrecognized};
 pub(super) fn detect(doc: &Map<String, Value>) -> bool {
     let Some(messages) = doc.get("messages").and_then(Value::as_array) else { return false };
     doc.get("info").is_some_and(Value::is_object)
-        && messages.first().map_or(true, |m| m.get("info").is_some_and(Value::is_object) && m.get("parts").is_some_and(Value::is_array))
+        && messages.first().is_none_or(|m| m.get("info").is_some_and(Value::is_object) && m.get("parts").is_some_and(Value::is_array))
 }
 
 /// `detect` for a document spread over lines (`opencode export` pretty-prints).

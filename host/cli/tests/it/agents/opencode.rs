@@ -6,7 +6,8 @@
 //! compaction must be Cairn's: the summary OpenCode saves and sends on is Cairn's (the scripted
 //! summarizer's answer never reaches a later request, and its call carries no history), the rule
 //! is in the next request, every tool call is paired; `cairn_session_history` finds the planted
-//! id; and Cairn reads `opencode export` of the session with nothing unrecognized.
+//! id; Cairn reads `opencode export` of the session with nothing unrecognized; and uninstall
+//! gives `opencode.json` back byte for byte.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -71,6 +72,8 @@ struct OpenCode {
     home: tempfile::TempDir,
     _projects: tempfile::TempDir,
     project: PathBuf,
+    /// `opencode.json` as the user wrote it, before `cairn opencode install`.
+    config: String,
     cairn_home: tempfile::TempDir,
     server: ModelServer,
     runs: Vec<Run>,
@@ -109,9 +112,10 @@ impl OpenCode {
             "model": "scripted/scripted-model",
             "small_model": "scripted/scripted-model",
         });
-        std::fs::write(project.join("opencode.json"), serde_json::to_string_pretty(&config).unwrap() + "\n").unwrap();
+        let config = serde_json::to_string_pretty(&config).unwrap() + "\n";
+        std::fs::write(project.join("opencode.json"), &config).unwrap();
 
-        let oc = OpenCode { bin, home: tempfile::tempdir().unwrap(), _projects: projects, project, cairn_home: tempfile::tempdir().unwrap(), server, runs: Vec::new() };
+        let oc = OpenCode { bin, home: tempfile::tempdir().unwrap(), _projects: projects, project, config, cairn_home: tempfile::tempdir().unwrap(), server, runs: Vec::new() };
         let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
             .args(["opencode", "install", "--project"])
             .arg(&oc.project)
@@ -334,4 +338,11 @@ fn automatic_compaction_is_cairns_and_recall_finds_what_it_set_aside() {
     }
     let calls: Vec<&str> = transcript.entries.iter().flat_map(|e| e.tool_call_ids()).collect();
     assert!(calls.contains(&"call_r3_history"), "the export lost the session_history call: {calls:?}");
+
+    // 5. Uninstall after OpenCode ran (it added files of its own to `.opencode/`): the config
+    //    comes back byte for byte, the plugin is gone.
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["opencode", "uninstall", "--project"]).arg(&oc.project).output().unwrap();
+    assert!(out.status.success(), "cairn opencode uninstall: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(oc.project.join("opencode.json")).unwrap(), oc.config);
+    assert!(!oc.project.join(".opencode/plugin/cairn.ts").exists());
 }
