@@ -339,6 +339,23 @@ mod tests {
         assert!(t.unrecognized.is_empty(), "{}", t.unrecognized);
     }
 
+    /// What Cairn writes from the real exports (its JSONL, OpenAI, Anthropic) reads back with
+    /// every call kept and answered in place.
+    #[test]
+    fn real_exports_write_and_reparse() {
+        for (name, text) in [("auto", AUTO.to_string()), ("cairn", CAIRN.to_string()), ("before", before_compaction())] {
+            let (t, _) = super::super::parse(&text, name).unwrap();
+            let (back, _) = super::super::parse(&super::super::write_cairn(&t), name).unwrap();
+            assert_eq!(back, t, "{name}: cairn round trip");
+            let calls = |t: &Transcript| t.entries.iter().flat_map(|e| e.tool_call_ids()).count();
+            for written in [super::super::write_openai(&t), super::super::write_anthropic(&t)] {
+                let (chat, _) = super::super::parse(&written, name).unwrap();
+                assert_calls_answered_in_place(&chat, name);
+                assert_eq!(calls(&chat), calls(&t), "{name}");
+            }
+        }
+    }
+
     #[test]
     fn detected_pretty_and_on_one_line() {
         for text in [AUTO.to_string(), before_compaction()] {
