@@ -428,6 +428,43 @@ mod tests {
         assert_calls_answered_in_place(&t, "kinds");
     }
 
+    /// Mutated exports (bytes dropped, swapped, duplicated; ids renamed) are read or refused,
+    /// never a panic; a compaction pointing anywhere still yields calls answered in place.
+    #[test]
+    fn mutated_exports_never_panic() {
+        let mut seed = 0x0c0d_e5e1_u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let compact: String = serde_json::to_string(&serde_json::from_str::<Value>(CAIRN).unwrap()).unwrap();
+        let mut read = 0;
+        for round in 0..600 {
+            let mut text = compact.clone().into_bytes();
+            for _ in 0..1 + next(4) {
+                let (at, other) = (next(text.len()), next(text.len()));
+                match next(4) {
+                    0 => drop(text.remove(at)),
+                    1 => text.insert(at, text[other]),
+                    2 => text.swap(at, other),
+                    _ => text.truncate(at.max(1)),
+                }
+            }
+            let mut text = String::from_utf8_lossy(&text).into_owned();
+            if round % 3 == 0 {
+                // A compaction's tail or parent naming another message.
+                text = text.replacen("msg_232f058a8001aPOrIziXB3yg2I", "msg_232f0c08e001uDDDQgDyLr9O05", 1 + next(2));
+            }
+            if let Ok(t) = super::parse(&text, "mutated.json") {
+                assert_calls_answered_in_place(&t, "mutated");
+                read += 1;
+            }
+        }
+        assert!(read > 0 && read < 600, "the mutations reach both outcomes ({read} of 600 read)");
+    }
+
     #[test]
     fn errors_name_the_line() {
         let e = super::parse(&format!("{HEAD}\n{{\"info\":{{\"role\":\"user\"}},\"parts\":[]}}\n]}}"), "s.json").unwrap_err();
