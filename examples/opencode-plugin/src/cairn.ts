@@ -50,12 +50,16 @@ interface Message {
 	info: { id: string; role: string; sessionID?: string };
 	parts: Part[];
 }
+/** What `compact` returns; only the fields the plugin reads. */
 interface CompactReport {
-	committed_by?: string | null;
+	committed?: boolean;
 	archive_id?: string | null;
+	/** Why nothing was committed. */
+	not_committed?: string;
 	first_kept_entry_id?: string | null;
 	prefix_summary?: string | null;
-	reason?: string | null;
+	/** Message and part kinds Cairn's reader did not know. */
+	unrecognized?: unknown;
 }
 /** A compaction Cairn made, waiting for OpenCode's summary to replace. */
 interface Pending {
@@ -243,8 +247,9 @@ export const CairnPlugin = async ({ client, directory }: { client: any; director
 					transcript: JSON.stringify({ info: { id: input.sessionID }, messages }),
 					include_transcript: false,
 				});
-				if (!report.committed_by || !report.prefix_summary) {
-					await log("info", `Cairn committed nothing (${report.reason ?? "no reason given"}); OpenCode summarizes this time`);
+				if (report.unrecognized) await log("warn", `Cairn did not recognize parts of the session: ${JSON.stringify(report.unrecognized)}`);
+				if (!report.committed || !report.prefix_summary) {
+					await log("info", `Cairn committed nothing (${report.not_committed ?? "no reason given"}); OpenCode summarizes this time`);
 					return;
 				}
 				pending.set(input.sessionID, { report, messages });
