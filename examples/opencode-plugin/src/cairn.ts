@@ -128,6 +128,8 @@ class CairnServer {
 		child.stderr.on("data", (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString("utf8")).slice(-2_000)));
 		child.on("exit", (code) => this.failAll(new Error(`cairn serve exited (${code})${this.note()}`)));
 		child.on("error", (e) => this.failAll(e));
+		// A write to a child that is gone (a wrong path, a crash) must not become an uncaught error in OpenCode.
+		child.stdin.on("error", (e) => this.failAll(e));
 	}
 
 	static async start(argv: string[], cwd: string): Promise<CairnServer> {
