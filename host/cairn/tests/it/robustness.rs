@@ -60,6 +60,7 @@ fn transcript_readers_answer_every_mutated_input() {
         // Real recordings of the agents Cairn reads (generated against a mock model).
         include_str!("../../src/transcript/formats/testdata/codex/remote-compaction-mcp-0.169.0.jsonl").to_string(),
         include_str!("../../src/transcript/formats/testdata/gemini/session-2026-12-01T16-54-c340972c.jsonl").to_string(),
+        include_str!("../../src/transcript/formats/testdata/opencode/cairn-compaction-1.18.33.json").to_string(),
     ];
     let mut rng = Rng(0x5eed_0001);
     let mut parsed = 0;
