@@ -8,7 +8,8 @@
 //!   own file (every line a sidechain) is read as its conversation;
 //! - UI and bookkeeping lines (`progress`, `file-history-snapshot`, `queue-operation`, hook
 //!   and timing `system` lines) carry no message and are skipped; meta user lines (hook
-//!   reminders the model does read) are kept as harness entries.
+//!   reminders the model does read) and `attachment` lines with `rendered` text are kept as
+//!   harness entries.
 //! Line shapes: Claude Code 2.1 as recorded; documented only for `compact_boundary`
 //! (https://code.claude.com/docs/en/hooks, "PreCompact"/"SessionStart" and the transcript
 //! notes), the rest read off real sessions.
@@ -76,8 +77,19 @@ const BOOKKEEPING: &[&str] = &[
     "agent-name", "agent-color", "agent-setting", "last-prompt", "mode", "permission-mode", "cost-state", "worktree-state",
     "pr-link", "frame-link", "bridge-session", "relocated", "continued-in", "ended-by-model", "attribution-snapshot",
     "history-suppression", "isolation-latch", "atis-latch", "dev-mods", "memory-mode", "content-replacement",
-    "fork-context-ref", "observer-ref", "artifact-comment-monitor", "artifact-autoreact-ledger",
+    "fork-context-ref", "observer-ref", "artifact-comment-monitor", "artifact-autoreact-ledger", "tools-used",
 ];
+
+/// `attachment` lines (2.1.32x): context Claude Code attaches to the next request (environment,
+/// date, MCP server instructions, a hook's `additionalContext`…). Those with `rendered` text
+/// reach the model as `<system-reminder>` blocks and are kept as harness entries; the others
+/// (`prompt_snapshot`, `hook_success`, `session_context`…) are bookkeeping.
+const ATTACHMENT: &str = "attachment";
+
+fn rendered(line: &Value) -> Option<String> {
+    let texts: Vec<&str> = line.get("rendered")?.as_array()?.iter().filter_map(|r| r.get("content").and_then(Value::as_str)).filter(|t| !t.is_empty()).collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
 
 /// Claude Code's record of each API request (2.1.28x on): its shape, and each message blob it
 /// sent, deduplicated. The `message` of an `api-request-blob` is a request parameter, a copy
@@ -130,6 +142,11 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                 return Err(TranscriptError::in_line(source_name, i + 1, &e));
             }
         } else if known(kind) {
+        } else if kind == ATTACHMENT {
+            if let Some(text) = rendered(&value) {
+                let id = value.get("uuid").and_then(Value::as_str).map_or_else(|| format!("l{}", i + 1), str::to_string);
+                opaque.push((i + 1, Entry::text(id, Role::User, Origin::Harness, text)));
+            }
         } else if let Some(text) = super::message_text(&value) {
             unrecognized.keep(kind);
             let id = value.get("uuid").and_then(Value::as_str).map_or_else(|| format!("l{}", i + 1), str::to_string);
@@ -333,6 +350,22 @@ mod tests {
         assert_eq!(t.entries[note].origin, Origin::Harness);
         assert_calls_answered_in_place(&t, "s.jsonl");
         assert!(t.unrecognized.to_string().contains("1 skipped (hologram)"), "{}", t.unrecognized);
+    }
+
+    /// Claude Code 2.1.328's `attachment` lines: rendered ones reach the model (a hook's
+    /// additional context among them), the others are bookkeeping; neither is unrecognized.
+    #[test]
+    fn rendered_attachments_are_harness_context_and_the_rest_bookkeeping() {
+        let text = r#"{"parentUuid":null,"isSidechain":false,"sessionId":"s","type":"user","message":{"role":"user","content":"Fix the parser."},"uuid":"u1"}
+{"parentUuid":"u1","isSidechain":false,"attachment":{"type":"hook_additional_context","content":["keep the port"]},"type":"attachment","uuid":"at1","rendered":[{"content":"<system-reminder>\nSessionStart hook additional context: keep the port\n</system-reminder>"}],"renderedRole":"system","sessionId":"s"}
+{"parentUuid":"at1","isSidechain":false,"attachment":{"type":"prompt_snapshot","systemPrompt":["You are an agent"]},"type":"attachment","uuid":"at2","sessionId":"s"}
+{"type":"tools-used","tools":["Bash"],"sessionId":"s"}
+"#;
+        let (t, _) = parse_any(text, "s.jsonl").unwrap();
+        assert!(t.unrecognized.is_empty(), "{}", t.unrecognized);
+        assert_eq!(t.entries.len(), 2);
+        assert_eq!((t.entries[1].id.as_str(), t.entries[1].origin), ("at1", Origin::Harness));
+        assert!(t.entries[1].model_text().contains("SessionStart hook additional context: keep the port"));
     }
 
     #[test]

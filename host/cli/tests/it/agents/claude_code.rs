@@ -313,6 +313,18 @@ fn cairn_keeps_the_operators_rule_through_claude_codes_compactions_and_recalls_i
     }
     assert!(requests.iter().any(|r| anthropic::tool_names(r).iter().any(|t| t == "mcp__cairn__session_history")), "the tool was offered once loaded");
     eprintln!("session_history answered: {}", recalled.chars().take(800).collect::<String>());
+
+    // 6. Cairn reads the transcript Claude Code wrote: no line kind unknown to it, every call
+    //    paired, the context after the last compaction opening with Claude Code's summary.
+    let transcript = s.home.join(".claude/projects").read_dir().unwrap().flatten().map(|d| d.path().join(format!("{session_id}.jsonl"))).find(|p| p.is_file());
+    let Some(transcript) = transcript else { s.fail(&format!("no transcript of session {session_id} under ~/.claude/projects")) };
+    let (read, format) = cairn::transcript::formats::parse(&std::fs::read_to_string(&transcript).unwrap(), &transcript.display().to_string()).unwrap();
+    assert_eq!(format.to_string(), "claude-code");
+    assert!(read.unrecognized.skipped.is_empty(), "line kinds skipped: {}", read.unrecognized);
+    assert_eq!(cairn::chain::pairing_problems(&read.entries), Default::default(), "every call paired");
+    let summary = read.entries.iter().find(|e| e.origin == cairn::transcript::Origin::Summary).map(|e| e.model_text()).unwrap_or_default();
+    assert!(summary.contains(SUMMARY), "Claude Code's summary is the summary entry: {summary:?}");
+    assert!(read.entries.iter().any(|e| e.model_text().contains("RECALL the deploy key")), "the last turn is read");
 }
 
 /// The same first steps on a short session: Claude Code compacts it on `/compact` whatever its
