@@ -352,6 +352,15 @@ fn print_and_json_mode_compaction_is_cairns_and_pi_exits() {
     if !history.contains(PLANTED) {
         pi.fail(&format!("session_history did not find {PLANTED}: {}", tail(&history, 1_500)));
     }
+    // Cairn reads the session file Pi wrote: nothing unrecognized, every call paired, and the
+    // context opening with Cairn's summary as Pi builds it.
+    for file in pi.session_files() {
+        let (read, format) = cairn::transcript::formats::parse(&std::fs::read_to_string(&file).unwrap(), &file.display().to_string()).unwrap();
+        assert_eq!(format.to_string(), "pi", "{}", file.display());
+        assert!(read.unrecognized.is_empty(), "{}: {}", file.display(), read.unrecognized);
+        assert_eq!(cairn::chain::pairing_problems(&read.entries), Default::default(), "{}", file.display());
+        assert!(read.entries.first().is_some_and(|e| e.origin == cairn::transcript::Origin::Summary && e.model_text().contains(&head)), "{}: the context opens with Cairn's summary", file.display());
+    }
 
     // 4. JSON mode: two turns (a tool call, then the answer), one JSON event a line, and pi exits
     //    by itself. Pi prints an agent event only once every extension handler for it returned,
