@@ -55,8 +55,30 @@ pub struct Args {
     mcp: bool,
 }
 
-/// (event, matcher, verb): `SessionStart` only after a compaction.
-const HOOKS: &[(&str, &str, &str)] = &[("PreCompact", "", "pre-compact"), ("SessionStart", "compact", "session-start")];
+/// `SessionStart` only after a compaction.
+const HOOKS: Hooks = Hooks {
+    agent: "claude-code",
+    hooks: &[
+        Hook { event: "PreCompact", matcher: "", verb: "pre-compact", name: None },
+        Hook { event: "SessionStart", matcher: "compact", verb: "session-start", name: None },
+    ],
+};
+
+/// Cairn's hooks in a settings file of Claude Code's shape, which Gemini CLI's shares:
+/// `"hooks": {event: [{matcher, hooks: [{type: "command", command, name?}]}]}`. A handler is
+/// Cairn's when its command runs `cairn <agent> <verb>`.
+pub(crate) struct Hooks {
+    pub(crate) agent: &'static str,
+    pub(crate) hooks: &'static [Hook],
+}
+
+pub(crate) struct Hook {
+    pub(crate) event: &'static str,
+    pub(crate) matcher: &'static str,
+    pub(crate) verb: &'static str,
+    /// The handler's `name`, where the agent shows one.
+    pub(crate) name: Option<&'static str>,
+}
 
 /// The server's name in Claude Code: its tools are `mcp__cairn__…`.
 const SERVER: &str = "cairn";
@@ -141,9 +163,6 @@ pub(crate) fn quote(word: &str) -> String {
 }
 
 /// Cairn's handler for `verb`, whatever binary path or home it was installed with.
-fn is_cairn(handler: &Value, verb: &str) -> bool {
-    handler.get("command").and_then(Value::as_str).is_some_and(|c| c.contains(&format!(" claude-code {verb}")))
-}
 
 /// Cairn's MCP server entry, whatever binary path or home it was registered with.
 pub(crate) fn is_cairn_server(entry: &Value) -> bool {
@@ -235,46 +254,56 @@ impl JsonFile {
     }
 }
 
-/// Adds Cairn's hooks to `settings`; the events added.
-fn add_hooks(settings: &mut JsonFile, command_for: impl Fn(&str) -> String) -> Result<Vec<&'static str>> {
-    let path = settings.path.clone();
-    let hooks = settings.object("hooks")?;
-    let mut added = Vec::new();
-    for &(event, matcher, verb) in HOOKS {
-        let groups = hooks.entry(event).or_insert_with(|| json!([]));
-        let Value::Array(groups) = groups else { bail!("{}: `hooks.{event}` is not an array", path.display()) };
-        let present = groups.iter().any(|g| g.get("hooks").and_then(Value::as_array).is_some_and(|hs| hs.iter().any(|h| is_cairn(h, verb))));
-        if !present {
-            groups.push(json!({"matcher": matcher, "hooks": [{"type": "command", "command": command_for(verb)}]}));
-            added.push(event);
-        }
+impl Hooks {
+    fn is_cairn(&self, handler: &Value, verb: &str) -> bool {
+        handler.get("command").and_then(Value::as_str).is_some_and(|c| c.contains(&format!(" {} {verb}", self.agent)))
     }
-    Ok(added)
-}
 
-/// Removes Cairn's hooks from `settings`; how many handlers went.
-fn remove_hooks(settings: &mut JsonFile) -> usize {
-    let Some(Value::Object(hooks)) = settings.value.get_mut("hooks") else { return 0 };
-    let mut removed = 0;
-    for &(event, _, verb) in HOOKS {
-        let Some(Value::Array(groups)) = hooks.get_mut(event) else { continue };
-        let removed_before = removed;
-        // Groups Cairn's removal emptied go; a group the user left empty stays.
-        groups.retain_mut(|group| {
-            let Some(Value::Array(handlers)) = group.get_mut("hooks") else { return true };
-            let before = handlers.len();
-            handlers.retain(|h| !is_cairn(h, verb));
-            removed += before - handlers.len();
-            !(handlers.is_empty() && before > 0)
-        });
-        if groups.is_empty() && removed > removed_before {
-            hooks.remove(event);
+    /// Adds the hooks missing from `settings`; the events added.
+    pub(crate) fn add(&self, settings: &mut JsonFile, command_for: impl Fn(&str) -> String) -> Result<Vec<&'static str>> {
+        let path = settings.path.clone();
+        let hooks = settings.object("hooks")?;
+        let mut added = Vec::new();
+        for hook in self.hooks {
+            let groups = hooks.entry(hook.event).or_insert_with(|| json!([]));
+            let Value::Array(groups) = groups else { bail!("{}: `hooks.{}` is not an array", path.display(), hook.event) };
+            let present = groups.iter().any(|g| g.get("hooks").and_then(Value::as_array).is_some_and(|hs| hs.iter().any(|h| self.is_cairn(h, hook.verb))));
+            if !present {
+                let mut handler = json!({"type": "command", "command": command_for(hook.verb)});
+                if let Some(name) = hook.name {
+                    handler["name"] = json!(name);
+                }
+                groups.push(json!({"matcher": hook.matcher, "hooks": [handler]}));
+                added.push(hook.event);
+            }
         }
+        Ok(added)
     }
-    if removed > 0 && hooks.is_empty() {
-        settings.value.remove("hooks");
+
+    /// Removes Cairn's handlers from `settings`; how many went.
+    pub(crate) fn remove(&self, settings: &mut JsonFile) -> usize {
+        let Some(Value::Object(hooks)) = settings.value.get_mut("hooks") else { return 0 };
+        let mut removed = 0;
+        for hook in self.hooks {
+            let Some(Value::Array(groups)) = hooks.get_mut(hook.event) else { continue };
+            let removed_before = removed;
+            // Groups Cairn's removal emptied go; a group the user left empty stays.
+            groups.retain_mut(|group| {
+                let Some(Value::Array(handlers)) = group.get_mut("hooks") else { return true };
+                let before = handlers.len();
+                handlers.retain(|h| !self.is_cairn(h, hook.verb));
+                removed += before - handlers.len();
+                !(handlers.is_empty() && before > 0)
+            });
+            if groups.is_empty() && removed > removed_before {
+                hooks.remove(hook.event);
+            }
+        }
+        if removed > 0 && hooks.is_empty() {
+            settings.value.remove("hooks");
+        }
+        removed
     }
-    removed
 }
 
 /// Registers the server in `file`'s `mcpServers` (replacing an older registration of Cairn's,
@@ -347,7 +376,7 @@ pub fn install(args: Args) -> Result<()> {
     };
     let server = server_args(home.as_deref(), policy.as_deref(), project.as_deref());
 
-    let added = add_hooks(&mut settings, |verb| command(&exe, verb, home.as_deref(), policy.as_deref()))?;
+    let added = HOOKS.add(&mut settings, |verb| command(&exe, verb, home.as_deref(), policy.as_deref()))?;
     let mut settings_changed = !added.is_empty();
     // The server's file, changed in memory; written after the settings, so a server Claude
     // Code finds in a project's `.mcp.json` is already approved.
@@ -396,7 +425,7 @@ pub fn uninstall(args: Args) -> Result<()> {
     let mut removed = Vec::new();
     if path.exists() {
         let mut settings = JsonFile::read(&path)?;
-        let hooks = remove_hooks(&mut settings);
+        let hooks = HOOKS.remove(&mut settings);
         let enabled = disable_server(&mut settings);
         if hooks > 0 || enabled {
             settings.write_or_delete()?;

@@ -23,10 +23,10 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
-use serde_json::{json, Value};
+use anyhow::{Context, Result};
+use serde_json::json;
 
-use crate::commands::claude_code::settings::{add_server, quote, remove_server, user_home, JsonFile};
+use crate::commands::claude_code::settings::{add_server, quote, remove_server, user_home, Hook, Hooks, JsonFile};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -46,8 +46,14 @@ pub struct Args {
     policy: Option<PathBuf>,
 }
 
-/// (event, verb, the handler's name in Gemini CLI's `/hooks` list).
-const HOOKS: &[(&str, &str, &str)] = &[("PreCompress", "pre-compress", "cairn-pre-compress"), ("BeforeAgent", "before-agent", "cairn-before-agent")];
+/// Every handler named, for Gemini CLI's `/hooks` list.
+const HOOKS: Hooks = Hooks {
+    agent: "gemini",
+    hooks: &[
+        Hook { event: "PreCompress", matcher: "*", verb: "pre-compress", name: Some("cairn-pre-compress") },
+        Hook { event: "BeforeAgent", matcher: "*", verb: "before-agent", name: Some("cairn-before-agent") },
+    ],
+};
 
 impl Args {
     fn path(&self) -> Result<PathBuf> {
@@ -92,9 +98,6 @@ fn command(exe: &Path, verb: &str, home: Option<&Path>, policy: Option<&Path>) -
 }
 
 /// Cairn's handler for `verb`, whatever binary path or home it was installed with.
-fn is_cairn(handler: &Value, verb: &str) -> bool {
-    handler.get("command").and_then(Value::as_str).is_some_and(|c| c.contains(&format!(" gemini {verb}")))
-}
 
 /// The MCP server's arguments: the hooks' home and policy, and the project whose conversation
 /// the hooks write (without one, `serve` takes the folder Gemini CLI starts it in).
@@ -106,48 +109,6 @@ fn server_args(home: Option<&Path>, policy: Option<&Path>, project: Option<&Path
         }
     }
     args
-}
-
-/// Adds Cairn's hooks to `settings`; the events added.
-fn add_hooks(settings: &mut JsonFile, command_for: impl Fn(&str) -> String) -> Result<Vec<&'static str>> {
-    let path = settings.path.clone();
-    let hooks = settings.object("hooks")?;
-    let mut added = Vec::new();
-    for &(event, verb, name) in HOOKS {
-        let groups = hooks.entry(event).or_insert_with(|| json!([]));
-        let Value::Array(groups) = groups else { bail!("{}: `hooks.{event}` is not an array", path.display()) };
-        let present = groups.iter().any(|g| g.get("hooks").and_then(Value::as_array).is_some_and(|hs| hs.iter().any(|h| is_cairn(h, verb))));
-        if !present {
-            groups.push(json!({"matcher": "*", "hooks": [{"type": "command", "command": command_for(verb), "name": name}]}));
-            added.push(event);
-        }
-    }
-    Ok(added)
-}
-
-/// Removes Cairn's hooks from `settings`; how many handlers went.
-fn remove_hooks(settings: &mut JsonFile) -> usize {
-    let Some(Value::Object(hooks)) = settings.value.get_mut("hooks") else { return 0 };
-    let mut removed = 0;
-    for &(event, verb, _) in HOOKS {
-        let Some(Value::Array(groups)) = hooks.get_mut(event) else { continue };
-        let removed_before = removed;
-        // Groups Cairn's removal emptied go; a group the user left empty stays.
-        groups.retain_mut(|group| {
-            let Some(Value::Array(handlers)) = group.get_mut("hooks") else { return true };
-            let before = handlers.len();
-            handlers.retain(|h| !is_cairn(h, verb));
-            removed += before - handlers.len();
-            !(handlers.is_empty() && before > 0)
-        });
-        if groups.is_empty() && removed > removed_before {
-            hooks.remove(event);
-        }
-    }
-    if removed > 0 && hooks.is_empty() {
-        settings.value.remove("hooks");
-    }
-    removed
 }
 
 pub fn install(args: Args) -> Result<()> {
@@ -171,7 +132,7 @@ pub fn install(args: Args) -> Result<()> {
         }
         None => None,
     };
-    let added = add_hooks(&mut settings, |verb| command(&exe, verb, home.as_deref(), policy.as_deref()))?;
+    let added = HOOKS.add(&mut settings, |verb| command(&exe, verb, home.as_deref(), policy.as_deref()))?;
     let entry = json!({"command": exe.display().to_string(), "args": server_args(home.as_deref(), policy.as_deref(), project.as_deref()), "trust": true});
     let registered = add_server(&mut settings, entry)?;
     if !added.is_empty() || registered {
@@ -194,7 +155,7 @@ pub fn uninstall(args: Args) -> Result<()> {
     let path = args.path()?;
     if path.exists() {
         let mut settings = JsonFile::read(&path)?;
-        let hooks = remove_hooks(&mut settings);
+        let hooks = HOOKS.remove(&mut settings);
         let server = remove_server(&mut settings);
         if hooks > 0 || server {
             settings.write_or_delete()?;
