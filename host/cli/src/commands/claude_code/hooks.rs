@@ -10,13 +10,13 @@
 //! in one line.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use cairn::policy::Policy;
+use cairn::record::{CompactionEvent, Event};
 use cairn::storage::{ConversationKey, Home};
-use cairn::transcript::{formats, Origin, Role};
-use cairn::record::Event;
+use cairn::transcript::{formats, Entry, Origin, Role};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -24,88 +24,74 @@ use super::HookArgs;
 use crate::hook_failures::{self, Failure};
 use crate::setup;
 
-/// The agent these hooks' failures are recorded under.
-const AGENT: &str = "claude-code";
+/// An agent whose hooks run Cairn's handlers (Claude Code's here; Codex and Gemini CLI send the
+/// same payload fields): the name its hook failures are recorded under, and its own words.
+pub(crate) struct Agent {
+    pub(crate) name: &'static str,
+    pub(crate) title: &'static str,
+    /// How the injected context says what happened ("Claude Code compacted it").
+    pub(crate) compacted: &'static str,
+}
+
+const CLAUDE_CODE: Agent = Agent { name: "claude-code", title: "Claude Code", compacted: "Claude Code compacted it" };
+
+/// The first line of the injected context: with the archive id, how an injection is recognized.
+pub(crate) const HEADING: &str = "# Cairn: the record of this session before compaction";
 
 /// Claude Code's limit on injected context.
 pub const CONTEXT_LIMIT: usize = 10_000;
 
-/// The fields Cairn reads; Claude Code sends more, which are ignored.
+/// The fields Cairn reads; the agents send more, which are ignored.
 #[derive(Deserialize)]
 pub(crate) struct Payload {
-    session_id: String,
-    transcript_path: PathBuf,
     #[serde(default)]
-    cwd: Option<PathBuf>,
+    pub(crate) session_id: Option<String>,
+    pub(crate) transcript_path: PathBuf,
     #[serde(default)]
-    source: Option<String>,
-}
-
-fn payload(stdin: impl Read) -> Result<Payload> {
-    serde_json::from_reader(stdin).context("reading Claude Code's hook payload on stdin")
+    pub(crate) cwd: Option<PathBuf>,
+    #[serde(default)]
+    pub(crate) source: Option<String>,
+    #[serde(default)]
+    pub(crate) trigger: Option<String>,
 }
 
 /// Runs `hook`'s `work` on the payload on `stdin`. A failure is recorded in the home, with the
 /// session and transcript the payload names (when it names them), before it is returned.
-fn recorded<T>(hook: &str, home: Option<PathBuf>, mut stdin: impl Read, work: impl FnOnce(Payload) -> Result<T>) -> Result<T> {
+pub(crate) fn recorded<T>(agent: &Agent, hook: &str, home: Option<PathBuf>, mut stdin: impl Read, work: impl FnOnce(Payload) -> Result<T>) -> Result<T> {
     let mut input = String::new();
+    let what = || format!("reading {}'s hook payload on stdin", agent.title);
     let result = stdin
         .read_to_string(&mut input)
-        .context("reading Claude Code's hook payload on stdin")
-        .and_then(|_| payload(input.as_bytes()))
+        .with_context(what)
+        .and_then(|_| serde_json::from_str(&input).with_context(what))
         .and_then(work);
     if let Err(error) = &result {
         let value: Value = serde_json::from_str(&input).unwrap_or(Value::Null);
         let field = |name: &str| value.get(name).and_then(Value::as_str).map(String::from);
-        let failure = Failure::new(AGENT, hook, field("session_id"), field("transcript_path"), error);
+        let failure = Failure::new(agent.name, hook, field("session_id"), field("transcript_path"), error);
         hook_failures::record(&setup::home_path(home), failure);
     }
     result
 }
 
-/// One Cairn conversation per project, the one `cairn serve --expose agent` started there
-/// serves: Claude Code names the project in `CLAUDE_PROJECT_DIR`, else the session's `cwd`.
-/// Sessions are told apart in it by their transcript path.
-fn conversation(payload: &Payload) -> ConversationKey {
-    let project = std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from).or_else(|| payload.cwd.clone()).unwrap_or_default();
-    setup::project_conversation(&project)
-}
-
-pub fn pre_compact(args: HookArgs, stdin: impl Read) -> Result<()> {
-    recorded("pre-compact", args.home.clone(), stdin, |payload| archive(args, payload))
-}
-
-pub(crate) fn archive(args: HookArgs, payload: Payload) -> Result<()> {
-    let session = setup::SessionArgs {
-        file: payload.transcript_path.clone(),
-        policy: args.policy,
-        home: args.home,
-        conversation: Some(conversation(&payload).to_string()),
-        plugin_dir: Vec::new(),
-    }
-    .open()?;
-    let setup::Session { name, transcript, policy, cairn, mut store, .. } = session;
-    // A handover archives every entry and computes the deterministic checkpoint; Claude Code
-    // replaces the context with its own summary, and `session-start` adds what it left out.
-    let report = cairn.handover(&policy, &mut store, &transcript, &name)?;
-    eprintln!(
-        "cairn: archived {} entries of session {} as {}{}",
-        transcript.entries.len(),
-        payload.session_id,
-        report.archive_id,
-        if report.checkpoint.is_some() { " with a checkpoint" } else { "" }
-    );
-    Ok(())
-}
-
-pub fn session_start(args: HookArgs, stdin: impl Read) -> Result<()> {
+/// A hook that adds context for the model: prints `context`'s text as
+/// `hookSpecificOutput.additionalContext` of `event`, an earlier hook failure not yet told
+/// first (and to the user as `systemMessage`); prints nothing when there is nothing to add.
+pub(crate) fn add_context(
+    agent: &Agent,
+    hook: &str,
+    event: &str,
+    args: &HookArgs,
+    stdin: impl Read,
+    context: impl FnOnce(&Payload, Option<&str>) -> Result<Option<String>>,
+) -> Result<()> {
     let home = setup::home_path(args.home.clone());
-    // Told only once the hook has something to print: a session-start that fails tells nothing.
-    let untold = hook_failures::untold(&home, AGENT);
+    // Told only once the hook has something to print: a hook that fails tells nothing.
+    let untold = hook_failures::untold(&home, agent.name);
     let notice = hook_failures::notice(&untold);
-    let context = recorded("session-start", args.home.clone(), stdin, |payload| context(&args, &payload, notice.as_deref()))?;
+    let context = recorded(agent, hook, args.home.clone(), stdin, |payload| context(&payload, notice.as_deref()))?;
     let Some(context) = context.or_else(|| notice.clone()) else { return Ok(()) };
-    let mut output = json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}});
+    let mut output = json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}});
     if let Some(notice) = &notice {
         // Shown to the user; `additionalContext` goes to the model.
         output["systemMessage"] = json!(notice);
@@ -115,78 +101,172 @@ pub fn session_start(args: HookArgs, stdin: impl Read) -> Result<()> {
     Ok(())
 }
 
+/// One Cairn conversation per project, the one `cairn serve --project` started there serves:
+/// Claude Code names the project in `CLAUDE_PROJECT_DIR` (Gemini CLI too, and in
+/// `GEMINI_PROJECT_DIR`), else the session's `cwd` (Codex). Sessions are told apart in it by
+/// their transcript path.
+fn conversation(payload: &Payload) -> ConversationKey {
+    let project = ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"]
+        .iter()
+        .find_map(std::env::var_os)
+        .map(PathBuf::from)
+        .or_else(|| payload.cwd.clone())
+        .unwrap_or_default();
+    setup::project_conversation(&project)
+}
+
+pub fn pre_compact(args: HookArgs, stdin: impl Read) -> Result<()> {
+    recorded(&CLAUDE_CODE, "pre-compact", args.home.clone(), stdin, |payload| {
+        let (entries, report) = archive(args, &payload)?;
+        eprintln!(
+            "cairn: archived {entries} entries of session {} as {}{}",
+            payload.session_id.as_deref().unwrap_or("?"),
+            report.archive_id,
+            if report.checkpoint.is_some() { " with a checkpoint" } else { "" }
+        );
+        Ok(())
+    })
+}
+
+/// Archives the whole session into the project's conversation before the agent compacts: a
+/// handover archives every entry and computes the deterministic checkpoint; the agent replaces
+/// the context with its own summary, and the context hook adds what it left out. The number of
+/// entries archived, and the report.
+pub(crate) fn archive(args: HookArgs, payload: &Payload) -> Result<(usize, cairn::record::CompactionReport)> {
+    let session = setup::SessionArgs {
+        file: payload.transcript_path.clone(),
+        policy: args.policy,
+        home: args.home,
+        conversation: Some(conversation(payload).to_string()),
+        plugin_dir: Vec::new(),
+    }
+    .open()?;
+    let setup::Session { name, transcript, policy, cairn, mut store, .. } = session;
+    let report = cairn.handover(&policy, &mut store, &transcript, &name)?;
+    Ok((transcript.entries.len(), report))
+}
+
+pub fn session_start(args: HookArgs, stdin: impl Read) -> Result<()> {
+    add_context(&CLAUDE_CODE, "session-start", "SessionStart", &args, stdin, |payload, notice| context(&CLAUDE_CODE, &args, payload, notice))
+}
+
 /// The context to add after a compaction (none when there is nothing of this session's to
 /// add), `notice` first.
-pub(crate) fn context(args: &HookArgs, payload: &Payload, notice: Option<&str>) -> Result<Option<String>> {
+pub(crate) fn context(agent: &Agent, args: &HookArgs, payload: &Payload, notice: Option<&str>) -> Result<Option<String>> {
     if payload.source.as_deref().is_some_and(|s| s != "compact") {
         return Ok(None);
     }
-    let home = Home::open(&setup::home_path(args.home.clone()))?;
-    let key = conversation(payload);
-    if !home.conversations()?.contains(&key) {
-        return Ok(None);
-    }
-    let store = home.existing_conversation(&key)?;
-    // This session's record: its snapshots (the transcript path names them) and the handovers
-    // `pre-compact` committed since the first of them.
-    let source = payload.transcript_path.display().to_string();
-    let ours = |e: &&Event| matches!(e, Event::Snapshot { source: s, .. } if *s == source);
-    let events = store.events();
-    let Some(first) = events.iter().position(|e| ours(&e)) else { return Ok(None) };
-    let committed: Vec<_> = events[first..]
-        .iter()
-        .filter_map(|e| match e {
-            Event::Compaction(c) if c.committed_by.is_some() => Some(c),
-            _ => None,
-        })
-        .collect();
-    let Some(event) = committed.last() else { return Ok(None) };
-    let checkpoint: Value = event.checkpoint.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
-    // Constraints of every compaction of this session: a rule from before an earlier
-    // compaction is no longer in the context the latest checkpoint was computed from.
-    let mut constraints: Vec<String> = Vec::new();
-    for c in &committed {
-        let value: Value = c.checkpoint.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
-        for rule in strings(&value, "/negative_constraints") {
-            if !constraints.iter().any(|r| r == rule) {
-                constraints.push(rule.to_string());
-            }
-        }
-    }
-    let operator: Vec<String> = events
-        .iter()
-        .filter(ours)
-        .filter_map(|e| match e {
-            Event::Snapshot { entries, .. } => Some(entries),
-            _ => None,
-        })
-        .flatten()
-        .filter(|e| e.role == Role::User && e.origin == Origin::Operator)
-        .map(|e| e.model_text().trim().to_string())
-        .collect();
-    // Claude Code's own summary, from the compacted transcript; without it nothing can be
+    let Some(record) = SessionRecord::load(args, payload)? else { return Ok(None) };
+    // The agent's own summary, from the compacted transcript; without it nothing can be
     // compared and everything is injected.
     let summary = std::fs::read_to_string(&payload.transcript_path)
         .ok()
         .and_then(|text| formats::parse(&text, &payload.transcript_path.display().to_string()).ok())
         .and_then(|(t, _)| t.entries.into_iter().find(|e| e.origin == Origin::Summary))
         .map(|e| e.model_text());
-    // What Cairn adds back counts against the policy's re-injection budget too.
-    let policy = match &args.policy {
+    Ok(Some(record.render(agent, notice, summary.as_deref(), reinject_budget(args.policy.as_deref())?)))
+}
+
+/// What Cairn archived of one agent session in the project's conversation: the session's
+/// snapshots (its transcript path names them) and the compactions committed since the first.
+pub(crate) struct SessionRecord {
+    conversation: ConversationKey,
+    events: Vec<Event>,
+    source: String,
+    /// The latest committed compaction (there is one).
+    latest: usize,
+}
+
+impl SessionRecord {
+    /// None when nothing of this session was archived and committed.
+    pub(crate) fn load(args: &HookArgs, payload: &Payload) -> Result<Option<Self>> {
+        let home = Home::open(&setup::home_path(args.home.clone()))?;
+        let conversation = conversation(payload);
+        if !home.conversations()?.contains(&conversation) {
+            return Ok(None);
+        }
+        let events = home.existing_conversation(&conversation)?.events().to_vec();
+        let source = payload.transcript_path.display().to_string();
+        let ours = |e: &Event| matches!(e, Event::Snapshot { source: s, .. } if *s == source);
+        let Some(first) = events.iter().position(ours) else { return Ok(None) };
+        let committed = |e: &Event| matches!(e, Event::Compaction(c) if c.committed_by.is_some());
+        let Some(latest) = events[first..].iter().rposition(committed).map(|i| first + i) else { return Ok(None) };
+        Ok(Some(SessionRecord { conversation, events, source, latest }))
+    }
+
+    pub(crate) fn latest(&self) -> &CompactionEvent {
+        match &self.events[self.latest] {
+            Event::Compaction(c) => c,
+            _ => unreachable!("`latest` is a compaction"),
+        }
+    }
+
+    /// The session's snapshots, oldest first.
+    pub(crate) fn snapshots(&self) -> impl DoubleEndedIterator<Item = &[Entry]> {
+        self.events.iter().filter_map(|e| match e {
+            Event::Snapshot { source, entries, .. } if *source == self.source => Some(entries.as_slice()),
+            _ => None,
+        })
+    }
+
+    /// The injected context (see [`render`]) for the latest compaction, with the operator's
+    /// constraints of every compaction of the session (a rule from before an earlier one is
+    /// no longer in the context the latest checkpoint was computed from) and every message the
+    /// operator typed, once.
+    pub(crate) fn render(&self, agent: &Agent, notice: Option<&str>, summary: Option<&str>, budget: u64) -> String {
+        let first = self.events.iter().position(|e| matches!(e, Event::Snapshot { source, .. } if *source == self.source)).unwrap_or(0);
+        let mut constraints: Vec<String> = Vec::new();
+        for c in self.events[first..].iter().filter_map(|e| match e {
+            Event::Compaction(c) if c.committed_by.is_some() => Some(c),
+            _ => None,
+        }) {
+            let value: Value = c.checkpoint.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
+            for rule in strings(&value, "/negative_constraints") {
+                if !constraints.iter().any(|r| r == rule) {
+                    constraints.push(rule.to_string());
+                }
+            }
+        }
+        let mut operator: Vec<String> = Vec::new();
+        for e in self.snapshots().flatten().filter(|e| e.role == Role::User && e.origin == Origin::Operator) {
+            let typed = e.model_text().trim().to_string();
+            if !typed.is_empty() && !operator.contains(&typed) {
+                operator.push(typed);
+            }
+        }
+        let latest = self.latest();
+        let checkpoint: Value = latest.checkpoint.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
+        let record = Record {
+            checkpoint: &checkpoint,
+            constraints: &constraints,
+            operator: &operator,
+            archive_id: &latest.archive_id,
+            conversation: self.conversation.as_str(),
+            compacted: agent.compacted,
+        };
+        render(notice, &record, summary, budget)
+    }
+}
+
+/// The policy's re-injection budget (`[lifecycle] reinject_budget_tokens`): what Cairn adds
+/// back counts against it.
+pub(crate) fn reinject_budget(policy: Option<&Path>) -> Result<u64> {
+    let policy = match policy {
         Some(file) => Policy::parse(&std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?, &file.display().to_string())?,
         None => Policy::default_policy(),
     };
-    let record = Record { checkpoint: &checkpoint, constraints: &constraints, operator: &operator, archive_id: &event.archive_id, conversation: key.as_str() };
-    Ok(Some(render(notice, &record, summary.as_deref(), policy.lifecycle.reinject_budget_tokens)))
+    Ok(policy.lifecycle.reinject_budget_tokens)
 }
 
-/// What Cairn recorded before Claude Code compacted.
+/// What Cairn recorded before the agent compacted.
 pub struct Record<'a> {
     pub checkpoint: &'a Value,
     pub constraints: &'a [String],
     pub operator: &'a [String],
     pub archive_id: &'a str,
     pub conversation: &'a str,
+    /// How the agent's compaction is told ("Claude Code compacted it").
+    pub compacted: &'a str,
 }
 
 /// Lowercase, whitespace collapsed: how "the summary mentions it" is judged.
@@ -224,9 +304,9 @@ pub fn render(notice: Option<&str>, record: &Record, summary: Option<&str>, budg
         out.line(&format!("{notice}\n\n"));
     }
     out.line(&format!(
-        "# Cairn: the record of this session before compaction\n\nCairn archived the whole conversation before Claude Code compacted it \
+        "{HEADING}\n\nCairn archived the whole conversation before {} \
          (conversation {}, archive {}). Below: what the operator asked, verbatim, and what the compaction summary does not mention.\n",
-        record.conversation, record.archive_id
+        record.compacted, record.conversation, record.archive_id
     ));
     out.section("## Operator constraints (verbatim; still in force)", record.constraints.iter().map(|c| format!("- {c}")));
     let requests: Vec<&String> = record.operator.iter().filter(|m| dropped(m)).collect();

@@ -27,14 +27,15 @@ pub enum Command {
     SessionStart(HookArgs),
 }
 
+/// The arguments of every agent's hook handlers (Claude Code's, Codex's, Gemini CLI's).
 #[derive(clap::Args)]
 pub struct HookArgs {
     /// Cairn's home (default: $CAIRN_HOME, else ~/.local/share/cairn).
     #[arg(long)]
     pub(crate) home: Option<PathBuf>,
-    /// Policy file (TOML): `pre-compact`'s handover chain, and the re-injection budget
-    /// `session-start` keeps to (`[lifecycle] reinject_budget_tokens`); the embedded default
-    /// when absent.
+    /// Policy file (TOML): the handover chain that archives before the agent compacts, and the
+    /// re-injection budget of the context added after (`[lifecycle] reinject_budget_tokens`);
+    /// the embedded default when absent.
     #[arg(long)]
     pub(crate) policy: Option<PathBuf>,
 }

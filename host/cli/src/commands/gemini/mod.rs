@@ -11,9 +11,9 @@ mod compression;
 mod hooks;
 mod settings;
 
-use std::path::PathBuf;
-
 use anyhow::Result;
+
+use super::claude_code::HookArgs;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -25,18 +25,6 @@ pub enum Command {
     PreCompress(HookArgs),
     /// The BeforeAgent hook: reads the payload on stdin, prints the context to add after a compression.
     BeforeAgent(HookArgs),
-}
-
-#[derive(clap::Args)]
-pub struct HookArgs {
-    /// Cairn's home (default: $CAIRN_HOME, else ~/.local/share/cairn).
-    #[arg(long)]
-    home: Option<PathBuf>,
-    /// Policy file (TOML): `pre-compress`'s handover chain, and the re-injection budget
-    /// `before-agent` keeps to (`[lifecycle] reinject_budget_tokens`); the embedded default
-    /// when absent.
-    #[arg(long)]
-    policy: Option<PathBuf>,
 }
 
 pub fn run(command: Command) -> Result<()> {
