@@ -130,20 +130,24 @@ pub(crate) fn user_home() -> Result<PathBuf> {
     Ok(PathBuf::from(std::env::var_os("HOME").context("HOME is not set: name the file with --settings")?))
 }
 
-/// The command Claude Code runs for `verb`, through a shell.
-fn command(exe: &Path, verb: &str, home: Option<&Path>, policy: Option<&Path>) -> String {
-    let mut words = vec![quote(&exe.display().to_string()), "claude-code".into(), verb.into()];
-    for (flag, path) in [("--home", home), ("--policy", policy)] {
-        if let Some(path) = path {
-            words.extend([flag.into(), quote(&path.display().to_string())]);
+impl Hooks {
+    /// The command the agent runs for `verb`, through a shell: `cairn <agent> <verb> [--home H]
+    /// [--policy P]`.
+    pub(crate) fn command(&self, exe: &Path, verb: &str, home: Option<&Path>, policy: Option<&Path>) -> String {
+        let mut words = vec![quote(&exe.display().to_string()), self.agent.into(), verb.into()];
+        for (flag, path) in [("--home", home), ("--policy", policy)] {
+            if let Some(path) = path {
+                words.extend([flag.into(), quote(&path.display().to_string())]);
+            }
         }
+        words.join(" ")
     }
-    words.join(" ")
 }
 
-/// The MCP server's arguments: the hooks' home and policy, and the project whose conversation
-/// the hooks write (they derive it from `CLAUDE_PROJECT_DIR`, as `serve --project` does).
-fn server_args(home: Option<&Path>, policy: Option<&Path>, project: Option<&Path>) -> Vec<String> {
+/// The MCP server's arguments: `session_history` alone (nothing in these agents calls
+/// `boundary`), on the hooks' home and policy, for the project whose conversation the hooks
+/// write (they derive it from `CLAUDE_PROJECT_DIR`, as `serve --project` does).
+pub(crate) fn server_args(home: Option<&Path>, policy: Option<&Path>, project: Option<&Path>) -> Vec<String> {
     let mut args: Vec<String> = vec!["serve".into(), "--expose".into(), "recall".into()];
     for (flag, path) in [("--home", home), ("--policy", policy), ("--project", project)] {
         if let Some(path) = path {
@@ -376,7 +380,7 @@ pub fn install(args: Args) -> Result<()> {
     };
     let server = server_args(home.as_deref(), policy.as_deref(), project.as_deref());
 
-    let added = HOOKS.add(&mut settings, |verb| command(&exe, verb, home.as_deref(), policy.as_deref()))?;
+    let added = HOOKS.add(&mut settings, |verb| HOOKS.command(&exe, verb, home.as_deref(), policy.as_deref()))?;
     let mut settings_changed = !added.is_empty();
     // The server's file, changed in memory; written after the settings, so a server Claude
     // Code finds in a project's `.mcp.json` is already approved.

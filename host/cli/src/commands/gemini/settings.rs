@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::commands::claude_code::settings::{add_server, quote, remove_server, user_home, Hook, Hooks, JsonFile};
+use crate::commands::claude_code::settings::{add_server, remove_server, server_args, user_home, Hook, Hooks, JsonFile};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -86,31 +86,6 @@ fn gemini_home() -> Result<PathBuf> {
     }
 }
 
-/// The command Gemini CLI runs for `verb`, through `bash -c`.
-fn command(exe: &Path, verb: &str, home: Option<&Path>, policy: Option<&Path>) -> String {
-    let mut words = vec![quote(&exe.display().to_string()), "gemini".into(), verb.into()];
-    for (flag, path) in [("--home", home), ("--policy", policy)] {
-        if let Some(path) = path {
-            words.extend([flag.into(), quote(&path.display().to_string())]);
-        }
-    }
-    words.join(" ")
-}
-
-/// Cairn's handler for `verb`, whatever binary path or home it was installed with.
-
-/// The MCP server's arguments: the hooks' home and policy, and the project whose conversation
-/// the hooks write (without one, `serve` takes the folder Gemini CLI starts it in).
-fn server_args(home: Option<&Path>, policy: Option<&Path>, project: Option<&Path>) -> Vec<String> {
-    let mut args: Vec<String> = vec!["serve".into(), "--expose".into(), "recall".into()];
-    for (flag, path) in [("--home", home), ("--policy", policy), ("--project", project)] {
-        if let Some(path) = path {
-            args.extend([flag.into(), path.display().to_string()]);
-        }
-    }
-    args
-}
-
 pub fn install(args: Args) -> Result<()> {
     let path = args.path()?;
     let mut settings = JsonFile::read(&path)?;
@@ -132,7 +107,7 @@ pub fn install(args: Args) -> Result<()> {
         }
         None => None,
     };
-    let added = HOOKS.add(&mut settings, |verb| command(&exe, verb, home.as_deref(), policy.as_deref()))?;
+    let added = HOOKS.add(&mut settings, |verb| HOOKS.command(&exe, verb, home.as_deref(), policy.as_deref()))?;
     let entry = json!({"command": exe.display().to_string(), "args": server_args(home.as_deref(), policy.as_deref(), project.as_deref()), "trust": true});
     let registered = add_server(&mut settings, entry)?;
     if !added.is_empty() || registered {

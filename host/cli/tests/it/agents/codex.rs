@@ -26,9 +26,9 @@
 //!   goes on from the `compacted` line it appends (Cairn's summary and kept entries).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cairn::record::Event;
 use cairn::storage::{ConversationKey, Home};
@@ -37,7 +37,7 @@ use serde_json::json;
 
 use super::model_server::openai_responses::{self as responses, Usage};
 use super::model_server::{ModelServer, Reply, Request};
-use super::npm;
+use super::{npm, run};
 
 /// The operator's rule and identifier, planted in the first prompt.
 const RULE: &str = "Never edit files under vendor/; the deploy key is KEY-7f3a9c.";
@@ -216,36 +216,6 @@ impl Session {
             _ => self.fail(&format!("expected one rollout, found {found:?}")),
         }
     }
-}
-
-/// Runs `command` with stdout and stderr into `prefix.out`/`.err` (no pipe to fill), in its own
-/// process group; past `timeout` the whole group (Codex, its hooks, its MCP servers) is killed.
-/// Returns the exit code (`None` on a timeout or a signal) and the output.
-fn run(mut command: Command, prefix: &Path, timeout: Duration) -> (Option<i32>, String, String) {
-    use std::os::unix::process::CommandExt;
-    let (out, err) = (prefix.with_extension("out"), prefix.with_extension("err"));
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .process_group(0)
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting {command:?}: {e}"));
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
-        }
-        if Instant::now() > deadline {
-            // `-s KILL -- -PGID`: procps' `kill -KILL -PGID` can read the group as kill(-1).
-            let _ = Command::new("kill").args(["-s", "KILL", "--", &format!("-{}", child.id())]).status();
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    (status, std::fs::read_to_string(out).unwrap_or_default(), std::fs::read_to_string(err).unwrap_or_default())
 }
 
 fn cairn(args: &[&str], home: &Path, codex_home: &Path) -> String {

@@ -16,14 +16,14 @@
 //! The TUI (in tmux): its `/compress` (headless mode does not keep one) is archived, and the
 //! next prompt carries the rule.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use super::model_server::{gemini, ModelServer, Reply, Request};
-use super::npm;
+use super::{cairn, npm, run};
 
 /// The operator's rule and identifier, planted in the first prompt.
 const RULE: &str = "Never edit files under vendor/; the deploy key is KEY-7f3a9c.";
@@ -214,42 +214,6 @@ fn interesting(stderr: &str) -> String {
         .map(|l| l.chars().take(400).collect::<String>())
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// Runs `command` with stdout and stderr into `prefix.out`/`.err` (no pipe to fill), in its own
-/// process group; past `timeout` the whole group (the CLI, its hooks, its MCP servers) is
-/// killed. Returns the exit code (`None` on a timeout or a signal) and the output.
-fn run(mut command: Command, prefix: &Path, timeout: Duration) -> (Option<i32>, String, String) {
-    use std::os::unix::process::CommandExt;
-    let (out, err) = (prefix.with_extension("out"), prefix.with_extension("err"));
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .process_group(0)
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting {command:?}: {e}"));
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
-        }
-        if Instant::now() > deadline {
-            // The group, by its id: `kill -s KILL -- -PGID`.
-            let _ = Command::new("kill").args(["-s", "KILL", "--", &format!("-{}", child.id())]).status();
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    (status, std::fs::read_to_string(out).unwrap_or_default(), std::fs::read_to_string(err).unwrap_or_default())
-}
-
-fn cairn(args: &[&str], home: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(args).env("HOME", home).env("CAIRN_LOG", "error").output().unwrap();
-    assert!(out.status.success(), "cairn {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
