@@ -91,3 +91,28 @@ pub fn home_path(home: Option<PathBuf>) -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share/cairn")))
         .unwrap_or_else(|| PathBuf::from(".cairn"))
 }
+
+/// Replaces `path` atomically (an agent may read its config at any moment and must never see
+/// half of it), keeping its permissions; a new file is created with `new_mode` less the umask,
+/// its folder too when missing.
+pub fn write_atomically(path: &Path, text: &str, new_mode: u32) -> Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let existing = std::fs::metadata(path).ok().map(|m| m.permissions());
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".cairn-").suffix(".tmp");
+    #[cfg(unix)]
+    if existing.is_none() {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(new_mode));
+    }
+    #[cfg(not(unix))]
+    let _ = new_mode;
+    let mut file = builder.tempfile_in(dir).with_context(|| format!("writing into {}", dir.display()))?;
+    if let Some(permissions) = existing {
+        file.as_file().set_permissions(permissions)?;
+    }
+    std::io::Write::write_all(&mut file, text.as_bytes())?;
+    file.persist(path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}

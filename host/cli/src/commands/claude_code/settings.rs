@@ -206,25 +206,7 @@ impl JsonFile {
         if self.trailing_newline {
             text.push('\n');
         }
-        let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let existing = std::fs::metadata(&self.path).ok().map(|m| m.permissions());
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(".cairn-").suffix(".tmp");
-        #[cfg(unix)]
-        if existing.is_none() {
-            use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(new_mode));
-        }
-        #[cfg(not(unix))]
-        let _ = new_mode;
-        let mut file = builder.tempfile_in(dir).with_context(|| format!("writing into {}", dir.display()))?;
-        if let Some(permissions) = existing {
-            file.as_file().set_permissions(permissions)?;
-        }
-        std::io::Write::write_all(&mut file, text.as_bytes())?;
-        file.persist(&self.path).with_context(|| format!("writing {}", self.path.display()))?;
-        Ok(())
+        crate::setup::write_atomically(&self.path, &text, new_mode)
     }
 
     /// After a removal: deletes the file when nothing is left in it, and the `.claude/` folder

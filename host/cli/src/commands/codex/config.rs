@@ -196,28 +196,6 @@ fn with_block(user: &str, block: &str) -> String {
     format!("{user}{separator}{begin}\n{block}{END}\n")
 }
 
-/// Replaces `path` atomically (Codex may read it at any moment), keeping its permissions; a new
-/// file gets a normal file's (0666 less the umask).
-fn write(path: &Path, text: &str) -> Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let existing = std::fs::metadata(path).ok().map(|m| m.permissions());
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".cairn-").suffix(".tmp");
-    #[cfg(unix)]
-    if existing.is_none() {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let mut file = builder.tempfile_in(dir).with_context(|| format!("writing into {}", dir.display()))?;
-    if let Some(permissions) = existing {
-        file.as_file().set_permissions(permissions)?;
-    }
-    std::io::Write::write_all(&mut file, text.as_bytes())?;
-    file.persist(path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
-
 fn read(path: &Path) -> Result<String> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(text),
@@ -284,7 +262,7 @@ pub fn install(args: Args) -> Result<()> {
         println!("Cairn is already in {}", config_path.display());
         return Ok(());
     }
-    write(&config_path, &new_text)?;
+    crate::setup::write_atomically(&config_path, &new_text, 0o666)?;
     println!(
         "{} Cairn in {}: the MCP server `{SERVER}` (session_history, approved) and the PreCompact and SessionStart (compact) hooks, trusted",
         if reinstall { "Updated" } else { "Added" },
@@ -304,7 +282,7 @@ pub fn uninstall(args: Args) -> Result<()> {
     if rest.is_empty() {
         std::fs::remove_file(&config_path).with_context(|| format!("deleting {}", config_path.display()))?;
     } else {
-        write(&config_path, &rest)?;
+        crate::setup::write_atomically(&config_path, &rest, 0o666)?;
     }
     println!("Removed Cairn's block from {}", config_path.display());
     Ok(())

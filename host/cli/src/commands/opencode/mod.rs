@@ -140,14 +140,14 @@ fn install(args: Args) -> Result<()> {
     if let Some(state) = plugin_state {
         let dir = paths.plugin.parent().expect("a folder");
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        write_atomically(&paths.plugin, PLUGIN)?;
+        crate::setup::write_atomically(&paths.plugin, PLUGIN, 0o666)?;
         println!("Cairn's plugin {state}: {}", paths.plugin.display());
     } else {
         println!("Cairn's plugin is already in {}", paths.plugin.display());
     }
     match new_config {
         Some(text) => {
-            write_atomically(&paths.config, &text)?;
+            crate::setup::write_atomically(&paths.config, &text, 0o666)?;
             println!("Registered Cairn's MCP server (the agent's session_history) in {}", paths.config.display());
         }
         None => println!("Cairn's MCP server is already registered in {}", paths.config.display()),
@@ -165,7 +165,7 @@ fn uninstall(args: Args) -> Result<()> {
         if value.get("mcp").and_then(|m| m.get(SERVER)).is_some_and(is_cairn_server) {
             match config::remove(&text, SERVER)? {
                 None => std::fs::remove_file(&paths.config).with_context(|| format!("deleting {}", paths.config.display()))?,
-                Some(rest) => write_atomically(&paths.config, &rest)?,
+                Some(rest) => crate::setup::write_atomically(&paths.config, &rest, 0o666)?,
             }
             removed.push(paths.config.display().to_string());
         }
@@ -192,23 +192,3 @@ fn uninstall(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Replaces `path` atomically (OpenCode may read it at any time), keeping its permissions; a
-/// new file gets a normal file's (0666 less the umask).
-fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let existing = std::fs::metadata(path).ok().map(|m| m.permissions());
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".cairn-").suffix(".tmp");
-    #[cfg(unix)]
-    if existing.is_none() {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let mut file = builder.tempfile_in(dir).with_context(|| format!("writing into {}", dir.display()))?;
-    if let Some(permissions) = existing {
-        file.as_file().set_permissions(permissions)?;
-    }
-    std::io::Write::write_all(&mut file, text.as_bytes())?;
-    file.persist(path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
