@@ -116,3 +116,14 @@ pub fn write_atomically(path: &Path, text: &str, new_mode: u32) -> Result<()> {
     file.persist(path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
+
+/// For an agent's `install`: the policy file checked now (a broken one is refused naming its
+/// line, not at the agent's next compaction), as the absolute path the hooks and server use.
+pub fn installed_policy(policy: Option<&Path>) -> Result<Option<PathBuf>> {
+    policy
+        .map(|file| {
+            host_and_policy(&[], Some(file))?;
+            std::fs::canonicalize(file).with_context(|| format!("resolving {}", file.display()))
+        })
+        .transpose()
+}

@@ -345,14 +345,7 @@ pub fn install(args: Args) -> Result<()> {
     let path = args.path()?;
     let mut settings = JsonFile::read(&path)?;
     let exe = std::env::current_exe().context("locating the cairn binary")?;
-    // A broken policy is refused now, naming its line, not at Claude Code's next compaction.
-    let policy = match &args.policy {
-        Some(file) => {
-            crate::setup::host_and_policy(&[], Some(file))?;
-            Some(std::fs::canonicalize(file)?)
-        }
-        None => None,
-    };
+    let policy = crate::setup::installed_policy(args.policy.as_deref())?;
     // Hooks and server run wherever Claude Code starts them: every path is absolute.
     let home = args.home.as_deref().map(std::path::absolute).transpose()?;
     let scope = args.mcp_scope()?;

@@ -223,14 +223,7 @@ pub fn install(args: Args) -> Result<()> {
         );
     }
     let exe = std::env::current_exe().context("locating the cairn binary")?;
-    // A broken policy is refused now, naming its line, not at Codex's next compaction.
-    let policy = match &args.policy {
-        Some(file) => {
-            crate::setup::host_and_policy(&[], Some(file))?;
-            Some(std::fs::canonicalize(file)?)
-        }
-        None => None,
-    };
+    let policy = crate::setup::installed_policy(args.policy.as_deref())?;
     // Codex runs hooks and servers from the session's folder: every path is absolute.
     let home = args.home.as_deref().map(std::path::absolute).transpose()?;
     let project = args.project.as_deref().map(|p| std::fs::canonicalize(p).or_else(|_| std::path::absolute(p))).transpose()?;

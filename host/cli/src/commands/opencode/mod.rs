@@ -91,14 +91,7 @@ fn install(args: Args) -> Result<()> {
     let project = args.project()?;
     let paths = Paths::of(&project);
     let exe = std::env::current_exe().context("locating the cairn binary")?;
-    // A broken policy is refused now, naming its line, not at OpenCode's next compaction.
-    let policy = match &args.policy {
-        Some(file) => {
-            crate::setup::host_and_policy(&[], Some(file))?;
-            Some(std::fs::canonicalize(file)?)
-        }
-        None => None,
-    };
+    let policy = crate::setup::installed_policy(args.policy.as_deref())?;
     let home = args.home.as_deref().map(std::path::absolute).transpose()?;
     let conversation = crate::setup::project_conversation(&project);
     let mut command = vec![exe.display().to_string(), "serve".into(), "--expose".into(), "recall".into(), "--conversation".into(), conversation.to_string()];

@@ -33,9 +33,7 @@ pub fn run(mut command: Command, prefix: &Path, timeout: Duration) -> (Option<i3
             break status.code();
         }
         if Instant::now() > deadline {
-            // The group by its id: `kill -s KILL -- -PGID` (procps' `kill -KILL -PGID` can read
-            // the group as kill(-1)).
-            let _ = Command::new("kill").args(["-s", "KILL", "--", &format!("-{}", child.id())]).status();
+            let _ = kill_group(child.id());
             let _ = child.kill();
             let _ = child.wait();
             break None;
@@ -50,4 +48,23 @@ pub fn cairn(args: &[&str], home: &Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(args).env("HOME", home).env("CAIRN_LOG", "error").output().unwrap();
     assert!(out.status.success(), "cairn {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// SIGKILL to the process group `pgid`. The `--` matters: without it procps-ng 4.0.2's
+/// `kill -KILL -PGID` signals the group of the first digit only (`kill(-3, …)` for -31666), and
+/// for an id starting with 1 that is `kill(-1, SIGKILL)`: every process the user may signal.
+pub fn kill_group(pgid: u32) -> std::io::Result<std::process::ExitStatus> {
+    Command::new("kill").args(["-s", "KILL", "--", &format!("-{pgid}")]).stderr(Stdio::null()).status()
+}
+
+/// The last `max` bytes of `text` (on a char boundary), marked when cut.
+pub fn tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &text[start..])
 }

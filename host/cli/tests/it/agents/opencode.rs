@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::model_server::openai_chat::{self as chat, Usage};
 use super::model_server::{ModelServer, Reply, Request};
-use super::npm;
+use super::{kill_group, npm, tail};
 
 const CONTEXT: u64 = 32_000;
 const OUTPUT: u64 = 4_000;
@@ -230,23 +230,6 @@ impl OpenCode {
         }
         panic!("{report}");
     }
-}
-
-/// SIGKILL to the process group `pgid`. The `--` matters: without it procps-ng's
-/// `kill -KILL -PGID` can read the group as options and signal `kill(-1, …)`: every process.
-fn kill_group(pgid: u32) -> std::io::Result<std::process::ExitStatus> {
-    Command::new("kill").args(["-s", "KILL", "--", &format!("-{pgid}")]).stderr(Stdio::null()).status()
-}
-
-fn tail(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    format!("…{}", &text[start..])
 }
 
 #[test]

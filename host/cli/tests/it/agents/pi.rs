@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use super::model_server::openai_chat::{self as chat, Usage};
 use super::model_server::{ModelServer, Request};
-use super::npm;
+use super::{kill_group, npm, tail};
 
 const MODEL_WINDOW: u64 = 32_000;
 const PLANTED: &str = "PLANTED-7f3a9c";
@@ -257,24 +257,6 @@ impl Pi {
         }
         panic!("{report}");
     }
-}
-
-/// SIGKILL to the process group `pgid`. The `--` matters: without it procps-ng 4.0.2's
-/// `kill -KILL -PGID` signals the group of the first digit only (`kill(-3, …)` for -31666), and
-/// for an id starting with 1 that is `kill(-1, SIGKILL)`: every process the user may signal.
-fn kill_group(pgid: u32) -> std::io::Result<std::process::ExitStatus> {
-    Command::new("kill").args(["-s", "KILL", "--", &format!("-{pgid}")]).stderr(Stdio::null()).status()
-}
-
-fn tail(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    format!("…{}", &text[start..])
 }
 
 /// The extension packaged as `pi install PATH` takes it: the checked-in package (package.json
