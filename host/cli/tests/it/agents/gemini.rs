@@ -339,7 +339,15 @@ impl Tui<'_> {
             args.extend(["-e".into(), format!("{k}={v}")]);
         }
         args.push(format!("'{}'", session.gemini.display()));
-        let status = Command::new("tmux").arg("-L").arg(&tui.socket).args(&args).status().expect("tmux");
+        // Gemini CLI's renderer (ink) draws nothing when it sees a CI variable (`is-in-ci`):
+        // the server, and so the pane, starts without them.
+        let mut tmux = Command::new("tmux");
+        for (key, _) in std::env::vars_os() {
+            if key == "CI" || key == "CONTINUOUS_INTEGRATION" || key.to_str().is_some_and(|k| k.starts_with("CI_")) {
+                tmux.env_remove(key);
+            }
+        }
+        let status = tmux.arg("-L").arg(&tui.socket).args(&args).status().expect("tmux");
         assert!(status.success(), "tmux new-session failed");
         tui
     }
