@@ -8,6 +8,11 @@
 //! - `mcp`: the `cairn` MCP server (`DIR/.mcp.json`, `~/.claude.json`'s `mcpServers` and its
 //!   entry for the project) runs an existing binary on the hooks' home: on another home the
 //!   agent's `session_history` would not see what the hooks archive;
+//! - `codex`, `gemini`, `opencode`: the same for Cairn in Codex (`$CODEX_HOME/config.toml`,
+//!   else `~/.codex/config.toml`), Gemini CLI (`~/.gemini/settings.json`, with `--project` its
+//!   `.gemini/settings.json`) and OpenCode (with `--project`, its `opencode.json` and Cairn's
+//!   plugin in `.opencode/plugin/`), said only for an agent where Cairn is set up; then the
+//!   Claude Code checks do not warn that Cairn is missing there;
 //! - `home`: the home (`--home`, else `$CAIRN_HOME`, else the default) is, or can be made, a
 //!   writable directory;
 //! - `cache`: where compiled plugin code is cached, whether it is writable, its size;
@@ -26,8 +31,8 @@ use crate::{hook_failures, setup};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A project whose `.claude/settings.json`, `.claude/settings.local.json` and `.mcp.json`
-    /// are checked too.
+    /// A project whose `.claude/settings.json`, `.claude/settings.local.json`, `.mcp.json`,
+    /// `.gemini/settings.json`, `opencode.json` and OpenCode plugin are checked too.
     #[arg(long)]
     project: Option<PathBuf>,
     /// The home to check [default: $CAIRN_HOME, else ~/.local/share/cairn].
@@ -40,9 +45,6 @@ pub struct Args {
 
 /// How many recorded hook failures are shown per home.
 const SHOWN_FAILURES: usize = 5;
-
-/// The hook verbs Cairn installs into Claude Code, with their events.
-const HOOKS: &[(&str, &str)] = &[("pre-compact", "PreCompact"), ("session-start", "SessionStart")];
 
 #[derive(Serialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -80,8 +82,12 @@ pub fn run(args: Args) -> Result<()> {
     let user = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
     let project = args.project.as_deref().map(std::path::absolute).transpose()?;
     on_path(&mut checks);
-    let hooks = hooks(&mut checks, user.as_deref(), project.as_deref());
-    mcp(&mut checks, user.as_deref(), project.as_deref(), &hooks);
+    let mut others = Checks::default();
+    let (other_hooks, elsewhere) = other_agents(&mut others, user.as_deref(), project.as_deref());
+    let mut hooks = hooks(&mut checks, user.as_deref(), project.as_deref(), elsewhere);
+    mcp(&mut checks, user.as_deref(), project.as_deref(), &hooks, elsewhere);
+    checks.0.append(&mut others.0);
+    hooks.extend(other_hooks);
     let home = setup::home_path(args.home);
     match writable_dir(&home) {
         Ok(state) => checks.add("home", Status::Ok, format!("{}: {state}{}", home.display(), conversations(&home))),
@@ -135,45 +141,20 @@ fn version(exe: &Path) -> Option<String> {
     String::from_utf8(out.stdout).ok()?.split_whitespace().nth(1).map(String::from)
 }
 
-/// Checks Cairn's hooks in every settings file Claude Code reads here; returns them.
-fn hooks(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>) -> Vec<Hook> {
+/// Checks Cairn's hooks in every settings file Claude Code reads here; returns them. Says so
+/// when there are none, unless Cairn is set up in another agent (`elsewhere`).
+fn hooks(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>, elsewhere: bool) -> Vec<Hook> {
     let mut files: Vec<PathBuf> = user.map(|u| u.join(".claude/settings.json")).into_iter().collect();
     if let Some(dir) = project {
         files.extend([dir.join(".claude/settings.json"), dir.join(".claude/settings.local.json")]);
     }
     let mut found = Vec::new();
-    let mut policies: Vec<(PathBuf, Result<(), String>)> = Vec::new();
+    let mut policies = Vec::new();
     for file in &files {
         let Some(settings) = read_json(checks, "hooks", file) else { continue };
-        let mut verbs = Vec::new();
-        let events = settings.get("hooks").and_then(Value::as_object).into_iter().flatten();
-        for (event, groups) in events {
-            let handlers = groups.as_array().into_iter().flatten().filter_map(|g| g.get("hooks")?.as_array()).flatten();
-            for command in handlers.filter_map(|h| h.get("command")?.as_str()) {
-                let Some(words) = shell_words(command) else {
-                    if command.contains(" claude-code ") {
-                        checks.add("hooks", Status::Fail, format!("{}: the {event} hook `{command}` has an unclosed quote", file.display()));
-                    }
-                    continue;
-                };
-                let Some(at) = words.iter().position(|w| w == "claude-code") else { continue };
-                let Some(verb) = words.get(at + 1).filter(|v| HOOKS.iter().any(|(h, _)| *h == v.as_str())) else { continue };
-                verbs.push(verb.clone());
-                let hook = check_hook(checks, file, event, &words, project, &mut policies);
-                found.push(hook);
-            }
-        }
-        if !verbs.is_empty() {
-            for (verb, event) in HOOKS.iter().filter(|(v, _)| !verbs.iter().any(|w| w.as_str() == *v)) {
-                checks.add(
-                    "hooks",
-                    Status::Warn,
-                    format!("{}: Cairn's {event} hook (`claude-code {verb}`) is missing: run `cairn claude-code install` again", file.display()),
-                );
-            }
-        }
+        found.extend(agent_hooks(checks, &CLAUDE_CODE, file, &settings, project, &mut policies));
     }
-    if found.is_empty() {
+    if found.is_empty() && !elsewhere {
         let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
         let hint = if project.is_none() { " (a project's settings are checked with --project DIR)" } else { "" };
         checks.add(
@@ -185,27 +166,73 @@ fn hooks(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>) -> Ve
     found
 }
 
+/// An agent whose hooks run `cairn <agent> <verb>`, in a config of Claude Code's shape
+/// (`hooks: {event: [{hooks: [{command}]}]}`; Gemini CLI's settings and Codex's `config.toml`
+/// read as JSON have it too).
+struct Agent {
+    /// The check's name in doctor's output.
+    check: &'static str,
+    /// Its `cairn` verb: `cairn <word> install`.
+    word: &'static str,
+    /// The hook verbs Cairn installs, with their events.
+    hooks: &'static [(&'static str, &'static str)],
+}
+
+const CLAUDE_CODE: Agent = Agent { check: "hooks", word: "claude-code", hooks: &[("pre-compact", "PreCompact"), ("session-start", "SessionStart")] };
+const CODEX: Agent = Agent { check: "codex", word: "codex", hooks: &[("pre-compact", "PreCompact"), ("session-start", "SessionStart")] };
+const GEMINI: Agent = Agent { check: "gemini", word: "gemini", hooks: &[("pre-compress", "PreCompress"), ("before-agent", "BeforeAgent")] };
+
+/// Cairn's hooks in one config `file` of `agent`, each checked; a missing one said.
+fn agent_hooks(checks: &mut Checks, agent: &Agent, file: &Path, config: &Value, project: Option<&Path>, policies: &mut Vec<(PathBuf, Result<(), String>)>) -> Vec<Hook> {
+    let mut found = Vec::new();
+    let mut verbs = Vec::new();
+    let events = config.get("hooks").and_then(Value::as_object).into_iter().flatten();
+    for (event, groups) in events {
+        let handlers = groups.as_array().into_iter().flatten().filter_map(|g| g.get("hooks")?.as_array()).flatten();
+        for command in handlers.filter_map(|h| h.get("command")?.as_str()) {
+            let Some(words) = shell_words(command) else {
+                if command.contains(&format!(" {} ", agent.word)) {
+                    checks.add(agent.check, Status::Fail, format!("{}: the {event} hook `{command}` has an unclosed quote", file.display()));
+                }
+                continue;
+            };
+            let Some(at) = words.iter().position(|w| w == agent.word) else { continue };
+            let Some(verb) = words.get(at + 1).filter(|v| agent.hooks.iter().any(|(h, _)| *h == v.as_str())) else { continue };
+            verbs.push(verb.clone());
+            found.push(check_hook(checks, agent, file, event, &words, project, policies));
+        }
+    }
+    if !verbs.is_empty() {
+        for (verb, event) in agent.hooks.iter().filter(|(v, _)| !verbs.iter().any(|w| w.as_str() == *v)) {
+            let word = agent.word;
+            checks.add(agent.check, Status::Warn, format!("{}: Cairn's {event} hook (`{word} {verb}`) is missing: run `cairn {word} install` again", file.display()));
+        }
+    }
+    found
+}
+
 /// One hook's binary, home and policy: a line for each problem, or one `ok` line.
-fn check_hook(checks: &mut Checks, file: &Path, event: &str, words: &[String], project: Option<&Path>, policies: &mut Vec<(PathBuf, Result<(), String>)>) -> Hook {
+fn check_hook(checks: &mut Checks, agent: &Agent, file: &Path, event: &str, words: &[String], project: Option<&Path>, policies: &mut Vec<(PathBuf, Result<(), String>)>) -> Hook {
     let at = |problem: String| format!("{}: the {event} hook {problem}", file.display());
+    let (check, word) = (agent.check, agent.word);
     let mut ok = true;
     let exe = resolve(&words[0], project);
     if !exe.exists() {
-        checks.add("hooks", Status::Fail, at(format!("runs {}, which does not exist: run `cairn claude-code install` again", exe.display())));
+        checks.add(check, Status::Fail, at(format!("runs {}, which does not exist: run `cairn {word} install` again", exe.display())));
         ok = false;
     } else if !executable(&exe) {
-        checks.add("hooks", Status::Fail, at(format!("runs {}, which is not an executable file", exe.display())));
+        checks.add(check, Status::Fail, at(format!("runs {}, which is not an executable file", exe.display())));
         ok = false;
     } else if let Some(v) = version(&exe).filter(|v| v != env!("CARGO_PKG_VERSION")) {
         let ours = env!("CARGO_PKG_VERSION");
-        checks.add("hooks", Status::Warn, at(format!("runs {} version {v}, this binary is {ours}: run `cairn claude-code install` again with the new one", exe.display())));
+        checks.add(check, Status::Warn, at(format!("runs {} version {v}, this binary is {ours}: run `cairn {word} install` again with the new one", exe.display())));
     }
     let flag = |name: &str| words.iter().position(|w| w == name).and_then(|i| words.get(i + 1)).map(|w| resolve(w, project));
     let home = flag("--home").unwrap_or_else(|| setup::home_path(None));
     let home_state = match writable_dir(&home) {
         Ok(state) => state,
         Err(problem) => {
-            checks.add("hooks", Status::Fail, at(format!("cannot use its home: {problem}; the hook can record nothing")));
+            checks.add(check, Status::Fail, at(format!("cannot use its home: {problem}; the hook can record nothing")));
             ok = false;
             String::new()
         }
@@ -221,19 +248,19 @@ fn check_hook(checks: &mut Checks, file: &Path, event: &str, words: &[String], p
             }
         };
         if let Err(e) = parsed {
-            checks.add("hooks", Status::Fail, at(format!("uses policy {} that does not load: {e}", policy.display())));
+            checks.add(check, Status::Fail, at(format!("uses policy {} that does not load: {e}", policy.display())));
             ok = false;
         }
     }
     if ok {
         let policy = policy.map_or("the default policy".to_string(), |p| format!("policy {} (loads)", p.display()));
-        checks.add("hooks", Status::Ok, at(format!("runs {}, home {} ({home_state}), {policy}", exe.display(), home.display())));
+        checks.add(check, Status::Ok, at(format!("runs {}, home {} ({home_state}), {policy}", exe.display(), home.display())));
     }
     Hook { settings: file.to_path_buf(), event: event.to_string(), home }
 }
 
 /// Checks every `cairn` MCP server entry Claude Code reads here against the hooks' homes.
-fn mcp(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>, hooks: &[Hook]) {
+fn mcp(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>, hooks: &[Hook], elsewhere: bool) {
     let mut entries: Vec<(String, Value)> = Vec::new();
     if let Some(dir) = project {
         let file = dir.join(".mcp.json");
@@ -249,6 +276,9 @@ fn mcp(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>, hooks: 
             let local = project.and_then(|dir| value.get("projects")?.get(dir.to_str()?)?.pointer("/mcpServers/cairn"));
             entries.extend(local.map(|e| (format!("{} (project {})", file.display(), project.unwrap().display()), e.clone())));
         }
+    }
+    if entries.is_empty() && elsewhere {
+        return;
     }
     if entries.is_empty() {
         let home = hooks.first().map_or_else(|| setup::home_path(None), |h| h.home.clone());
@@ -266,44 +296,127 @@ fn mcp(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>, hooks: 
     }
     for (file, entry) in entries {
         let args: Vec<String> = entry.get("args").and_then(Value::as_array).into_iter().flatten().filter_map(|a| a.as_str().map(String::from)).collect();
-        let mut ok = true;
-        match entry.get("command").and_then(Value::as_str) {
-            Some(command) => {
-                let exe = resolve(command, project);
-                if !executable(&exe) {
-                    let problem = if exe.exists() { "is not an executable file" } else { "does not exist" };
-                    checks.add("mcp", Status::Fail, format!("{file}: the `cairn` MCP server runs {}, which {problem}", exe.display()));
-                    ok = false;
-                }
-            }
-            None => {
-                checks.add("mcp", Status::Fail, format!("{file}: the `cairn` MCP server has no command"));
+        let env = entry.pointer("/env/CAIRN_HOME").and_then(Value::as_str).map(PathBuf::from);
+        check_server(checks, "mcp", &file, entry.get("command").and_then(Value::as_str), &args, env, project, hooks);
+    }
+}
+
+/// One `cairn` MCP server entry (in `file`): its binary runs, its arguments start with `serve`,
+/// and it reads the home the `hooks` write, else the agent's `session_history` would not see
+/// what they archive.
+#[allow(clippy::too_many_arguments)]
+fn check_server(checks: &mut Checks, check: &'static str, file: &str, command: Option<&str>, args: &[String], env_home: Option<PathBuf>, project: Option<&Path>, hooks: &[Hook]) {
+    let mut ok = true;
+    match command {
+        Some(command) => {
+            let exe = resolve(command, project);
+            if !executable(&exe) {
+                let problem = if exe.exists() { "is not an executable file" } else { "does not exist" };
+                checks.add(check, Status::Fail, format!("{file}: the `cairn` MCP server runs {}, which {problem}", exe.display()));
                 ok = false;
             }
         }
-        if args.first().map(String::as_str) != Some("serve") {
-            checks.add("mcp", Status::Warn, format!("{file}: the `cairn` MCP server's arguments {args:?} do not start with `serve`"));
-        }
-        let flag = args.iter().position(|a| a == "--home").and_then(|i| args.get(i + 1)).map(|h| resolve(h, project));
-        let env = entry.pointer("/env/CAIRN_HOME").and_then(Value::as_str).map(PathBuf::from);
-        let home = flag.or(env).unwrap_or_else(|| setup::home_path(None));
-        for hook in hooks.iter().filter(|h| !same_path(&h.home, &home)) {
-            checks.add(
-                "mcp",
-                Status::Fail,
-                format!(
-                    "{file}: the `cairn` MCP server reads home {}, but the {} hook in {} writes home {}: the agent's session_history would not see what the hooks archive",
-                    home.display(),
-                    hook.event,
-                    hook.settings.display(),
-                    hook.home.display()
-                ),
-            );
+        None => {
+            checks.add(check, Status::Fail, format!("{file}: the `cairn` MCP server has no command"));
             ok = false;
         }
-        if ok {
-            let same = if hooks.is_empty() { "" } else { ", the hooks' home" };
-            checks.add("mcp", Status::Ok, format!("{file}: the `cairn` MCP server reads home {}{same}", home.display()));
+    }
+    if args.first().map(String::as_str) != Some("serve") {
+        checks.add(check, Status::Warn, format!("{file}: the `cairn` MCP server's arguments {args:?} do not start with `serve`"));
+    }
+    let flag = args.iter().position(|a| a == "--home").and_then(|i| args.get(i + 1)).map(|h| resolve(h, project));
+    let home = flag.or(env_home).unwrap_or_else(|| setup::home_path(None));
+    for hook in hooks.iter().filter(|h| !same_path(&h.home, &home)) {
+        checks.add(
+            check,
+            Status::Fail,
+            format!(
+                "{file}: the `cairn` MCP server reads home {}, but the {} hook in {} writes home {}: the agent's session_history would not see what the hooks archive",
+                home.display(),
+                hook.event,
+                hook.settings.display(),
+                hook.home.display()
+            ),
+        );
+        ok = false;
+    }
+    if ok {
+        let same = if hooks.is_empty() { "" } else { ", the hooks' home" };
+        checks.add(check, Status::Ok, format!("{file}: the `cairn` MCP server reads home {}{same}", home.display()));
+    }
+}
+
+/// Cairn in Codex (`$CODEX_HOME/config.toml`, else `~/.codex`), Gemini CLI (the user's and the
+/// project's `.gemini/settings.json`) and OpenCode (the project's `opencode.json` and plugin):
+/// each hook and MCP server checked as Claude Code's are; nothing said of an agent without
+/// Cairn. The hooks found, and whether Cairn is set up in any of them.
+fn other_agents(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>) -> (Vec<Hook>, bool) {
+    let mut all = Vec::new();
+    let mut any = false;
+    let mut policies = Vec::new();
+    let codex_home = std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()).map(PathBuf::from).or_else(|| user.map(|u| u.join(".codex")));
+    if let Some(file) = codex_home.map(|d| d.join("config.toml")) {
+        if let Some(config) = read_toml(checks, &file) {
+            let hooks = agent_hooks(checks, &CODEX, &file, &config, project, &mut policies);
+            if let Some(server) = config.pointer("/mcp_servers/cairn") {
+                let args: Vec<String> = server.get("args").and_then(Value::as_array).into_iter().flatten().filter_map(|a| a.as_str().map(String::from)).collect();
+                let env = server.pointer("/env/CAIRN_HOME").and_then(Value::as_str).map(PathBuf::from);
+                check_server(checks, CODEX.check, &file.display().to_string(), server.get("command").and_then(Value::as_str), &args, env, project, &hooks);
+                any = true;
+            }
+            any |= !hooks.is_empty();
+            all.extend(hooks);
+        }
+    }
+    let gemini_files = user.map(|u| u.join(".gemini/settings.json")).into_iter().chain(project.map(|d| d.join(".gemini/settings.json")));
+    for file in gemini_files {
+        let Some(settings) = read_json(checks, GEMINI.check, &file) else { continue };
+        let hooks = agent_hooks(checks, &GEMINI, &file, &settings, project, &mut policies);
+        if let Some(server) = settings.pointer("/mcpServers/cairn") {
+            let args: Vec<String> = server.get("args").and_then(Value::as_array).into_iter().flatten().filter_map(|a| a.as_str().map(String::from)).collect();
+            check_server(checks, GEMINI.check, &file.display().to_string(), server.get("command").and_then(Value::as_str), &args, None, project, &hooks);
+            any = true;
+        }
+        any |= !hooks.is_empty();
+        all.extend(hooks);
+    }
+    if let Some(dir) = project {
+        let (file, plugin) = (dir.join("opencode.json"), dir.join(".opencode/plugin/cairn.ts"));
+        let server = read_json(checks, "opencode", &file).and_then(|c| c.pointer("/mcp/cairn").cloned());
+        if let Some(server) = &server {
+            let words: Vec<String> = server.get("command").and_then(Value::as_array).into_iter().flatten().filter_map(|a| a.as_str().map(String::from)).collect();
+            check_server(checks, "opencode", &file.display().to_string(), words.first().map(String::as_str), words.get(1..).unwrap_or_default(), None, project, &[]);
+        }
+        match (server.is_some(), plugin.is_file()) {
+            (_, true) => checks.add("opencode", Status::Ok, format!("{}: Cairn's plugin is there: OpenCode's compaction is Cairn's", plugin.display())),
+            (true, false) => checks.add(
+                "opencode",
+                Status::Warn,
+                format!("{} is missing: OpenCode compacts without Cairn; run `cairn opencode install --project {}` again", plugin.display(), dir.display()),
+            ),
+            (false, false) => {}
+        }
+        any |= server.is_some() || plugin.is_file();
+    }
+    (all, any)
+}
+
+/// Codex's `config.toml`, as JSON: none when absent; a `fail` naming its line when broken.
+fn read_toml(checks: &mut Checks, file: &Path) -> Option<Value> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            checks.add(CODEX.check, Status::Fail, format!("cannot read {}: {e}", file.display()));
+            return None;
+        }
+    };
+    match text.parse::<toml::Table>() {
+        Ok(table) => serde_json::to_value(table).ok(),
+        Err(e) => {
+            let line = e.span().map_or(0, |span| text[..span.start].matches('\n').count() + 1);
+            checks.add(CODEX.check, Status::Fail, format!("{}:{line}: {}: Codex cannot read it", file.display(), e.message()));
+            None
         }
     }
 }

@@ -218,3 +218,45 @@ fn doctor_passes_a_healthy_setup() {
     assert!(out.status.success());
     assert!(text(&out.stdout).lines().all(|l| l.starts_with("ok    ")), "{}", text(&out.stdout));
 }
+
+/// Cairn installed in Codex, Gemini CLI and OpenCode (and not in Claude Code): doctor checks
+/// each agent's hooks and server, says nothing of the missing Claude Code setup, and names
+/// each piece once broken.
+#[test]
+fn doctor_checks_cairn_in_codex_gemini_cli_and_opencode() {
+    let dir = tempfile::tempdir().unwrap();
+    let (user, project, home, cache) = (dir.path().join("user"), dir.path().join("project"), dir.path().join("home"), dir.path().join("cache"));
+    for d in [&user, &project] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let bin = Path::new(EXE).parent().unwrap();
+    let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).unwrap();
+    let env: &[(&str, &Path)] = &[("HOME", &user), ("CAIRN_CACHE_DIR", &cache), ("PATH", Path::new(&path)), ("CODEX_HOME", &user.join(".codex"))];
+    let (project_arg, home_arg) = (project.to_str().unwrap(), home.to_str().unwrap());
+    for agent in ["codex", "gemini", "opencode"] {
+        let out = run(&[agent, "install", "--project", project_arg, "--home", home_arg], "", env);
+        assert!(out.status.success(), "{agent} install: {}", text(&out.stderr));
+    }
+
+    let out = run(&["doctor", "--project", project_arg, "--home", home_arg, "--json"], "", env);
+    let found = checks(&out);
+    assert!(out.status.success(), "{found:#?}\n{}", text(&out.stderr));
+    assert!(found.iter().all(|(_, s, _)| s == "ok"), "{found:#?}");
+    let count = |check: &str| found.iter().filter(|(c, _, _)| c == check).count();
+    assert_eq!((count("codex"), count("gemini"), count("opencode")), (3, 3, 2), "two hooks and the server each; OpenCode's server and plugin: {found:#?}");
+    assert_eq!((count("hooks"), count("mcp")), (0, 0), "no warning about Claude Code, where Cairn is not set up: {found:#?}");
+
+    // Broken: Gemini CLI's server on another home, OpenCode's plugin gone, Codex's config unreadable.
+    let settings = project.join(".gemini/settings.json");
+    let other = dir.path().join("other-home");
+    std::fs::write(&settings, std::fs::read_to_string(&settings).unwrap().replace(home_arg, other.to_str().unwrap()).replacen(other.to_str().unwrap(), home_arg, 2)).unwrap();
+    std::fs::remove_file(project.join(".opencode/plugin/cairn.ts")).unwrap();
+    let config = user.join(".codex/config.toml");
+    std::fs::write(&config, format!("{}\n[mcp_servers\n", std::fs::read_to_string(&config).unwrap())).unwrap();
+    let out = run(&["doctor", "--project", project_arg, "--home", home_arg], "", env);
+    let stdout = text(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("fail  gemini: ") && l.contains("reads home") && l.contains(other.to_str().unwrap())), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("warn  opencode: ") && l.contains("cairn.ts is missing")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("fail  codex: ") && l.contains("config.toml:") && l.contains("Codex cannot read it")), "{stdout}");
+}
