@@ -82,6 +82,8 @@ pub fn run(args: Args) -> Result<()> {
     let user = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
     let project = args.project.as_deref().map(std::path::absolute).transpose()?;
     on_path(&mut checks);
+    // The other agents are looked at first (whether Cairn is set up anywhere decides what the
+    // Claude Code checks say) and listed after them.
     let mut others = Checks::default();
     let (other_hooks, elsewhere) = other_agents(&mut others, user.as_deref(), project.as_deref());
     let mut hooks = hooks(&mut checks, user.as_deref(), project.as_deref(), elsewhere);
@@ -295,17 +297,17 @@ fn mcp(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>, hooks: 
         return;
     }
     for (file, entry) in entries {
-        let args: Vec<String> = entry.get("args").and_then(Value::as_array).into_iter().flatten().filter_map(|a| a.as_str().map(String::from)).collect();
-        let env = entry.pointer("/env/CAIRN_HOME").and_then(Value::as_str).map(PathBuf::from);
-        check_server(checks, "mcp", &file, entry.get("command").and_then(Value::as_str), &args, env, project, hooks);
+        check_server(checks, "mcp", &file, &entry, project, hooks);
     }
 }
 
-/// One `cairn` MCP server entry (in `file`): its binary runs, its arguments start with `serve`,
-/// and it reads the home the `hooks` write, else the agent's `session_history` would not see
-/// what they archive.
-#[allow(clippy::too_many_arguments)]
-fn check_server(checks: &mut Checks, check: &'static str, file: &str, command: Option<&str>, args: &[String], env_home: Option<PathBuf>, project: Option<&Path>, hooks: &[Hook]) {
+/// One `cairn` MCP server entry (in `file`; `{command, args, env}`): its binary runs, its
+/// arguments start with `serve`, and it reads the home the `hooks` write, else the agent's
+/// `session_history` would not see what they archive.
+fn check_server(checks: &mut Checks, check: &'static str, file: &str, entry: &Value, project: Option<&Path>, hooks: &[Hook]) {
+    let args: Vec<String> = entry.get("args").and_then(Value::as_array).into_iter().flatten().filter_map(|a| a.as_str().map(String::from)).collect();
+    let env_home = entry.pointer("/env/CAIRN_HOME").and_then(Value::as_str).map(PathBuf::from);
+    let command = entry.get("command").and_then(Value::as_str);
     let mut ok = true;
     match command {
         Some(command) => {
@@ -359,9 +361,7 @@ fn other_agents(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>
         if let Some(config) = read_toml(checks, &file) {
             let hooks = agent_hooks(checks, &CODEX, &file, &config, project, &mut policies);
             if let Some(server) = config.pointer("/mcp_servers/cairn") {
-                let args: Vec<String> = server.get("args").and_then(Value::as_array).into_iter().flatten().filter_map(|a| a.as_str().map(String::from)).collect();
-                let env = server.pointer("/env/CAIRN_HOME").and_then(Value::as_str).map(PathBuf::from);
-                check_server(checks, CODEX.check, &file.display().to_string(), server.get("command").and_then(Value::as_str), &args, env, project, &hooks);
+                check_server(checks, CODEX.check, &file.display().to_string(), server, project, &hooks);
                 any = true;
             }
             any |= !hooks.is_empty();
@@ -373,8 +373,7 @@ fn other_agents(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>
         let Some(settings) = read_json(checks, GEMINI.check, &file) else { continue };
         let hooks = agent_hooks(checks, &GEMINI, &file, &settings, project, &mut policies);
         if let Some(server) = settings.pointer("/mcpServers/cairn") {
-            let args: Vec<String> = server.get("args").and_then(Value::as_array).into_iter().flatten().filter_map(|a| a.as_str().map(String::from)).collect();
-            check_server(checks, GEMINI.check, &file.display().to_string(), server.get("command").and_then(Value::as_str), &args, None, project, &hooks);
+            check_server(checks, GEMINI.check, &file.display().to_string(), server, project, &hooks);
             any = true;
         }
         any |= !hooks.is_empty();
@@ -384,8 +383,10 @@ fn other_agents(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>
         let (file, plugin) = (dir.join("opencode.json"), dir.join(".opencode/plugin/cairn.ts"));
         let server = read_json(checks, "opencode", &file).and_then(|c| c.pointer("/mcp/cairn").cloned());
         if let Some(server) = &server {
-            let words: Vec<String> = server.get("command").and_then(Value::as_array).into_iter().flatten().filter_map(|a| a.as_str().map(String::from)).collect();
-            check_server(checks, "opencode", &file.display().to_string(), words.first().map(String::as_str), words.get(1..).unwrap_or_default(), None, project, &[]);
+            // OpenCode's local server is one `command` list: the binary, then its arguments.
+            let words = server.get("command").and_then(Value::as_array).cloned().unwrap_or_default();
+            let entry = json!({"command": words.first(), "args": words.get(1..).unwrap_or_default()});
+            check_server(checks, "opencode", &file.display().to_string(), &entry, project, &[]);
         }
         match (server.is_some(), plugin.is_file()) {
             (_, true) => checks.add("opencode", Status::Ok, format!("{}: Cairn's plugin is there: OpenCode's compaction is Cairn's", plugin.display())),
@@ -403,14 +404,7 @@ fn other_agents(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>
 
 /// Codex's `config.toml`, as JSON: none when absent; a `fail` naming its line when broken.
 fn read_toml(checks: &mut Checks, file: &Path) -> Option<Value> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => {
-            checks.add(CODEX.check, Status::Fail, format!("cannot read {}: {e}", file.display()));
-            return None;
-        }
-    };
+    let text = read_config(checks, CODEX.check, file)?;
     match text.parse::<toml::Table>() {
         Ok(table) => serde_json::to_value(table).ok(),
         Err(e) => {
@@ -463,19 +457,22 @@ fn failures(checks: &mut Checks, homes: &[PathBuf]) {
     }
 }
 
-/// A JSON file Claude Code reads: none when absent; a `fail` naming its line when broken.
-fn read_json(checks: &mut Checks, check: &'static str, file: &Path) -> Option<Value> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+/// A config file's text: none when absent or blank; a `fail` when unreadable.
+fn read_config(checks: &mut Checks, check: &'static str, file: &Path) -> Option<String> {
+    match std::fs::read_to_string(file) {
+        Ok(text) if text.trim().is_empty() => None,
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => {
             checks.add(check, Status::Fail, format!("cannot read {}: {e}", file.display()));
-            return None;
+            None
         }
-    };
-    if text.trim().is_empty() {
-        return None;
     }
+}
+
+/// A JSON file an agent reads: none when absent; a `fail` naming its line when broken.
+fn read_json(checks: &mut Checks, check: &'static str, file: &Path) -> Option<Value> {
+    let text = read_config(checks, check, file)?;
     match serde_json::from_str(&text) {
         Ok(value) => Some(value),
         Err(e) => {

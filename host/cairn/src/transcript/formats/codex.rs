@@ -26,21 +26,14 @@
 use serde_json::{Map, Value};
 
 use super::{describe_url, opaque, TranscriptError};
-use crate::transcript::{Entry, Origin, Part, Role, Transcript, Unrecognized};
+use crate::transcript::{Entry, Origin, Part, Role, Transcript, Unrecognized, INSTRUCTION_BLOCKS};
 
 const ENVELOPE_TYPES: &[&str] =
     &["session_meta", "response_item", "turn_context", "event_msg", "compacted", "world_state", "token_usage_record"];
 
-/// How user messages Codex writes itself begin: context for the model, not the operator's words.
-const INJECTED: &[&str] = &[
-    "<environment_context>",
-    "<user_instructions>",
-    "# AGENTS.md instructions",
-    "<INSTRUCTIONS>",
-    "<turn_aborted>",
-    "<skill>",
-    "<skills_instructions>",
-];
+/// How the user messages Codex writes itself begin, besides its instruction blocks
+/// ([`INSTRUCTION_BLOCKS`]): context for the model, not the operator's words.
+const INJECTED: &[&str] = &["<environment_context>", "<turn_aborted>", "<skill>"];
 
 /// Whether `first` (the first non-blank line, parsed) looks like a Codex rollout line.
 pub(super) fn detect(first: &Map<String, Value>) -> bool {
@@ -166,7 +159,7 @@ impl Reader<'_> {
                 match role.as_str() {
                     "assistant" => self.respond(id, parts),
                     "user" => {
-                        let injected = matches!(parts.first(), Some(Part::Text { text }) if INJECTED.iter().any(|p| text.trim_start().starts_with(p)));
+                        let injected = matches!(parts.first(), Some(Part::Text { text }) if INJECTED.iter().chain(INSTRUCTION_BLOCKS).any(|p| text.trim_start().starts_with(p)));
                         self.push(id, Role::User, if injected { Origin::Harness } else { Origin::Operator }, parts);
                     }
                     "developer" | "system" => self.push(id, Role::System, Origin::Harness, parts),

@@ -173,7 +173,9 @@ pub(crate) struct SessionRecord {
     conversation: ConversationKey,
     events: Vec<Event>,
     source: String,
-    /// The latest committed compaction (there is one).
+    /// The session's first snapshot.
+    first: usize,
+    /// The latest committed compaction since (there is one).
     latest: usize,
 }
 
@@ -191,7 +193,7 @@ impl SessionRecord {
         let Some(first) = events.iter().position(ours) else { return Ok(None) };
         let committed = |e: &Event| matches!(e, Event::Compaction(c) if c.committed_by.is_some());
         let Some(latest) = events[first..].iter().rposition(committed).map(|i| first + i) else { return Ok(None) };
-        Ok(Some(SessionRecord { conversation, events, source, latest }))
+        Ok(Some(SessionRecord { conversation, events, source, first, latest }))
     }
 
     pub(crate) fn latest(&self) -> &CompactionEvent {
@@ -214,9 +216,8 @@ impl SessionRecord {
     /// no longer in the context the latest checkpoint was computed from) and every message the
     /// operator typed, once.
     pub(crate) fn render(&self, agent: &Agent, notice: Option<&str>, summary: Option<&str>, budget: u64) -> String {
-        let first = self.events.iter().position(|e| matches!(e, Event::Snapshot { source, .. } if *source == self.source)).unwrap_or(0);
         let mut constraints: Vec<String> = Vec::new();
-        for c in self.events[first..].iter().filter_map(|e| match e {
+        for c in self.events[self.first..].iter().filter_map(|e| match e {
             Event::Compaction(c) if c.committed_by.is_some() => Some(c),
             _ => None,
         }) {
