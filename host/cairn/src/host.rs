@@ -275,6 +275,8 @@ impl Cairn {
         event.over_window = over_window(&committed.applied.context, options.window);
         let applied = committed.applied;
         let originals = &transcript.entries[applied.first..=applied.last];
+        // The archive and the event that commits it are one unit.
+        store.begin()?;
         let artifacts = store.write_archive(&archive_id, originals, &committed.artifacts)?;
         crate::fault::point("archived");
         if purpose == Purpose::Handover {
@@ -296,6 +298,7 @@ impl Cairn {
         }
         store.record_compaction(event.clone())?;
         crate::fault::point("recorded");
+        store.commit()?;
 
         // The report says exactly what the record says.
         let mut report = CompactionReport::from_event(store.key().as_str(), &event);

@@ -127,6 +127,12 @@ impl Lifecycle {
         Lifecycle { inner: Arc::new(Inner { cairn: self.inner.cairn.clone(), home: self.inner.home.clone(), policy, workspace: self.inner.workspace.clone() }) }
     }
 
+    /// The same host, policy and plugins over another home (a tenant's view of it, say).
+    pub fn with_home(&self, home: Home) -> Self {
+        let Inner { cairn, policy, workspace, .. } = self.inner.as_ref();
+        Lifecycle { inner: Arc::new(Inner { cairn: cairn.clone(), home: Arc::new(home), policy: policy.clone(), workspace: workspace.clone() }) }
+    }
+
     pub fn cairn(&self) -> &Cairn {
         &self.inner.cairn
     }
@@ -178,14 +184,18 @@ impl Lifecycle {
     pub fn deliver_owed_notices(&self) -> Result<usize> {
         let mut delivered = 0;
         for key in self.inner.home.conversations()? {
-            let (store, mut state) = open(&self.inner.home, &key)?;
-            delivered += deliver(&store, &mut state)?.len();
+            // Read first: a fleet's node starting up locks only the conversations owed something.
+            let owed = self.inner.home.existing_conversation(&key)?.load_state::<ConversationState>()?.is_some_and(|s| !s.owed_notices.is_empty());
+            if owed {
+                let (mut store, mut state) = open(&self.inner.home, &key)?;
+                delivered += deliver(&mut store, &mut state)?.len();
+            }
         }
         Ok(delivered)
     }
 
     pub fn request_blocking(&self, conversation: &ConversationKey, request: AgentRequest) -> Result<()> {
-        let (store, mut state) = open(&self.inner.home, conversation)?;
+        let (mut store, mut state) = open(&self.inner.home, conversation)?;
         state.pending = Some(request);
         store.save_state(&state)
     }
@@ -261,19 +271,19 @@ impl Lifecycle {
                 if input.pending.is_some() && input.cooldown_left > 0 {
                     outcome.action = Action::Deferred(format!("agent request waits for the cooldown ({} turns)", input.cooldown_left));
                 }
-                return self.settle(&store, &mut state, &loaded, notices, outcome);
+                return self.settle(&mut store, &mut state, &loaded, notices, outcome);
             }
             TriggerDecision::Advise(text) => {
                 outcome.advice = Some(text);
                 outcome.action = Action::Advised;
-                return self.settle(&store, &mut state, &loaded, notices, outcome);
+                return self.settle(&mut store, &mut state, &loaded, notices, outcome);
             }
             TriggerDecision::Compact(_) => (Purpose::Compact, state.pending.as_ref().is_some_and(|r| r.kind == RequestKind::Compact)),
             TriggerDecision::Handover(_) => (Purpose::Handover, state.pending.as_ref().is_some_and(|r| r.kind == RequestKind::Handover)),
         };
         if !requested && state.overlay.maintenance == Some(false) {
             outcome.action = Action::Deferred("automatic maintenance is switched off for this conversation".into());
-            return self.settle(&store, &mut state, &loaded, notices, outcome);
+            return self.settle(&mut store, &mut state, &loaded, notices, outcome);
         }
         if !requested && purpose == Purpose::Handover && state.overlay.auto_handover == Some(false) {
             purpose = Purpose::Compact;
@@ -285,17 +295,17 @@ impl Lifecycle {
         if input.cooldown_left > 0 {
             // A trigger may not override the cooldown.
             outcome.action = Action::Deferred(format!("cooldown: {} turns left", input.cooldown_left));
-            return self.settle(&store, &mut state, &loaded, notices, outcome);
+            return self.settle(&mut store, &mut state, &loaded, notices, outcome);
         }
         if state.paused && !requested {
             outcome.action = Action::Paused;
-            return self.settle(&store, &mut state, &loaded, notices, outcome);
+            return self.settle(&mut store, &mut state, &loaded, notices, outcome);
         }
         let boundary = Boundary { turn: report.turn, turn_complete: report.turn_complete, tool_call_outstanding: report.tool_call_outstanding };
         let verdict = fallback::commit(cairn, policy, &mut state, &boundary, &Proposal { tokens_before: usage.unwrap_or(0), ..Proposal::default() });
         if let CommitDecision::Defer(why) | CommitDecision::Reject(why) = verdict {
             outcome.action = Action::Deferred(why);
-            return self.settle(&store, &mut state, &loaded, notices, outcome);
+            return self.settle(&mut store, &mut state, &loaded, notices, outcome);
         }
 
         // Reserve the cooldown and record what is being prepared before any work.
@@ -313,6 +323,8 @@ impl Lifecycle {
         store.record_snapshot("boundary", &transcript.entries)?;
         store.save_state(&state)?;
         fault::point("reserved");
+        // The maintenance's archive, event, state and notices are one unit from here.
+        store.begin()?;
 
         // A window no larger than the reserve says nothing about what fits.
         let usable = Some(usable).filter(|&u| u > 0);
@@ -328,6 +340,7 @@ impl Lifecycle {
             }
         }
         notices.extend(self.finish(&mut store, &mut state, &run, request.is_some(), usable)?);
+        store.commit()?;
         outcome.action = match (&run.committed_by, purpose) {
             (None, _) => Action::Failed,
             (Some(_), Purpose::Compact) => Action::Compacted,
@@ -343,7 +356,7 @@ impl Lifecycle {
 
     /// Ends a boundary that ran no maintenance: state saved if the trigger or commit policy
     /// changed it (a fallback notice, a plugin recovered), owed notices delivered.
-    fn settle(&self, store: &ConversationStore, state: &mut ConversationState, loaded: &ConversationState, mut notices: Vec<String>, mut outcome: BoundaryOutcome) -> Result<BoundaryOutcome> {
+    fn settle(&self, store: &mut ConversationStore, state: &mut ConversationState, loaded: &ConversationState, mut notices: Vec<String>, mut outcome: BoundaryOutcome) -> Result<BoundaryOutcome> {
         if state != loaded {
             store.save_state(state)?;
             notices.extend(deliver(store, state)?);
@@ -446,6 +459,7 @@ impl Lifecycle {
     /// one that never got that far counts as a failed attempt.
     fn recover(&self, store: &mut ConversationStore, state: &mut ConversationState) -> Result<(Vec<String>, Option<CompactionReport>)> {
         let Some(prepared) = state.prepared.clone() else { return Ok((deliver(store, state)?, None)) };
+        store.begin()?;
         let recorded = store.events().iter().find_map(|e| match e {
             Event::Compaction(c) if c.archive_id == prepared.archive_id => Some(c.as_ref().clone()),
             _ => None,
@@ -474,6 +488,7 @@ impl Lifecycle {
             }
         };
         let notices = self.finish(store, state, &run, prepared.request.is_some(), None)?;
+        store.commit()?;
         Ok((notices, Some(run)))
     }
 }
@@ -489,15 +504,15 @@ fn open(home: &Home, conversation: &ConversationKey) -> Result<(ConversationStor
 /// before a crash) into the outbox. Delivery is at least once: a notice comes back, with the
 /// same id, until it is acknowledged. Needs no host, so the CLI calls it directly.
 pub fn take_notices(home: &Home, conversation: &ConversationKey) -> Result<Vec<Notice>> {
-    let (store, mut state) = open(home, conversation)?;
-    deliver(&store, &mut state)?;
+    let (mut store, mut state) = open(home, conversation)?;
+    deliver(&mut store, &mut state)?;
     store.notices(false)
 }
 
 /// Sets the operator's switches for a conversation (`None` leaves one as it is); returns the
 /// overlay now in force and whether maintenance is paused.
 pub fn set_overlay(home: &Home, conversation: &ConversationKey, maintenance: Option<bool>, auto_handover: Option<bool>) -> Result<(Overlay, bool)> {
-    let (store, mut state) = open(home, conversation)?;
+    let (mut store, mut state) = open(home, conversation)?;
     state.overlay.maintenance = maintenance.or(state.overlay.maintenance);
     state.overlay.auto_handover = auto_handover.or(state.overlay.auto_handover);
     store.save_state(&state)?;
@@ -528,15 +543,15 @@ fn overlay_trigger_config(policy: &CheckedPolicy, overlay: Overlay) -> Option<Ch
 
 /// Lifts an automatic pause (the operator's switch), with a notice.
 pub fn resume(home: &Home, conversation: &ConversationKey) -> Result<()> {
-    let (store, mut state) = open(home, conversation)?;
+    let (mut store, mut state) = open(home, conversation)?;
     state.resume("resumed by the operator", format!("resumed-{conversation}-{}", crate::record::now_millis()));
     store.save_state(&state)?;
-    deliver(&store, &mut state).map(|_| ())
+    deliver(&mut store, &mut state).map(|_| ())
 }
 
 /// Moves owed notices into the outbox (a notice already there is not queued twice), then
 /// records that they are delivered.
-fn deliver(store: &ConversationStore, state: &mut ConversationState) -> Result<Vec<String>> {
+fn deliver(store: &mut ConversationStore, state: &mut ConversationState) -> Result<Vec<String>> {
     if state.owed_notices.is_empty() {
         return Ok(Vec::new());
     }

@@ -3,90 +3,14 @@
 //! request asks for, and says when it was clamped. Only archives the conversation's own event
 //! log commits are visible, so an archive id from elsewhere is simply not found.
 
-use std::io::Read;
+use std::sync::Arc;
 
-use anyhow::{Context, Result};
-use cap_std::fs::Dir;
 use serde::Serialize;
 
-use super::files::{self, open_real_dir};
-use super::{ArchiveId, ArtifactUri};
+use super::backend::ArchiveReader;
+use super::ArchiveId;
 use crate::record::CompactionEvent;
 use crate::transcript::{Entry, Part};
-
-const ARCHIVES: &str = "archives";
-/// The originals of an archive's replaced entries, one JSON entry per line.
-const ENTRIES: &str = "entries.jsonl";
-/// An archive's artifacts in one file: a JSON header line with each artifact's length in bytes,
-/// then the artifacts back to back. One file, not one per artifact: a compaction that sets 70
-/// outputs aside creates (and syncs) two files, not 71. Archives written before it hold one
-/// file per artifact, named by its index; those are still read.
-const ARTIFACTS: &str = "artifacts";
-/// A pack's header is at most this long (it holds at most one length per artifact).
-const MAX_HEADER_BYTES: u64 = 1 << 20;
-
-#[derive(serde::Serialize, serde::Deserialize)]
-struct PackHeader {
-    lengths: Vec<u64>,
-}
-
-/// Writes an archive: the originals of the replaced entries and the artifacts, each file
-/// replaced atomically. Returns the artifact URIs. Called before the compaction event that
-/// commits it; until then readers do not see it.
-pub fn write(dir: &Dir, archive_id: &ArchiveId, originals: &[Entry], artifacts: &[String]) -> Result<Vec<String>> {
-    let folder = format!("{ARCHIVES}/{archive_id}");
-    dir.create_dir_all(&folder)?;
-    files::sync_dir(dir)?;
-    let archive = open_real_dir(dir, &folder)?;
-    let mut lines = Vec::new();
-    for entry in originals {
-        serde_json::to_writer(&mut lines, entry)?;
-        lines.push(b'\n');
-    }
-    files::replace(&archive, ENTRIES, &lines).with_context(|| format!("writing archive {archive_id}"))?;
-    if !artifacts.is_empty() {
-        let mut pack = serde_json::to_vec(&PackHeader { lengths: artifacts.iter().map(|a| a.len() as u64).collect() })?;
-        pack.push(b'\n');
-        for content in artifacts {
-            pack.extend_from_slice(content.as_bytes());
-        }
-        files::replace(&archive, ARTIFACTS, &pack).with_context(|| format!("writing the artifacts of archive {archive_id}"))?;
-    }
-    // One sync makes every name in the archive durable, before the event that commits it.
-    files::sync_dir(&archive).with_context(|| format!("writing archive {archive_id}"))?;
-    Ok((1..=artifacts.len()).map(|index| ArtifactUri { archive_id: archive_id.to_string(), index: index as u32 }.to_string()).collect())
-}
-
-/// Artifact `index` (from 1) of an archive, byte for byte.
-pub fn read_artifact(dir: &Dir, archive_id: &ArchiveId, index: u32) -> std::io::Result<Vec<u8>> {
-    use std::io::{BufRead, Seek, SeekFrom};
-    let archive = open_real_dir(dir, &format!("{ARCHIVES}/{archive_id}"))?;
-    let invalid = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("archive {archive_id}: {what}"));
-    let pack = match archive.open(ARTIFACTS) {
-        Ok(pack) => pack,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let mut bytes = Vec::new();
-            archive.open(index.to_string())?.read_to_end(&mut bytes)?;
-            return Ok(bytes);
-        }
-        Err(e) => return Err(e),
-    };
-    let mut reader = std::io::BufReader::new(pack);
-    let mut header = Vec::new();
-    (&mut reader).take(MAX_HEADER_BYTES).read_until(b'\n', &mut header)?;
-    let header: PackHeader = serde_json::from_slice(&header).map_err(|e| invalid(&format!("unreadable artifact pack header ({e})")))?;
-    let at = (index as usize).checked_sub(1).filter(|&i| i < header.lengths.len());
-    let Some(at) = at else { return Err(std::io::Error::new(std::io::ErrorKind::NotFound, format!("archive {archive_id} has no artifact {index}"))) };
-    let offset: u64 = header.lengths[..at].iter().sum();
-    let len = header.lengths[at];
-    reader.seek(SeekFrom::Current(offset as i64))?;
-    let mut bytes = Vec::new();
-    reader.take(len).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 != len {
-        return Err(invalid(&format!("artifact {index} is cut short")));
-    }
-    Ok(bytes)
-}
 
 pub const SUMMARY_MAX_CHARS: usize = 20_000;
 pub const PAGE_MAX_ENTRIES: usize = 30;
@@ -155,16 +79,16 @@ pub struct Hits {
 }
 
 /// A read-only view of one conversation's committed archives. Owned, so a plugin call's
-/// store can hold it; it reaches files only through the conversation's directory handle.
+/// store can hold it; it reaches the backend only through the conversation's archive reader.
 pub struct ArchiveView {
-    dir: Dir,
+    reader: Arc<dyn ArchiveReader>,
     archives: Vec<CompactionEvent>,
 }
 
 impl ArchiveView {
     /// `archives`: the conversation's committed compactions and handovers, oldest first.
-    pub(super) fn new(dir: Dir, archives: Vec<CompactionEvent>) -> Self {
-        ArchiveView { dir, archives }
+    pub(super) fn new(reader: Arc<dyn ArchiveReader>, archives: Vec<CompactionEvent>) -> Self {
+        ArchiveView { reader, archives }
     }
 
     /// An overview of every archive, newest first, with any summary or checkpoint it holds.
@@ -308,13 +232,8 @@ impl ArchiveView {
 
     fn entries(&self, id: &ArchiveId) -> Result<Vec<Entry>, ReadError> {
         let unreadable = |e: std::io::Error| ReadError::Unreadable(format!("archive {id}: {e}"));
-        let mut text = String::new();
-        match self.dir.open(format!("{ARCHIVES}/{id}/{ENTRIES}")) {
-            Ok(mut file) => file.read_to_string(&mut text).map_err(unreadable)?,
-            // An archive that set nothing aside (e.g. only a marker) has no entries file.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(unreadable(e)),
-        };
+        let Some(bytes) = self.reader.entries(id).map_err(unreadable)? else { return Ok(Vec::new()) };
+        let text = String::from_utf8(bytes).map_err(|e| ReadError::Unreadable(format!("archive {id}: not UTF-8 ({e})")))?;
         text.lines()
             .enumerate()
             .map(|(i, line)| serde_json::from_str(line).map_err(|e| ReadError::Unreadable(format!("archive {id} line {}: {e}", i + 1))))
@@ -360,32 +279,4 @@ fn slice(index: usize, entry: &Entry, char_offset: usize) -> EntrySlice {
 /// Lowercases char by char (one char in, one out) so offsets stay comparable.
 fn lower(text: &str) -> String {
     text.chars().map(|c| c.to_lowercase().next().unwrap_or(c)).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn artifacts_are_packed_in_one_file_and_archives_of_one_file_each_still_read() {
-        let temp = tempfile::tempdir().unwrap();
-        let dir = Dir::open_ambient_dir(temp.path(), cap_std::ambient_authority()).unwrap();
-        let id: ArchiveId = "a-0123456789abcdef".parse().unwrap();
-        let artifacts = ["first".to_string(), String::new(), "ünïcode\nand lines\n".repeat(100)];
-        let uris = write(&dir, &id, &[], &artifacts).unwrap();
-        assert_eq!(uris, ["artifact://a-0123456789abcdef/1", "artifact://a-0123456789abcdef/2", "artifact://a-0123456789abcdef/3"]);
-        let files: Vec<_> = std::fs::read_dir(temp.path().join("archives/a-0123456789abcdef")).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(files.len(), 2, "entries and one pack: {files:?}");
-        for (n, content) in artifacts.iter().enumerate() {
-            assert_eq!(read_artifact(&dir, &id, n as u32 + 1).unwrap(), content.as_bytes());
-        }
-        assert_eq!(read_artifact(&dir, &id, 4).unwrap_err().kind(), std::io::ErrorKind::NotFound);
-        assert_eq!(read_artifact(&dir, &id, 0).unwrap_err().kind(), std::io::ErrorKind::NotFound);
-
-        // The layout before packs: one file per artifact.
-        let old: ArchiveId = "a-fedcba9876543210".parse().unwrap();
-        std::fs::create_dir_all(temp.path().join("archives/a-fedcba9876543210")).unwrap();
-        std::fs::write(temp.path().join("archives/a-fedcba9876543210/1"), "from an older version").unwrap();
-        assert_eq!(read_artifact(&dir, &old, 1).unwrap(), b"from an older version");
-    }
 }

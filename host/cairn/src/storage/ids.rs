@@ -19,18 +19,7 @@ pub struct ConversationKey(String);
 
 impl ConversationKey {
     pub fn parse(key: &str) -> Result<Self, IdError> {
-        let valid = (1..=64).contains(&key.len())
-            && key.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
-            && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
-            && !key.contains("..");
-        if valid {
-            Ok(ConversationKey(key.to_string()))
-        } else {
-            Err(IdError(format!(
-                "invalid conversation key {:?}: use 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit",
-                truncate(key)
-            )))
-        }
+        checked_name("conversation key", key).map(ConversationKey)
     }
 
     /// A valid key derived from arbitrary text (e.g. a file name): invalid characters become `-`.
@@ -49,6 +38,56 @@ impl ConversationKey {
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// 1-64 chars of `[A-Za-z0-9._-]`, starting with a letter or digit, no `..`: safe as a file name.
+fn checked_name(what: &str, name: &str) -> Result<String, IdError> {
+    let valid = (1..=64).contains(&name.len())
+        && name.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+        && !name.contains("..");
+    if valid {
+        Ok(name.to_string())
+    } else {
+        Err(IdError(format!("invalid {what} {:?}: use 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", truncate(name))))
+    }
+}
+
+/// Whose conversations: every key is resolved inside one tenant, so a caller scoped to one
+/// tenant can never name another's. A home used by one developer has only the default.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tenant(String);
+
+impl Tenant {
+    pub const DEFAULT: &'static str = "default";
+
+    pub fn parse(name: &str) -> Result<Self, IdError> {
+        checked_name("tenant", name).map(Tenant)
+    }
+
+    pub fn default_tenant() -> Self {
+        Tenant(Self::DEFAULT.to_string())
+    }
+
+    pub fn is_default(&self) -> bool {
+        self.0 == Self::DEFAULT
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for Tenant {
+    fn default() -> Self {
+        Tenant::default_tenant()
+    }
+}
+
+impl fmt::Display for Tenant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }
 

@@ -1,100 +1,97 @@
-//! Durable storage under one home directory, opened once as a capability (`cap_std::fs::Dir`).
-//! Everything below it is reached through that handle with paths built only from validated
-//! ids, so nothing from input can name a file outside the home.
-//!
-//! Layout of `conversations/<key>/`, one module per part:
-//! - `events.jsonl` — the append-only event log (`log`);
-//! - `archives/<archive-id>/` — originals (`entries.jsonl`) and artifacts (one `artifacts` pack) of each compaction (`archive`);
-//! - `state.json` — the lifecycle's small state, replaced atomically (`state`);
-//! - `outbox.jsonl`, `acks.jsonl` — notices for the harness and their acknowledgements (`outbox`).
-//!
-//! `files` holds the primitives they share: one JSONL appender, one torn-tail-aware line
-//! reader, atomic replacement through a uniquely named temporary file.
+//! Durable storage: the record, archives, state and outbox of every conversation, in a home
+//! chosen by its location: a local directory (the default, `local`) or a PostgreSQL database
+//! (`postgres://…`, `postgres`). `backend` is what both provide; this module holds what they
+//! share: which entries are new, which archives a log commits, what a reader may not do.
 
 pub mod archive;
-pub(crate) mod files;
+mod backend;
 mod ids;
-mod lock;
-mod log;
-mod outbox;
-mod state;
+mod local;
+mod postgres;
+#[doc(hidden)]
+pub mod testing;
+mod tokens;
 
 pub use archive::ArchiveView;
-pub use ids::{session_id, ArchiveId, ArtifactUri, ConversationKey, IdError};
+pub use ids::{session_id, ArchiveId, ArtifactUri, ConversationKey, IdError, Tenant};
+pub(crate) use local::files;
+pub use tokens::{TokenInfo, Tokens};
 
-use std::sync::Arc;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use cap_std::ambient_authority;
-use cap_std::fs::Dir;
 
 use crate::record::{CompactionEvent, Event, Notice};
 use crate::transcript::Entry;
-use files::open_real_dir;
+use backend::{Backend, Conversation, Parsed};
 
-const CONVERSATIONS: &str = "conversations";
-
-/// The storage home.
+/// The storage home, scoped to one tenant. Cheap to clone; `for_tenant` gives the same home
+/// seen by another tenant.
+#[derive(Clone)]
 pub struct Home {
-    dir: Dir,
+    backend: Arc<dyn Backend>,
+    tenant: Tenant,
     path: PathBuf,
 }
 
 impl Home {
-    /// Opens (creating if needed) the home directory. The only ambient path use in storage.
-    pub fn open(path: &Path) -> Result<Self> {
-        std::fs::create_dir_all(path).with_context(|| format!("creating home {}", path.display()))?;
-        let dir = Dir::open_ambient_dir(path, ambient_authority()).with_context(|| format!("opening home {}", path.display()))?;
-        dir.create_dir_all(CONVERSATIONS).with_context(|| format!("creating {}/{CONVERSATIONS}", path.display()))?;
-        Ok(Home { dir, path: path.to_path_buf() })
+    /// Opens (creating if needed) the home: a `postgres://` or `postgresql://` URL is a
+    /// PostgreSQL database (its schema migrated on first use), anything else a directory.
+    pub fn open(location: &Path) -> Result<Self> {
+        let text = location.to_string_lossy();
+        let backend: Arc<dyn Backend> = if postgres::is_url(&text) { Arc::new(postgres::Postgres::open(&text)?) } else { Arc::new(local::Local::open(location)?) };
+        let path = PathBuf::from(backend.location());
+        Ok(Home { backend, tenant: Tenant::default_tenant(), path })
     }
 
+    /// Where the home is: its directory, or its URL without the password.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The same home, every key resolved inside `tenant`.
+    pub fn for_tenant(&self, tenant: &Tenant) -> Home {
+        Home { tenant: tenant.clone(), ..self.clone() }
+    }
+
+    pub fn tenant(&self) -> &Tenant {
+        &self.tenant
+    }
+
+    /// The bearer tokens of this home (every tenant's).
+    pub fn tokens(&self) -> Tokens {
+        Tokens { backend: self.backend.clone() }
+    }
+
     /// Opens one conversation to write, creating it on first use: waits for the conversation's
-    /// lock (one writer at a time, across processes), then loads its log, repairing a tail a
-    /// crashed writer left torn. The lock is held until the store is dropped.
+    /// lock (one writer at a time, across processes and nodes), then loads its log, repairing a
+    /// tail a crashed writer left torn. The lock is held until the store is dropped.
     pub fn conversation(&self, key: &ConversationKey) -> Result<ConversationStore> {
-        let conversations = self.dir.open_dir(CONVERSATIONS)?;
-        if !conversations.exists(key.as_str()) {
-            conversations.create_dir_all(key.as_str()).with_context(|| format!("creating conversation {key}"))?;
-            files::sync_dir(&conversations)?;
-        }
-        let dir = open_real_dir(&conversations, key.as_str()).with_context(|| format!("opening conversation {key}"))?;
-        let path = self.path.join(CONVERSATIONS).join(key.as_str());
-        let lock = lock::Writer::acquire(&dir).with_context(|| format!("locking {}", path.display()))?;
-        ConversationStore::load(dir, key.clone(), path, Some(lock))
+        ConversationStore::load(self.backend.open(&self.tenant, key, true)?, key.clone(), true)
     }
 
     /// Opens a conversation that must already exist, to read: no lock, and the record is
-    /// never modified (a line a writer is still appending is simply not read yet).
+    /// never modified (an event a writer is still appending is simply not read yet).
     pub fn existing_conversation(&self, key: &ConversationKey) -> Result<ConversationStore> {
-        let conversations = self.dir.open_dir(CONVERSATIONS)?;
-        let dir = open_real_dir(&conversations, key.as_str())
-            .with_context(|| format!("no conversation {key} in {}", self.path.display()))?;
-        ConversationStore::load(dir, key.clone(), self.path.join(CONVERSATIONS).join(key.as_str()), None)
+        ConversationStore::load(self.backend.open(&self.tenant, key, false)?, key.clone(), false)
     }
 
-    /// The conversations in this home, in name order (invalid folder names are skipped).
+    /// The tenant's conversations, in name order.
     pub fn conversations(&self) -> Result<Vec<ConversationKey>> {
-        let mut keys = Vec::new();
-        for entry in self.dir.open_dir(CONVERSATIONS)?.entries()? {
-            let entry = entry?;
-            if let Some(key) = entry.file_name().to_str().and_then(|n| ConversationKey::parse(n).ok()) {
-                keys.push(key);
-            }
-        }
-        keys.sort();
-        Ok(keys)
+        self.backend.conversations(&self.tenant)
     }
 
-    /// Finds an artifact by URI in whichever conversation holds its archive. A conversation
-    /// that cannot be read (a planted symlink, a corrupt log) is skipped with a warning.
+    /// Finds an artifact by URI in whichever of the tenant's conversations holds its archive. A
+    /// conversation that cannot be read (a planted symlink, a corrupt log) is skipped with a
+    /// warning.
     pub fn find_artifact(&self, uri: &ArtifactUri) -> Result<Vec<u8>> {
-        for key in self.conversations()? {
+        let archive_id: ArchiveId = uri.archive_id.parse()?;
+        let keys = match self.backend.archive_owner(&self.tenant, &archive_id)? {
+            Some(key) => vec![key],
+            None => self.conversations()?,
+        };
+        for key in keys {
             let store = match self.existing_conversation(&key) {
                 Ok(store) => store,
                 Err(e) => {
@@ -106,27 +103,27 @@ impl Home {
                 return store.read_artifact(uri);
             }
         }
-        bail!("artifact not found: no conversation in {} holds archive {}", self.path.display(), uri.archive_id)
+        bail!("artifact not found: no conversation in {} holds archive {}", self.backend.location(), uri.archive_id)
     }
 }
 
 /// One conversation's durable record and archives.
 pub struct ConversationStore {
-    /// Held by a store opened to write; `None` for a reader, whose writes are refused.
-    writer: Option<lock::Writer>,
-    dir: Dir,
+    conversation: Box<dyn Conversation>,
+    /// Opened to write (holding the conversation's lock); a reader's writes are refused.
+    writer: bool,
     key: ConversationKey,
-    path: PathBuf,
-    /// The log as parsed, shared with the process's kept copy until this store appends.
-    log: Arc<log::Parsed>,
+    /// The log as parsed, shared with the backend's kept copy until this store appends.
+    log: Arc<Parsed>,
+    /// Units begun and not yet committed: the outermost commit commits.
+    units: usize,
 }
 
 impl ConversationStore {
-    fn load(dir: Dir, key: ConversationKey, path: PathBuf, writer: Option<lock::Writer>) -> Result<Self> {
-        let log = log::load(&dir, &path.join(log::EVENTS), writer.is_some())?;
-        Ok(ConversationStore { writer, dir, key, path, log })
+    fn load(mut conversation: Box<dyn Conversation>, key: ConversationKey, writer: bool) -> Result<Self> {
+        let log = conversation.load()?;
+        Ok(ConversationStore { conversation, writer, key, log, units: 0 })
     }
-
     pub fn key(&self) -> &ConversationKey {
         &self.key
     }
@@ -194,54 +191,85 @@ impl ConversationStore {
     }
 
     /// Writing needs the conversation's lock.
-    fn writable(&self) -> Result<()> {
-        match self.writer {
-            Some(_) => Ok(()),
-            None => bail!("conversation {} was opened to read; writing needs Home::conversation", self.key),
+    fn writable(&mut self) -> Result<&mut dyn Conversation> {
+        if !self.writer {
+            bail!("conversation {} was opened to read; writing needs Home::conversation", self.key);
         }
+        Ok(self.conversation.as_mut())
     }
 
     fn append(&mut self, event: Event) -> Result<()> {
-        self.writable()?;
-        log::append(&self.dir, &self.path.join(log::EVENTS), &event)?;
+        self.writable()?.append(&event)?;
         Arc::make_mut(&mut self.log).push(event);
         Ok(())
     }
 
-    /// Writes an archive: the originals of the replaced entries and the artifacts (each file
-    /// to a temporary name, synced, then renamed). Returns the artifact URIs. Called before
-    /// the compaction event that commits it; until then readers do not see it.
-    pub fn write_archive(&self, archive_id: &ArchiveId, originals: &[Entry], artifacts: &[String]) -> Result<Vec<String>> {
+    /// From here until [`ConversationStore::commit`], the writes are one unit: after a crash
+    /// the record holds all of them or (on PostgreSQL, one transaction) none; the local
+    /// directory orders them so that the lifecycle's recovery finishes a unit cut short.
+    /// Units nest: an inner one commits with the outermost.
+    pub fn begin(&mut self) -> Result<()> {
         self.writable()?;
-        archive::write(&self.dir, archive_id, originals, artifacts)
+        if self.units == 0 {
+            self.conversation.begin();
+        }
+        self.units += 1;
+        Ok(())
+    }
+
+    pub fn commit(&mut self) -> Result<()> {
+        self.writable()?;
+        self.units = self.units.saturating_sub(1);
+        if self.units > 0 {
+            return Ok(());
+        }
+        self.conversation.commit().with_context(|| format!("committing to conversation {}", self.key))
+    }
+
+    /// Writes an archive: the originals of the replaced entries and the artifacts. Returns the
+    /// artifact URIs. Called before the compaction event that commits it; until then readers
+    /// do not see it.
+    pub fn write_archive(&mut self, archive_id: &ArchiveId, originals: &[Entry], artifacts: &[String]) -> Result<Vec<String>> {
+        let mut lines = Vec::new();
+        for entry in originals {
+            serde_json::to_writer(&mut lines, entry)?;
+            lines.push(b'\n');
+        }
+        self.writable()?.write_archive(archive_id, lines, artifacts)?;
+        Ok((1..=artifacts.len()).map(|index| ArtifactUri { archive_id: archive_id.to_string(), index: index as u32 }.to_string()).collect())
     }
 
     /// The conversation's state document, if one was saved.
     pub fn load_state<T: serde::de::DeserializeOwned>(&self) -> Result<Option<T>> {
-        state::load(&self.dir, &self.path.join(state::STATE))
+        match self.conversation.load_state()? {
+            Some(bytes) => serde_json::from_slice(&bytes).map(Some).with_context(|| format!("conversation {}: not a valid state document", self.key)),
+            None => Ok(None),
+        }
     }
 
-    /// Replaces the state document atomically.
-    pub fn save_state<T: serde::Serialize>(&self, state: &T) -> Result<()> {
-        self.writable()?;
-        state::save(&self.dir, &self.path.join(state::STATE), state)
+    /// Replaces the state document as a whole.
+    pub fn save_state<T: serde::Serialize>(&mut self, state: &T) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(state)?;
+        self.writable()?.save_state(bytes)
     }
 
     /// Queues a notice unless one with its id is already queued.
-    pub fn queue_notice(&self, notice: &Notice) -> Result<bool> {
-        self.writable()?;
-        outbox::queue(&self.dir, &self.path, notice)
+    pub fn queue_notice(&mut self, notice: &Notice) -> Result<bool> {
+        self.writable()?.queue_notice(notice)
     }
 
     /// Queued notices, oldest first; acknowledged ones only when `include_acked`.
     pub fn notices(&self, include_acked: bool) -> Result<Vec<Notice>> {
-        outbox::notices(&self.dir, &self.path, include_acked)
+        Ok(self.conversation.notices()?.into_iter().filter(|(_, acked)| include_acked || !acked).map(|(n, _)| n).collect())
     }
 
     /// The harness saw this notice; it is not delivered again.
-    pub fn ack_notice(&self, id: &str) -> Result<()> {
-        self.writable()?;
-        outbox::ack(&self.dir, &self.path, id).with_context(|| format!("conversation {}", self.key))
+    pub fn ack_notice(&mut self, id: &str) -> Result<()> {
+        let key = self.key.clone();
+        if !self.writable()?.ack_notice(id)? {
+            bail!("no notice {id:?} in conversation {key}");
+        }
+        Ok(())
     }
 
     /// The entries the record holds under these ids, in the order given (for resuming work
@@ -262,7 +290,7 @@ impl ConversationStore {
 
     /// A bounded, read-only view of this conversation's committed archives.
     pub fn archive_view(&self) -> Result<ArchiveView> {
-        Ok(ArchiveView::new(self.dir.try_clone()?, self.committed().cloned().collect()))
+        Ok(ArchiveView::new(self.conversation.archives()?, self.committed().cloned().collect()))
     }
 
     /// Whether this conversation's log commits the archive (an archive written by an attempt
@@ -277,7 +305,7 @@ impl ConversationStore {
         if !self.has_archive(archive_id.as_str()) {
             bail!("artifact not found: {uri} in conversation {}", self.key);
         }
-        archive::read_artifact(&self.dir, &archive_id, uri.index).with_context(|| format!("artifact not found: {uri} in conversation {}", self.key))
+        self.conversation.archives()?.artifact(&archive_id, uri.index).with_context(|| format!("artifact not found: {uri} in conversation {}", self.key))
     }
 }
 
@@ -285,29 +313,263 @@ impl ConversationStore {
 mod tests {
     use super::*;
     use crate::transcript::{Origin, Role};
+    use testing::ScratchDatabase;
+
+    /// Where a test's home lives: a temporary directory, or a scratch PostgreSQL database.
+    enum Place {
+        Dir(tempfile::TempDir),
+        Database(ScratchDatabase),
+    }
+
+    impl Place {
+        fn home(&self) -> Home {
+            match self {
+                Place::Dir(dir) => Home::open(dir.path()).unwrap(),
+                Place::Database(db) => Home::open(Path::new(&db.url)).unwrap(),
+            }
+        }
+    }
+
+    /// Every backend this run can reach: the local directory always, PostgreSQL where
+    /// `CAIRN_TEST_POSTGRES` names a server (always under CI).
+    fn places() -> Vec<Place> {
+        let mut places = vec![Place::Dir(tempfile::tempdir().unwrap())];
+        places.extend(ScratchDatabase::create().map(Place::Database));
+        places
+    }
+
+    fn key(k: &str) -> ConversationKey {
+        ConversationKey::parse(k).unwrap()
+    }
 
     fn store(dir: &Path) -> ConversationStore {
-        Home::open(dir).unwrap().conversation(&ConversationKey::parse("c1").unwrap()).unwrap()
+        Home::open(dir).unwrap().conversation(&key("c1")).unwrap()
     }
 
     fn entry(id: &str) -> Entry {
         Entry::text(id, Role::User, Origin::Operator, "hello")
     }
 
-    #[test]
-    fn snapshots_record_only_new_entries_and_survive_reopening() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut s = store(dir.path());
-        assert_eq!(s.record_snapshot("a", &[entry("e1"), entry("e2")]).unwrap(), 2);
-        assert_eq!(s.record_snapshot("a", &[entry("e1"), entry("e2"), entry("e3")]).unwrap(), 1);
-        drop(s);
-        let s = store(dir.path());
-        assert_eq!(s.events().len(), 2);
+    fn snapshot_ids(s: &ConversationStore) -> Vec<String> {
+        s.events()
+            .iter()
+            .flat_map(|e| match e {
+                Event::Snapshot { entries, .. } => entries.iter().map(|e| e.id.clone()).collect(),
+                _ => Vec::new(),
+            })
+            .collect()
     }
 
-    /// The log is kept parsed between loads: what another store appended is read, and a log
-    /// replaced behind the process's back (a new file, perhaps on a reused inode, or one
-    /// rewritten in place) is read again from its start.
+    fn committed_compaction(id: &ArchiveId, artifacts: Vec<String>) -> CompactionEvent {
+        let mut event = CompactionEvent::new(crate::record::Purpose::Compact, id.as_str(), 2, vec![]);
+        event.committed_by = Some("p@1".into());
+        event.artifacts = artifacts;
+        event
+    }
+
+    #[test]
+    fn snapshots_record_only_new_entries_and_survive_reopening() {
+        for place in places() {
+            let home = place.home();
+            let mut s = home.conversation(&key("c1")).unwrap();
+            assert_eq!(s.record_snapshot("a", &[entry("e1"), entry("e2")]).unwrap(), 2);
+            assert_eq!(s.record_snapshot("a", &[entry("e1"), entry("e2"), entry("e3")]).unwrap(), 1);
+            drop(s);
+            let s = place.home().conversation(&key("c1")).unwrap();
+            assert_eq!(s.events().len(), 2, "{}", home.path().display());
+            assert_eq!(snapshot_ids(&s), ["e1", "e2", "e3"]);
+            assert_eq!(home.conversations().unwrap(), [key("c1")]);
+        }
+    }
+
+    /// A store sees what another store (another process, another node) appended since.
+    #[test]
+    fn a_kept_log_sees_what_other_writers_appended() {
+        for place in places() {
+            let (first, second) = (place.home(), place.home());
+            let mut s = first.conversation(&key("c1")).unwrap();
+            s.record_snapshot("a", &[entry("e1")]).unwrap();
+            drop(s);
+            assert_eq!(snapshot_ids(&first.existing_conversation(&key("c1")).unwrap()), ["e1"]);
+            let mut other = second.conversation(&key("c1")).unwrap();
+            other.record_snapshot("b", &[entry("e2")]).unwrap();
+            drop(other);
+            assert_eq!(snapshot_ids(&first.existing_conversation(&key("c1")).unwrap()), ["e1", "e2"], "{}", first.path().display());
+        }
+    }
+
+    #[test]
+    fn a_reader_cannot_write_and_needs_the_conversation_to_exist() {
+        for place in places() {
+            let home = place.home();
+            assert!(home.existing_conversation(&key("nobody")).is_err(), "{}", home.path().display());
+            home.conversation(&key("c1")).unwrap().record_snapshot("a", &[entry("e1")]).unwrap();
+            let mut reader = home.existing_conversation(&key("c1")).unwrap();
+            assert!(reader.save_state(&1).is_err() && reader.ack_notice("x").is_err() && reader.record_snapshot("a", &[entry("e9")]).is_err());
+            assert_eq!(reader.events().len(), 1);
+        }
+    }
+
+    #[test]
+    fn one_writer_at_a_time() {
+        for place in places() {
+            let home = place.home();
+            let first = home.conversation(&key("c1")).unwrap();
+            let (sender, receiver) = std::sync::mpsc::channel();
+            let other = place.home();
+            let second = std::thread::spawn(move || {
+                let mut s = other.conversation(&key("c1")).unwrap();
+                sender.send(()).unwrap();
+                s.record_snapshot("second", &[entry("e2")]).unwrap();
+            });
+            assert!(receiver.recv_timeout(std::time::Duration::from_millis(300)).is_err(), "the second writer waits ({})", home.path().display());
+            drop(first);
+            receiver.recv_timeout(std::time::Duration::from_secs(10)).expect("the second writer gets the lock once the first is gone");
+            second.join().unwrap();
+            assert_eq!(home.conversation(&key("c1")).unwrap().events().len(), 1);
+        }
+    }
+
+    #[test]
+    fn artifacts_are_read_back_byte_for_byte_and_only_once_committed() {
+        for place in places() {
+            let home = place.home();
+            let mut s = home.conversation(&key("c1")).unwrap();
+            let id = ArchiveId::generate(s.key());
+            let uris = s.write_archive(&id, &[entry("e1")], &["first".into(), "zweite — ünïcode\n".into()]).unwrap();
+            assert!(home.find_artifact(&uris[1].parse().unwrap()).is_err(), "not readable before its event commits it");
+            drop(s);
+            let mut s = home.conversation(&key("c1")).unwrap();
+            s.record_compaction(committed_compaction(&id, uris.clone())).unwrap();
+            assert_eq!(home.find_artifact(&uris[1].parse().unwrap()).unwrap(), "zweite — ünïcode\n".as_bytes());
+            let missing = ArtifactUri { archive_id: id.to_string(), index: 3 };
+            assert!(home.find_artifact(&missing).is_err());
+            let page = s.archive_view().unwrap().page(id.as_str(), 0, 10, 0).unwrap();
+            assert_eq!(page.entries[0].entry_id, "e1", "{}", home.path().display());
+        }
+    }
+
+    #[test]
+    fn state_and_notices_round_trip_and_acknowledged_notices_stay_acknowledged() {
+        for place in places() {
+            let home = place.home();
+            let mut s = home.conversation(&key("c1")).unwrap();
+            assert_eq!(s.load_state::<serde_json::Value>().unwrap(), None);
+            s.save_state(&serde_json::json!({"turn": 3})).unwrap();
+            s.save_state(&serde_json::json!({"turn": 4})).unwrap();
+            assert!(s.queue_notice(&Notice::new("n1".into(), "compacted", "one".into())).unwrap());
+            assert!(!s.queue_notice(&Notice::new("n1".into(), "compacted", "one again".into())).unwrap(), "the same id is queued once");
+            s.queue_notice(&Notice::new("n2".into(), "compacted", "two".into())).unwrap();
+            s.ack_notice("n1").unwrap();
+            assert!(s.ack_notice("n9").is_err(), "no such notice");
+            drop(s);
+            let s = home.existing_conversation(&key("c1")).unwrap();
+            assert_eq!(s.load_state::<serde_json::Value>().unwrap(), Some(serde_json::json!({"turn": 4})));
+            let ids = |all: bool| s.notices(all).unwrap().into_iter().map(|n| n.id).collect::<Vec<_>>();
+            assert_eq!(ids(false), ["n2"], "{}", home.path().display());
+            assert_eq!(ids(true), ["n1", "n2"]);
+        }
+    }
+
+    /// On PostgreSQL a unit is one transaction: a writer that dies before its commit leaves
+    /// nothing (the local directory writes as it goes; the lifecycle's recovery finishes it).
+    #[test]
+    fn a_unit_dropped_before_its_commit_leaves_nothing_on_postgres() {
+        let Some(db) = ScratchDatabase::create() else { return };
+        let home = Home::open(Path::new(&db.url)).unwrap();
+        let mut s = home.conversation(&key("c1")).unwrap();
+        s.record_snapshot("a", &[entry("e1")]).unwrap();
+        s.begin().unwrap();
+        let id = ArchiveId::generate(s.key());
+        let uris = s.write_archive(&id, &[entry("e1")], &["set aside".into()]).unwrap();
+        s.record_compaction(committed_compaction(&id, uris.clone())).unwrap();
+        s.save_state(&serde_json::json!({"after": true})).unwrap();
+        s.queue_notice(&Notice::new("n1".into(), "compacted", "done".into())).unwrap();
+        drop(s);
+        let s = home.existing_conversation(&key("c1")).unwrap();
+        assert_eq!(s.events().len(), 1, "only the snapshot");
+        assert!(s.load_state::<serde_json::Value>().unwrap().is_none() && s.notices(true).unwrap().is_empty());
+
+        let mut s = home.conversation(&key("c1")).unwrap();
+        s.begin().unwrap();
+        s.write_archive(&id, &[entry("e1")], &["set aside".into()]).unwrap();
+        s.record_compaction(committed_compaction(&id, uris)).unwrap();
+        s.queue_notice(&Notice::new("n1".into(), "compacted", "done".into())).unwrap();
+        s.commit().unwrap();
+        drop(s);
+        let s = home.existing_conversation(&key("c1")).unwrap();
+        assert_eq!(s.events().len(), 2);
+        assert_eq!(s.read_artifact(&ArtifactUri { archive_id: id.to_string(), index: 1 }).unwrap(), b"set aside");
+        assert_eq!(s.notices(false).unwrap().len(), 1);
+    }
+
+    /// An archive altered in the database after it was written is refused, not served.
+    #[test]
+    fn a_tampered_archive_on_postgres_is_refused() {
+        let Some(db) = ScratchDatabase::create() else { return };
+        let home = Home::open(Path::new(&db.url)).unwrap();
+        let mut s = home.conversation(&key("c1")).unwrap();
+        let id = ArchiveId::generate(s.key());
+        let uris = s.write_archive(&id, &[entry("e1")], &["original".into()]).unwrap();
+        s.record_compaction(committed_compaction(&id, uris.clone())).unwrap();
+        let mut client = ::postgres::Client::connect(&db.url, ::postgres::NoTls).unwrap();
+        client.execute("UPDATE cairn_artifacts SET content = 'altered!' WHERE archive_id = $1", &[&id.as_str()]).unwrap();
+        let err = home.find_artifact(&uris[0].parse().unwrap()).unwrap_err();
+        assert!(format!("{err:#}").contains("does not match its recorded size and hash"), "{err:#}");
+    }
+
+    /// Tenants never see each other's conversations, archives or artifacts, whatever the key.
+    #[test]
+    fn a_tenant_never_sees_another_tenants_conversations() {
+        for place in places() {
+            let home = place.home();
+            let (a, b) = (home.for_tenant(&Tenant::parse("acme").unwrap()), home.for_tenant(&Tenant::parse("globex").unwrap()));
+            let mut s = a.conversation(&key("shared")).unwrap();
+            s.record_snapshot("a", &[entry("secret")]).unwrap();
+            let id = ArchiveId::generate(s.key());
+            let uris = s.write_archive(&id, &[entry("secret")], &["acme's output".into()]).unwrap();
+            s.record_compaction(committed_compaction(&id, uris.clone())).unwrap();
+            drop(s);
+            assert_eq!(a.conversations().unwrap(), [key("shared")]);
+            assert!(b.conversations().unwrap().is_empty() && home.conversations().unwrap().is_empty(), "{}", home.path().display());
+            assert!(b.existing_conversation(&key("shared")).is_err());
+            assert!(b.find_artifact(&uris[0].parse().unwrap()).is_err());
+            assert_eq!(a.find_artifact(&uris[0].parse().unwrap()).unwrap(), b"acme's output");
+            let mut theirs = b.conversation(&key("shared")).unwrap();
+            assert!(theirs.events().is_empty() && !theirs.has_archive(id.as_str()));
+            theirs.record_snapshot("b", &[entry("other")]).unwrap();
+            assert_eq!(snapshot_ids(&a.existing_conversation(&key("shared")).unwrap()), ["secret"]);
+        }
+    }
+
+    #[test]
+    fn tokens_are_stored_hashed_scoped_to_a_tenant_and_revocable() {
+        for place in places() {
+            let home = place.home();
+            let tokens = home.tokens();
+            let acme = Tenant::parse("acme").unwrap();
+            let (info, secret) = tokens.create(&acme, "ci").unwrap();
+            assert_eq!(tokens.verify(&secret).unwrap(), Some(acme.clone()));
+            assert_eq!(tokens.verify("cairn_0000").unwrap(), None);
+            assert_eq!(tokens.verify(&secret[..secret.len() - 1]).unwrap(), None);
+            let listed = serde_json::to_string(&tokens.list().unwrap()).unwrap();
+            assert!(listed.contains(&info.id) && !listed.contains(&secret[6..]), "the list never shows the secret: {listed}");
+            tokens.revoke(&info.id).unwrap();
+            assert_eq!(tokens.verify(&secret).unwrap(), None, "revoked");
+            assert!(tokens.revoke("t-nope").is_err());
+        }
+    }
+
+    #[test]
+    fn an_unreachable_database_is_a_clear_error() {
+        let err = Home::open(Path::new("postgres://cairn:hunter2@127.0.0.1:1/nowhere")).err().unwrap();
+        let text = format!("{err:#}");
+        assert!(text.contains("cannot reach PostgreSQL at postgres://cairn:***@127.0.0.1:1/nowhere"), "{text}");
+        assert!(!text.contains("hunter2"), "the password is never shown: {text}");
+    }
+
+    // The local directory only: its files, torn tails and symlinks.
+
     #[test]
     fn a_kept_log_sees_appends_and_never_serves_a_replaced_file() {
         let dir = tempfile::tempdir().unwrap();
@@ -370,7 +632,7 @@ mod tests {
         std::fs::write(&log, &text).unwrap();
 
         let home = Home::open(dir.path()).unwrap();
-        let reader = home.existing_conversation(&ConversationKey::parse("c1").unwrap()).unwrap();
+        let mut reader = home.existing_conversation(&ConversationKey::parse("c1").unwrap()).unwrap();
         assert_eq!(reader.events().len(), 1, "the unknown kind is skipped, the partial line not read");
         assert_eq!(std::fs::read_to_string(&log).unwrap(), text, "a reader leaves the file as it is");
         assert!(reader.save_state(&1).is_err() && reader.ack_notice("x").is_err(), "a reader cannot write");
@@ -381,24 +643,6 @@ mod tests {
         assert_eq!(writer.events().len(), 1);
         let repaired = std::fs::read_to_string(&log).unwrap();
         assert!(repaired.contains("from the future") && repaired.ends_with("}\n"), "{repaired}");
-    }
-
-    #[test]
-    fn one_writer_at_a_time() {
-        let dir = tempfile::tempdir().unwrap();
-        let first = store(dir.path());
-        let (sender, receiver) = std::sync::mpsc::channel();
-        let path = dir.path().to_path_buf();
-        let second = std::thread::spawn(move || {
-            let mut s = store(&path);
-            sender.send(()).unwrap();
-            s.record_snapshot("second", &[entry("e2")]).unwrap();
-        });
-        assert!(receiver.recv_timeout(std::time::Duration::from_millis(300)).is_err(), "the second writer waits");
-        drop(first);
-        receiver.recv_timeout(std::time::Duration::from_secs(10)).expect("the second writer gets the lock once the first is gone");
-        second.join().unwrap();
-        assert_eq!(store(dir.path()).events().len(), 1);
     }
 
     #[test]
@@ -413,25 +657,6 @@ mod tests {
         std::fs::write(&log, text).unwrap();
         let err = Home::open(dir.path()).unwrap().conversation(&ConversationKey::parse("c1").unwrap()).err().unwrap();
         assert!(format!("{err:#}").contains("events.jsonl:1: corrupt event log line"), "{err:#}");
-    }
-
-    #[test]
-    fn artifacts_are_read_back_byte_for_byte_and_only_by_valid_uris() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = store(dir.path());
-        let id = ArchiveId::generate(s.key());
-        let uris = s.write_archive(&id, &[entry("e1")], &["first".into(), "zweite — ünïcode\n".into()]).unwrap();
-        let home = Home::open(dir.path()).unwrap();
-        assert!(home.find_artifact(&uris[1].parse().unwrap()).is_err(), "not readable before its event commits it");
-        drop(s);
-        let mut s = store(dir.path());
-        let mut event = CompactionEvent::new(crate::record::Purpose::Compact, id.as_str(), 2, vec![]);
-        event.committed_by = Some("p@1".into());
-        event.artifacts = uris.clone();
-        s.record_compaction(event).unwrap();
-        assert_eq!(home.find_artifact(&uris[1].parse().unwrap()).unwrap(), "zweite — ünïcode\n".as_bytes());
-        let missing = ArtifactUri { archive_id: id.to_string(), index: 3 };
-        assert!(home.find_artifact(&missing).is_err());
     }
 
     #[cfg(unix)]

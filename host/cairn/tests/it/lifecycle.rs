@@ -333,7 +333,7 @@ async fn owed_notices_reach_the_outbox_when_notices_are_taken() {
     let life = lifecycle(dir.path(), &default_policy());
     // A crash between saving the state and queueing its notice leaves it owed.
     let home = Home::open(dir.path()).unwrap();
-    let store = home.conversation(&key()).unwrap();
+    let mut store = home.conversation(&key()).unwrap();
     let owed = cairn::record::Notice { id: "n-owed".into(), kind: "compacted".into(), text: "owed".into(), at: 1 };
     store.save_state(&cairn::lifecycle::ConversationState { owed_notices: vec![owed], ..Default::default() }).unwrap();
     drop(store);

@@ -4,7 +4,7 @@
 //! (by path, device and inode, and checked against its first and last bytes): a later load
 //! parses only the lines appended since, instead of the whole history again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -14,24 +14,9 @@ use cap_std::fs::{Dir, OpenOptions};
 
 use super::files;
 use crate::record::Event;
+use crate::storage::backend::Parsed;
 
 pub const EVENTS: &str = "events.jsonl";
-
-/// A log as parsed: its events, and the ids of every entry its snapshots hold.
-#[derive(Debug, Default, Clone)]
-pub struct Parsed {
-    pub events: Vec<Event>,
-    pub known_entries: HashSet<String>,
-}
-
-impl Parsed {
-    pub fn push(&mut self, event: Event) {
-        if let Event::Snapshot { entries, .. } = &event {
-            self.known_entries.extend(entries.iter().map(|e| e.id.clone()));
-        }
-        self.events.push(event);
-    }
-}
 
 /// A parsed log and where its parsing stopped.
 #[derive(Clone)]

@@ -1,0 +1,98 @@
+//! What a storage backend provides. `Home` and `ConversationStore` hold the domain logic (which
+//! entries are new, which archives are committed, what a reader may do); a backend only keeps
+//! bytes: the local directory (`local`) or PostgreSQL (`postgres`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::ids::{ArchiveId, ConversationKey, Tenant};
+use super::tokens::StoredToken;
+use crate::record::{Event, Notice};
+
+/// A log as parsed: its events, and the ids of every entry its snapshots hold.
+#[derive(Debug, Default, Clone)]
+pub struct Parsed {
+    pub events: Vec<Event>,
+    pub known_entries: HashSet<String>,
+}
+
+impl Parsed {
+    pub fn push(&mut self, event: Event) {
+        if let Event::Snapshot { entries, .. } = &event {
+            self.known_entries.extend(entries.iter().map(|e| e.id.clone()));
+        }
+        self.events.push(event);
+    }
+}
+
+/// How long a writer waits for another before giving up with an error (a chain with slow
+/// model steps can hold a conversation for minutes; a forgotten store would hold it forever).
+pub const WRITER_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The error of a writer that waited `WRITER_WAIT` in vain, whatever the backend.
+pub fn writer_timed_out() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::TimedOut, format!("another writer has held this conversation for {}s", WRITER_WAIT.as_secs()))
+}
+
+pub trait Backend: Send + Sync {
+    /// Where the home is, as shown in messages (a path, or a URL without its password).
+    fn location(&self) -> &str;
+    /// Opens a conversation. A writer creates it if needed and waits for its lock (one writer
+    /// at a time, across processes and nodes) for as long as the store lives; a reader needs
+    /// it to exist, takes no lock and never modifies anything.
+    fn open(&self, tenant: &Tenant, key: &ConversationKey, writer: bool) -> Result<Box<dyn Conversation>>;
+    /// The tenant's conversations, in name order.
+    fn conversations(&self, tenant: &Tenant) -> Result<Vec<ConversationKey>>;
+    /// The conversation that holds an archive, if the backend can look it up directly
+    /// (`None`: ask every conversation).
+    fn archive_owner(&self, _tenant: &Tenant, _archive: &ArchiveId) -> Result<Option<ConversationKey>> {
+        Ok(None)
+    }
+    fn tokens(&self) -> Result<Vec<StoredToken>>;
+    /// The token with this secret's hash.
+    fn token(&self, sha256: &str) -> Result<Option<StoredToken>> {
+        Ok(self.tokens()?.into_iter().find(|t| t.sha256 == sha256))
+    }
+    fn add_token(&self, token: &StoredToken) -> Result<()>;
+    /// Marks a token revoked; false when there is no such token.
+    fn revoke_token(&self, id: &str) -> Result<bool>;
+}
+
+/// One open conversation's bytes.
+pub trait Conversation: Send {
+    /// The log, parsed (a torn tail a crashed writer left is repaired by a writer).
+    fn load(&mut self) -> Result<Arc<Parsed>>;
+    /// Appends one event; `seq` is the number of events the log held before it, plus one.
+    fn append(&mut self, event: &Event) -> Result<()>;
+    /// Writes (or replaces, for a retried attempt) an archive: the originals as JSON lines
+    /// and the artifacts.
+    fn write_archive(&mut self, id: &ArchiveId, entries: Vec<u8>, artifacts: &[String]) -> Result<()>;
+    /// A reader of the conversation's archives that outlives this store (a plugin call holds it).
+    fn archives(&self) -> Result<Arc<dyn ArchiveReader>>;
+    fn load_state(&self) -> Result<Option<Vec<u8>>>;
+    fn save_state(&mut self, state: Vec<u8>) -> Result<()>;
+    /// Every queued notice, oldest first, with whether it was acknowledged.
+    fn notices(&self) -> Result<Vec<(Notice, bool)>>;
+    /// Queues a notice unless one with its id is queued; returns whether it was new (a
+    /// backend holding writes for one transaction may answer true for a duplicate it drops).
+    fn queue_notice(&mut self, notice: &Notice) -> Result<bool>;
+    /// Acknowledges a notice; false when there is no such notice.
+    fn ack_notice(&mut self, id: &str) -> Result<bool>;
+    /// From here until `commit`, writes are one unit: a crash keeps all or none of them. The
+    /// local directory orders its writes so that recovery finishes any unit cut short; a
+    /// database holds them and commits them in one transaction.
+    fn begin(&mut self) {}
+    fn commit(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Reads archives by id; only ever asked for archives the conversation's log commits.
+pub trait ArchiveReader: Send + Sync {
+    /// The originals as JSON lines; `None` when the archive set nothing aside.
+    fn entries(&self, id: &ArchiveId) -> std::io::Result<Option<Vec<u8>>>;
+    /// Artifact `index` (from 1), byte for byte.
+    fn artifact(&self, id: &ArchiveId, index: u32) -> std::io::Result<Vec<u8>>;
+}

@@ -1,0 +1,201 @@
+//! The local directory backend: one home directory, opened once as a capability
+//! (`cap_std::fs::Dir`). Everything below it is reached through that handle with paths built
+//! only from validated ids, so nothing from input can name a file outside the home.
+//!
+//! Layout of `conversations/<key>/` (another tenant's under `tenants/<tenant>/conversations/`):
+//! - `events.jsonl` — the append-only event log (`log`);
+//! - `archives/<archive-id>/` — originals and artifacts of each compaction (`archives`);
+//! - `state.json` — the lifecycle's small state, replaced atomically (`state`);
+//! - `outbox.jsonl`, `acks.jsonl` — notices for the harness and their acknowledgements (`outbox`);
+//! - `lock` — the writer's lock (`lock`).
+//!
+//! `tokens/tokens.json` holds the bearer tokens of `cairn serve --http`. `files` holds the
+//! primitives every part shares.
+
+mod archives;
+pub(crate) mod files;
+mod lock;
+mod log;
+mod outbox;
+mod state;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+
+use super::backend::{ArchiveReader, Backend, Conversation, Parsed};
+use super::tokens::StoredToken;
+use super::{ArchiveId, ConversationKey, Tenant};
+use crate::record::{Event, Notice};
+use files::open_real_dir;
+
+const CONVERSATIONS: &str = "conversations";
+const TENANTS: &str = "tenants";
+const TOKENS: &str = "tokens";
+const TOKENS_FILE: &str = "tokens.json";
+
+pub struct Local {
+    dir: Dir,
+    path: PathBuf,
+    location: String,
+}
+
+impl Local {
+    /// Opens (creating if needed) the home directory. The only ambient path use in storage.
+    pub fn open(path: &Path) -> Result<Self> {
+        std::fs::create_dir_all(path).with_context(|| format!("creating home {}", path.display()))?;
+        let dir = Dir::open_ambient_dir(path, ambient_authority()).with_context(|| format!("opening home {}", path.display()))?;
+        dir.create_dir_all(CONVERSATIONS).with_context(|| format!("creating {}/{CONVERSATIONS}", path.display()))?;
+        Ok(Local { dir, path: path.to_path_buf(), location: path.display().to_string() })
+    }
+
+    /// The folder of a tenant's conversations (the default tenant's is the home's own).
+    fn folder(tenant: &Tenant) -> String {
+        if tenant.is_default() {
+            CONVERSATIONS.to_string()
+        } else {
+            format!("{TENANTS}/{tenant}/{CONVERSATIONS}")
+        }
+    }
+
+    fn conversations_dir(&self, tenant: &Tenant, create: bool) -> std::io::Result<Dir> {
+        let folder = Self::folder(tenant);
+        if create {
+            self.dir.create_dir_all(&folder)?;
+        }
+        open_real_dir(&self.dir, &folder)
+    }
+
+    fn with_tokens<T>(&self, change: impl FnOnce(&mut Vec<StoredToken>) -> Result<T>) -> Result<T> {
+        self.dir.create_dir_all(TOKENS)?;
+        let dir = open_real_dir(&self.dir, TOKENS)?;
+        let _lock = lock::Writer::acquire(&dir, "lock").with_context(|| format!("locking {}/{TOKENS}", self.location))?;
+        let mut tokens = read_tokens(&dir, &self.location)?;
+        let answer = change(&mut tokens)?;
+        files::write_atomically(&dir, TOKENS_FILE, &serde_json::to_vec_pretty(&tokens)?).with_context(|| format!("saving {}/{TOKENS}/{TOKENS_FILE}", self.location))?;
+        Ok(answer)
+    }
+}
+
+fn read_tokens(dir: &Dir, location: &str) -> Result<Vec<StoredToken>> {
+    match dir.read(TOKENS_FILE) {
+        Ok(bytes) => serde_json::from_slice(&bytes).with_context(|| format!("{location}/{TOKENS}/{TOKENS_FILE}: not a token list")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).with_context(|| format!("reading {location}/{TOKENS}/{TOKENS_FILE}")),
+    }
+}
+
+impl Backend for Local {
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn open(&self, tenant: &Tenant, key: &ConversationKey, writer: bool) -> Result<Box<dyn Conversation>> {
+        let path = self.path.join(Self::folder(tenant)).join(key.as_str());
+        let (dir, lock) = if writer {
+            let conversations = self.conversations_dir(tenant, true).with_context(|| format!("opening {}", path.display()))?;
+            if !conversations.exists(key.as_str()) {
+                conversations.create_dir_all(key.as_str()).with_context(|| format!("creating conversation {key}"))?;
+                files::sync_dir(&conversations)?;
+            }
+            let dir = open_real_dir(&conversations, key.as_str()).with_context(|| format!("opening conversation {key}"))?;
+            let lock = lock::Writer::acquire(&dir, "lock").with_context(|| format!("locking {}", path.display()))?;
+            (dir, Some(lock))
+        } else {
+            let dir = self
+                .conversations_dir(tenant, false)
+                .and_then(|conversations| open_real_dir(&conversations, key.as_str()))
+                .with_context(|| format!("no conversation {key} in {}", self.location))?;
+            (dir, None)
+        };
+        Ok(Box::new(LocalConversation { dir, path, lock }))
+    }
+
+    fn conversations(&self, tenant: &Tenant) -> Result<Vec<ConversationKey>> {
+        let dir = match self.conversations_dir(tenant, false) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).with_context(|| format!("listing the conversations in {}", self.location)),
+        };
+        let mut keys = Vec::new();
+        for entry in dir.entries()? {
+            let entry = entry?;
+            if let Some(key) = entry.file_name().to_str().and_then(|n| ConversationKey::parse(n).ok()) {
+                keys.push(key);
+            }
+        }
+        keys.sort();
+        Ok(keys)
+    }
+
+    fn tokens(&self) -> Result<Vec<StoredToken>> {
+        match open_real_dir(&self.dir, TOKENS) {
+            Ok(dir) => read_tokens(&dir, &self.location),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e).with_context(|| format!("reading the tokens of {}", self.location)),
+        }
+    }
+
+    fn add_token(&self, token: &StoredToken) -> Result<()> {
+        self.with_tokens(|tokens| {
+            tokens.push(token.clone());
+            Ok(())
+        })
+    }
+
+    fn revoke_token(&self, id: &str) -> Result<bool> {
+        self.with_tokens(|tokens| {
+            let found = tokens.iter_mut().find(|t| t.id == id);
+            Ok(found.map(|t| t.revoked = true).is_some())
+        })
+    }
+}
+
+struct LocalConversation {
+    dir: Dir,
+    /// The conversation's folder, as shown in messages.
+    path: PathBuf,
+    /// Held by a writer; dropping it releases the conversation.
+    lock: Option<lock::Writer>,
+}
+
+impl Conversation for LocalConversation {
+    fn load(&mut self) -> Result<Arc<Parsed>> {
+        log::load(&self.dir, &self.path.join(log::EVENTS), self.lock.is_some())
+    }
+
+    fn append(&mut self, event: &Event) -> Result<()> {
+        log::append(&self.dir, &self.path.join(log::EVENTS), event)
+    }
+
+    fn write_archive(&mut self, id: &ArchiveId, entries: Vec<u8>, artifacts: &[String]) -> Result<()> {
+        archives::write(&self.dir, id, &entries, artifacts)
+    }
+
+    fn archives(&self) -> Result<Arc<dyn ArchiveReader>> {
+        Ok(Arc::new(archives::Archives(self.dir.try_clone()?)))
+    }
+
+    fn load_state(&self) -> Result<Option<Vec<u8>>> {
+        state::load(&self.dir, &self.path.join(state::STATE))
+    }
+
+    fn save_state(&mut self, state: Vec<u8>) -> Result<()> {
+        state::save(&self.dir, &self.path.join(state::STATE), &state)
+    }
+
+    fn notices(&self) -> Result<Vec<(Notice, bool)>> {
+        outbox::notices(&self.dir, &self.path)
+    }
+
+    fn queue_notice(&mut self, notice: &Notice) -> Result<bool> {
+        outbox::queue(&self.dir, &self.path, notice)
+    }
+
+    fn ack_notice(&mut self, id: &str) -> Result<bool> {
+        outbox::ack(&self.dir, &self.path, id)
+    }
+}

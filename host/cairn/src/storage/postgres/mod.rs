@@ -1,0 +1,406 @@
+//! The PostgreSQL backend (`--home postgres://…`): many nodes share one record.
+//!
+//! - Events are rows numbered per conversation; the primary key refuses a second event N.
+//! - One writer per conversation across every node: a session advisory lock, taken on the
+//!   writer's own pooled connection and released when the store is dropped (or, if the node
+//!   dies, when PostgreSQL sees its connection close). It waits as long as the file lock does.
+//! - A unit of writes (`begin` … `commit`) is held in memory and committed in one transaction:
+//!   a node killed in the middle of a compaction leaves none of it.
+//! - Archives and artifacts are bytes with their size and SHA-256, checked on every read.
+//!
+//! Client: `postgres` (the blocking face of tokio-postgres) with an `r2d2` pool, because every
+//! storage call is blocking code already (the lifecycle runs on tokio's blocking pool); the
+//! async client would need a runtime handle threaded through every caller for no gain.
+
+mod migrations;
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use postgres::error::SqlState;
+use postgres::NoTls;
+use r2d2_postgres::PostgresConnectionManager;
+use sha2::{Digest, Sha256};
+
+use super::backend::{writer_timed_out, ArchiveReader, Backend, Conversation, Parsed, WRITER_WAIT};
+use super::tokens::StoredToken;
+use super::{ArchiveId, ConversationKey, Tenant};
+use crate::record::{Event, Notice};
+
+type Pool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
+type Connection = r2d2::PooledConnection<PostgresConnectionManager<NoTls>>;
+
+/// Connections per node (`CAIRN_POSTGRES_POOL`): a writer holds one for its whole call.
+const DEFAULT_POOL: u32 = 16;
+const POLL: Duration = Duration::from_millis(10);
+
+pub fn is_url(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+/// The URL without its password, for messages.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    match rest.split_once('@') {
+        Some((user, host)) if user.contains(':') => format!("{scheme}://{}:***@{host}", user.split(':').next().unwrap_or_default()),
+        _ => url.to_string(),
+    }
+}
+
+/// One pool per database per process: a policy reload opens the home again.
+static POOLS: LazyLock<Mutex<HashMap<String, Pool>>> = LazyLock::new(Default::default);
+
+pub struct Postgres {
+    pool: Pool,
+    location: String,
+}
+
+impl Postgres {
+    /// Connects (checking the server answers) and migrates the schema.
+    pub fn open(url: &str) -> Result<Self> {
+        let location = redact(url);
+        let mut pools = POOLS.lock().map_err(|_| anyhow::anyhow!("the pool registry is poisoned"))?;
+        if let Some(pool) = pools.get(url) {
+            return Ok(Postgres { pool: pool.clone(), location });
+        }
+        let config: postgres::Config = url.parse().with_context(|| format!("{location}: not a PostgreSQL URL"))?;
+        let size = std::env::var("CAIRN_POSTGRES_POOL").ok().and_then(|n| n.parse().ok()).unwrap_or(DEFAULT_POOL);
+        // One connection of its own first: an unreachable server is an error at once, naming it.
+        let mut client = config.connect(NoTls).with_context(|| format!("cannot reach PostgreSQL at {location}"))?;
+        migrations::apply(&mut client).with_context(|| format!("migrating the schema of {location}"))?;
+        let pool = r2d2::Pool::builder()
+            .max_size(size)
+            .min_idle(Some(1))
+            .connection_timeout(Duration::from_secs(30))
+            .error_handler(Box::new(r2d2::NopErrorHandler))
+            .build_unchecked(PostgresConnectionManager::new(config, NoTls));
+        pools.insert(url.to_string(), pool.clone());
+        Ok(Postgres { pool, location })
+    }
+
+    fn client(&self) -> Result<Connection> {
+        self.pool.get().with_context(|| format!("no connection to {}", self.location))
+    }
+}
+
+/// The advisory lock naming one conversation: 64 bits of a hash of tenant and key.
+fn lock_id(tenant: &Tenant, key: &ConversationKey) -> i64 {
+    let digest = Sha256::digest(format!("cairn-conversation\0{tenant}\0{key}"));
+    i64::from_le_bytes(digest[..8].try_into().expect("8 bytes"))
+}
+
+impl Backend for Postgres {
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn open(&self, tenant: &Tenant, key: &ConversationKey, writer: bool) -> Result<Box<dyn Conversation>> {
+        let shown = format!("{}#{tenant}/{key}", self.location);
+        let (t, k) = (tenant.as_str(), key.as_str());
+        let mut client = self.client()?;
+        let writer = if writer {
+            client
+                .execute("INSERT INTO cairn_conversations (tenant, key) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[&t, &k])
+                .with_context(|| format!("creating conversation {shown}"))?;
+            let id = lock_id(tenant, key);
+            let started = Instant::now();
+            while !client.query_one("SELECT pg_try_advisory_lock($1)", &[&id]).with_context(|| format!("locking {shown}"))?.get::<_, bool>(0) {
+                if started.elapsed() >= WRITER_WAIT {
+                    return Err(writer_timed_out()).with_context(|| format!("locking {shown}"));
+                }
+                std::thread::sleep(POLL);
+            }
+            Some(client)
+        } else {
+            if client.query_opt("SELECT 1 FROM cairn_conversations WHERE tenant = $1 AND key = $2", &[&t, &k])?.is_none() {
+                bail!("no conversation {key} in {}", self.location);
+            }
+            None
+        };
+        Ok(Box::new(PgConversation { pool: self.pool.clone(), tenant: t.to_string(), key: k.to_string(), shown, writer, events: 0, unit: None }))
+    }
+
+    fn conversations(&self, tenant: &Tenant) -> Result<Vec<ConversationKey>> {
+        let rows = self.client()?.query("SELECT key FROM cairn_conversations WHERE tenant = $1 ORDER BY key", &[&tenant.as_str()])?;
+        Ok(rows.iter().filter_map(|row| ConversationKey::parse(row.get(0)).ok()).collect())
+    }
+
+    fn archive_owner(&self, tenant: &Tenant, archive: &ArchiveId) -> Result<Option<ConversationKey>> {
+        let row = self.client()?.query_opt("SELECT key FROM cairn_archives WHERE tenant = $1 AND archive_id = $2 LIMIT 1", &[&tenant.as_str(), &archive.as_str()])?;
+        Ok(row.and_then(|row| ConversationKey::parse(row.get(0)).ok()))
+    }
+
+    fn tokens(&self) -> Result<Vec<StoredToken>> {
+        let rows = self.client()?.query("SELECT id, tenant, name, sha256, created_at, revoked FROM cairn_tokens ORDER BY created_at, id", &[])?;
+        Ok(rows.iter().map(token).collect())
+    }
+
+    fn token(&self, sha256: &str) -> Result<Option<StoredToken>> {
+        let row = self.client()?.query_opt("SELECT id, tenant, name, sha256, created_at, revoked FROM cairn_tokens WHERE sha256 = $1", &[&sha256])?;
+        Ok(row.as_ref().map(token))
+    }
+
+    fn add_token(&self, t: &StoredToken) -> Result<()> {
+        self.client()?.execute(
+            "INSERT INTO cairn_tokens (id, tenant, name, sha256, created_at, revoked) VALUES ($1, $2, $3, $4, $5, $6)",
+            &[&t.id, &t.tenant, &t.name, &t.sha256, &(t.created_at as i64), &t.revoked],
+        )?;
+        Ok(())
+    }
+
+    fn revoke_token(&self, id: &str) -> Result<bool> {
+        Ok(self.client()?.execute("UPDATE cairn_tokens SET revoked = true WHERE id = $1", &[&id])? > 0)
+    }
+}
+
+fn token(row: &postgres::Row) -> StoredToken {
+    StoredToken { id: row.get(0), tenant: row.get(1), name: row.get(2), sha256: row.get(3), created_at: row.get::<_, i64>(4) as u64, revoked: row.get(5) }
+}
+
+/// A conversation's logs as parsed, kept for the life of the process: rows are never changed
+/// once written, so a later load reads only the events appended since.
+type KeptLog = (Arc<Parsed>, i64);
+static KEPT: LazyLock<Mutex<HashMap<String, KeptLog>>> = LazyLock::new(Default::default);
+const KEPT_LOGS: usize = 256;
+
+enum Write {
+    Event { seq: i64, body: String },
+    Archive { id: String, entries: Vec<u8>, artifacts: Vec<String> },
+    State(Vec<u8>),
+    Notice(Notice),
+    Ack(String),
+}
+
+struct PgConversation {
+    pool: Pool,
+    tenant: String,
+    key: String,
+    /// `URL#tenant/key`, for messages.
+    shown: String,
+    /// A writer's own connection, holding the conversation's advisory lock.
+    writer: Option<Connection>,
+    /// Events in the log (counting kinds this version skips): the next is `events + 1`.
+    events: i64,
+    /// Writes held for one transaction, between `begin` and `commit`.
+    unit: Option<Vec<Write>>,
+}
+
+impl Drop for PgConversation {
+    fn drop(&mut self) {
+        if let Some(client) = self.writer.as_mut() {
+            // The connection goes back to the pool: it must hold no lock of ours.
+            if let Err(e) = client.execute("SELECT pg_advisory_unlock_all()", &[]) {
+                tracing::warn!(conversation = %self.shown, "releasing the writer's lock: {e}");
+            }
+        }
+    }
+}
+
+impl PgConversation {
+    fn reader(&self) -> Result<Connection> {
+        self.pool.get().with_context(|| format!("no connection for {}", self.shown))
+    }
+
+    /// Runs writes in one transaction on the writer's connection.
+    fn apply(&mut self, writes: &[Write]) -> Result<()> {
+        let (t, k) = (self.tenant.as_str(), self.key.as_str());
+        let shown = &self.shown;
+        let client = self.writer.as_mut().expect("only a writer writes");
+        let mut tx = client.transaction()?;
+        for write in writes {
+            match write {
+                Write::Event { seq, body } => {
+                    let inserted = tx.execute("INSERT INTO cairn_events (tenant, key, seq, body) VALUES ($1, $2, $3, $4)", &[&t, &k, seq, body]);
+                    if let Err(e) = inserted {
+                        if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
+                            bail!("{shown}: event {seq} was appended by another writer");
+                        }
+                        return Err(e).with_context(|| format!("{shown}: appending event {seq}"));
+                    }
+                }
+                Write::Archive { id, entries, artifacts } => {
+                    // A retried attempt (a resumed handover) writes its archive again.
+                    tx.execute("DELETE FROM cairn_archives WHERE tenant = $1 AND key = $2 AND archive_id = $3", &[&t, &k, id])?;
+                    tx.execute(
+                        "INSERT INTO cairn_archives (tenant, key, archive_id, entries, entries_len, entries_sha256) VALUES ($1, $2, $3, $4, $5, $6)",
+                        &[&t, &k, id, entries, &(entries.len() as i64), &Sha256::digest(entries).as_slice()],
+                    )?;
+                    let insert = tx.prepare("INSERT INTO cairn_artifacts (tenant, key, archive_id, idx, content, len, sha256) VALUES ($1, $2, $3, $4, $5, $6, $7)")?;
+                    for (n, content) in artifacts.iter().enumerate() {
+                        let bytes = content.as_bytes();
+                        tx.execute(&insert, &[&t, &k, id, &(n as i32 + 1), &bytes, &(bytes.len() as i64), &Sha256::digest(bytes).as_slice()])?;
+                    }
+                }
+                Write::State(state) => {
+                    tx.execute("UPDATE cairn_conversations SET state = $3 WHERE tenant = $1 AND key = $2", &[&t, &k, state])?;
+                }
+                Write::Notice(notice) => {
+                    tx.execute(
+                        "INSERT INTO cairn_notices (tenant, key, id, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                        &[&t, &k, &notice.id, &serde_json::to_string(notice)?],
+                    )?;
+                }
+                Write::Ack(id) => {
+                    tx.execute("UPDATE cairn_notices SET acked = true WHERE tenant = $1 AND key = $2 AND id = $3", &[&t, &k, id])?;
+                }
+            }
+        }
+        tx.commit().with_context(|| format!("committing to {shown}"))
+    }
+
+    /// Now, or at the unit's commit.
+    fn write(&mut self, write: Write) -> Result<()> {
+        match self.unit.as_mut() {
+            Some(unit) => {
+                unit.push(write);
+                Ok(())
+            }
+            None => self.apply(&[write]),
+        }
+    }
+}
+
+impl Conversation for PgConversation {
+    fn load(&mut self) -> Result<Arc<Parsed>> {
+        let cache = self.shown.clone();
+        let kept = KEPT.lock().ok().and_then(|kept| kept.get(&cache).cloned());
+        let (mut parsed, mut events) = kept.unwrap_or_default();
+        let rows = self.reader()?.query(
+            "SELECT seq, body FROM cairn_events WHERE tenant = $1 AND key = $2 AND seq > $3 ORDER BY seq",
+            &[&self.tenant, &self.key, &events],
+        )?;
+        for row in rows {
+            let seq: i64 = row.get(0);
+            if seq != events + 1 {
+                bail!("{}: corrupt event log (event {} is missing)", self.shown, events + 1);
+            }
+            events = seq;
+            match serde_json::from_str::<Event>(row.get(1)) {
+                Ok(Event::Unknown) => tracing::debug!(conversation = %self.shown, seq, "skipping an event of a kind this version does not know"),
+                Ok(event) => Arc::make_mut(&mut parsed).push(event),
+                Err(e) => bail!("{}: event {seq}: corrupt event log row (not a Cairn event: {e})", self.shown),
+            }
+        }
+        self.events = events;
+        if let Ok(mut kept) = KEPT.lock() {
+            if kept.len() >= KEPT_LOGS {
+                kept.clear();
+            }
+            kept.insert(cache, (parsed.clone(), events));
+        }
+        Ok(parsed)
+    }
+
+    fn append(&mut self, event: &Event) -> Result<()> {
+        let seq = self.events + 1;
+        self.write(Write::Event { seq, body: serde_json::to_string(event)? })?;
+        self.events = seq;
+        Ok(())
+    }
+
+    fn write_archive(&mut self, id: &ArchiveId, entries: Vec<u8>, artifacts: &[String]) -> Result<()> {
+        self.write(Write::Archive { id: id.to_string(), entries, artifacts: artifacts.to_vec() })
+    }
+
+    fn archives(&self) -> Result<Arc<dyn ArchiveReader>> {
+        Ok(Arc::new(PgArchives { pool: self.pool.clone(), tenant: self.tenant.clone(), key: self.key.clone() }))
+    }
+
+    fn load_state(&self) -> Result<Option<Vec<u8>>> {
+        let row = self.reader()?.query_opt("SELECT state FROM cairn_conversations WHERE tenant = $1 AND key = $2", &[&self.tenant, &self.key])?;
+        Ok(row.and_then(|row| row.get::<_, Option<Vec<u8>>>(0)))
+    }
+
+    fn save_state(&mut self, state: Vec<u8>) -> Result<()> {
+        self.write(Write::State(state))
+    }
+
+    fn notices(&self) -> Result<Vec<(Notice, bool)>> {
+        let rows = self.reader()?.query("SELECT body, acked, id FROM cairn_notices WHERE tenant = $1 AND key = $2 ORDER BY queued", &[&self.tenant, &self.key])?;
+        rows.iter()
+            .map(|row| {
+                let notice = serde_json::from_str(row.get(0)).with_context(|| format!("{}: notice {:?} is not a notice", self.shown, row.get::<_, String>(2)))?;
+                Ok((notice, row.get(1)))
+            })
+            .collect()
+    }
+
+    fn queue_notice(&mut self, notice: &Notice) -> Result<bool> {
+        if self.unit.is_some() {
+            self.write(Write::Notice(notice.clone()))?;
+            return Ok(true);
+        }
+        let (t, k) = (self.tenant.clone(), self.key.clone());
+        let client = self.writer.as_mut().expect("only a writer writes");
+        let inserted = client.execute(
+            "INSERT INTO cairn_notices (tenant, key, id, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+            &[&t, &k, &notice.id, &serde_json::to_string(notice)?],
+        )?;
+        Ok(inserted > 0)
+    }
+
+    fn ack_notice(&mut self, id: &str) -> Result<bool> {
+        let exists = self.reader()?.query_opt("SELECT 1 FROM cairn_notices WHERE tenant = $1 AND key = $2 AND id = $3", &[&self.tenant, &self.key, &id])?.is_some();
+        if exists {
+            self.write(Write::Ack(id.to_string()))?;
+        }
+        Ok(exists)
+    }
+
+    fn begin(&mut self) {
+        self.unit.get_or_insert_with(Vec::new);
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        match self.unit.take() {
+            Some(writes) if !writes.is_empty() => self.apply(&writes),
+            _ => Ok(()),
+        }
+    }
+}
+
+struct PgArchives {
+    pool: Pool,
+    tenant: String,
+    key: String,
+}
+
+impl PgArchives {
+    fn checked(archive: &ArchiveId, what: &str, bytes: Vec<u8>, len: i64, sha256: &[u8]) -> std::io::Result<Vec<u8>> {
+        if bytes.len() as i64 != len || Sha256::digest(&bytes).as_slice() != sha256 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("archive {archive}: {what} does not match its recorded size and hash ({} bytes read, {len} recorded)", bytes.len()),
+            ));
+        }
+        Ok(bytes)
+    }
+
+    fn query(&self, sql: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) -> std::io::Result<Option<postgres::Row>> {
+        let io = |e: &dyn std::fmt::Display| std::io::Error::other(e.to_string());
+        let mut client = self.pool.get().map_err(|e| io(&e))?;
+        client.query_opt(sql, params).map_err(|e| io(&e))
+    }
+}
+
+impl ArchiveReader for PgArchives {
+    fn entries(&self, id: &ArchiveId) -> std::io::Result<Option<Vec<u8>>> {
+        let row = self.query(
+            "SELECT entries, entries_len, entries_sha256 FROM cairn_archives WHERE tenant = $1 AND key = $2 AND archive_id = $3",
+            &[&self.tenant, &self.key, &id.as_str()],
+        )?;
+        let row = row.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("archive {id} is missing")))?;
+        Self::checked(id, "its entries", row.get(0), row.get(1), row.get(2)).map(Some)
+    }
+
+    fn artifact(&self, id: &ArchiveId, index: u32) -> std::io::Result<Vec<u8>> {
+        let row = self.query(
+            "SELECT content, len, sha256 FROM cairn_artifacts WHERE tenant = $1 AND key = $2 AND archive_id = $3 AND idx = $4",
+            &[&self.tenant, &self.key, &id.as_str(), &(index as i32)],
+        )?;
+        let row = row.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("archive {id} has no artifact {index}")))?;
+        Self::checked(id, &format!("artifact {index}"), row.get(0), row.get(1), row.get(2))
+    }
+}
