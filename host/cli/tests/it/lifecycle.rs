@@ -72,17 +72,21 @@ fn simulate_draws_the_thresholds_of_the_policy_it_runs() {
 /// Every place a crash can cut a maintenance short.
 const POINTS: [&str; 5] = ["reserved", "archived", "recorded", "saved", "noticed"];
 
-fn events(home: &Path) -> Vec<Value> {
-    let log = std::fs::read_to_string(home.join("conversations/crash/events.jsonl")).unwrap_or_default();
-    log.lines().map(|l| serde_json::from_str(l).expect("every line of the log is a whole event")).collect()
+/// The crashed conversation's record and state, read through the library (any backend).
+fn record(home: &str) -> (Vec<Value>, Value) {
+    let home = cairn::storage::Home::open(Path::new(home)).unwrap();
+    let Ok(store) = home.existing_conversation(&cairn::storage::ConversationKey::parse("crash").unwrap()) else { return (Vec::new(), Value::Null) };
+    let events = store.events().iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+    (events, store.load_state::<Value>().unwrap().unwrap_or(Value::Null))
 }
 
-fn crash_and_restart(kind: &str, point: &str) {
+/// `home`: a directory, or a PostgreSQL URL (where the unit is one transaction: a crash
+/// before its commit leaves no event, and the restart counts the attempt as failed).
+fn crash_and_restart(kind: &str, point: &str, home: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
     let context = dir.path().join("context.jsonl");
     std::fs::write(&context, formats::write_cairn(&sample::coding_session(12))).unwrap();
-    let (h, c) = (home.to_str().unwrap(), context.to_str().unwrap());
+    let (h, c) = (home, context.to_str().unwrap());
     let common = ["--home", h, "--conversation", "crash"];
     let boundary = |turn: &str| -> Vec<String> {
         let mut args: Vec<String> = ["boundary", c, "--turn", turn, "--window", "60000", "--count"].iter().map(|s| s.to_string()).collect();
@@ -96,7 +100,7 @@ fn crash_and_restart(kind: &str, point: &str) {
     let args = boundary("10");
     let crashed = cairn(&args.iter().map(String::as_str).collect::<Vec<_>>(), Some(point));
     assert_eq!(crashed.status.signal(), Some(9), "{kind} at {point}: the process was killed ({:?})", crashed.status);
-    let state: Value = serde_json::from_str(&std::fs::read_to_string(home.join("conversations/crash/state.json")).unwrap()).unwrap();
+    let (_, state) = record(home);
     let archive = state["prepared"]["archive_id"].as_str().map(str::to_string);
 
     // Restart: the next boundary finishes what the crash interrupted, and the cooldown holds.
@@ -111,7 +115,7 @@ fn crash_and_restart(kind: &str, point: &str) {
         assert!(!matches!(after["action"]["kind"].as_str(), Some("compacted" | "handed-over")), "{kind} at {point}: maintenance within the cooldown: {after:#}");
     }
 
-    let log = events(&home);
+    let (log, _) = record(home);
     let attempts: Vec<&Value> = log.iter().filter(|e| e["kind"] == "compaction").collect();
     let mut ids: Vec<&str> = attempts.iter().map(|e| e["archive_id"].as_str().unwrap()).collect();
     ids.dedup();
@@ -139,18 +143,26 @@ fn crash_and_restart(kind: &str, point: &str) {
     assert!(!acked.as_array().unwrap().iter().any(|n| n["id"] == id.as_str()));
 }
 
-#[test]
-fn a_compaction_killed_at_any_point_loses_nothing_and_duplicates_nothing() {
+/// Every crash point on every backend: a local directory, and a scratch PostgreSQL database
+/// per run (where `CAIRN_TEST_POSTGRES` names a server; always under CI).
+fn crash_everywhere(kind: &str) {
     for point in POINTS {
-        crash_and_restart("compact", point);
+        let dir = tempfile::tempdir().unwrap();
+        crash_and_restart(kind, point, dir.path().join("home").to_str().unwrap());
+        if let Some(db) = cairn::storage::testing::ScratchDatabase::create() {
+            crash_and_restart(kind, point, &db.url);
+        }
     }
 }
 
 #[test]
+fn a_compaction_killed_at_any_point_loses_nothing_and_duplicates_nothing() {
+    crash_everywhere("compact");
+}
+
+#[test]
 fn a_handover_killed_at_any_point_is_resumed_once() {
-    for point in POINTS {
-        crash_and_restart("handover", point);
-    }
+    crash_everywhere("handover");
 }
 
 /// The trigger sees what the provider billed, as Claude Code and Pi do: the last reply's usage
