@@ -40,8 +40,10 @@ enum Command {
     Notices(commands::boundary::NoticesArgs),
     /// Replay a session turn by turn as a harness would, and report what Cairn did when.
     Simulate(commands::simulate::Args),
-    /// Serve a warm host over MCP (stdio): tools for the harness and for its agent.
+    /// Serve a warm host over MCP (stdio, or HTTP with --http): tools for the harness and for its agent.
     Serve(commands::serve::Args),
+    /// Bearer tokens for `cairn serve --http`, each scoped to one tenant: create, list, revoke.
+    Tokens(commands::tokens::Args),
     /// Measure Cairn beside Pi's own compaction code and its native builds (ratios, one run).
     Bench(commands::bench::Args),
     /// Compact a long generated session into a temporary home and show before and after.
@@ -89,6 +91,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => commands::demo::run(args),
         Command::Eval(args) => commands::eval::run(args),
         Command::Serve(args) => commands::serve::run(args),
+        Command::Tokens(args) => commands::tokens::run(args),
         Command::Bench(args) => commands::bench::run(args),
         Command::Boundary(args) => commands::boundary::boundary(args),
         Command::Request(args) => commands::boundary::request(args),

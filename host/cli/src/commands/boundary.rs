@@ -162,7 +162,7 @@ pub fn notices(args: NoticesArgs) -> Result<()> {
     if args.resume {
         cairn::lifecycle::resume(&home, &key)?;
     }
-    let store = home.conversation(&key)?;
+    let mut store = home.conversation(&key)?;
     for id in &args.ack {
         store.ack_notice(id)?;
     }

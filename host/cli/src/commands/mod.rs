@@ -17,6 +17,7 @@ pub mod opencode;
 pub mod plugins;
 pub mod serve;
 pub mod simulate;
+pub mod tokens;
 
 /// A compaction that committed nothing (every step failed, or the commit policy refused it):
 /// the verb has printed its report, and exits with its own status, apart from errors (1) and

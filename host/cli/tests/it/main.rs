@@ -14,5 +14,6 @@ mod gemini;
 mod lifecycle;
 mod opencode;
 mod polyglot;
+mod serve_http;
 mod support;
 mod window;

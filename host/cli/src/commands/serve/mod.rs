@@ -1,24 +1,28 @@
-//! `cairn serve`: one warm host speaking the Model Context Protocol over stdio, so any harness
-//! drives Cairn with the MCP client its ecosystem already has. Plugins are compiled once (from
-//! the code cache), the circuit breaker and lifecycle state persist across calls, and the
-//! policy can be swapped while it runs:
-//! - `tools.rs`: the tools (harness and agent), their typed arguments and results;
+//! `cairn serve`: one warm host speaking the Model Context Protocol over stdio (one client, the
+//! home's default tenant) or Streamable HTTP (`--http`: many clients, each bearer token scoped
+//! to one tenant), so any harness drives Cairn with the MCP client its ecosystem already has.
+//! Plugins are compiled once (from the code cache), the circuit breaker and lifecycle state
+//! persist across calls, and the policy can be swapped while it runs:
+//! - `tools.rs`: the tools (harness and agent), their typed arguments and results, shared by
+//!   both transports;
+//! - `http.rs`: the HTTP transport (bearer tokens, tenants, body limit, graceful shutdown);
 //! - `watch.rs`: the policy file and plugin directories, watched for changes.
 //!
-//! Calls for one conversation are serialized (a mutex here, the conversation's lock file
-//! across processes); calls for different conversations run in parallel. Each call runs on the
+//! Calls for one conversation are serialized (a mutex here, the conversation's lock across
+//! processes); calls for different conversations run in parallel. Each call runs on the
 //! policy generation current when it started, so a swap never changes a call in flight.
 
+mod http;
 mod tools;
 mod watch;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
 use anyhow::{Context, Result};
 use cairn::record::Notice;
-use cairn::storage::{ConversationKey, Home};
+use cairn::storage::{ConversationKey, Home, Tenant};
 use cairn::Lifecycle;
 
 use crate::setup;
@@ -65,6 +69,15 @@ pub struct Args {
     /// there, and `boundary` answers with those changed since (`stale_files`).
     #[arg(long)]
     workspace: Option<PathBuf>,
+    /// Serve MCP over Streamable HTTP on this address (`127.0.0.1:8080`; port 0 picks one)
+    /// instead of stdio: the endpoint is `/mcp`, every request needs `Authorization: Bearer
+    /// <token>` (`cairn tokens create`), and each token reaches only its tenant's
+    /// conversations. `/healthz` answers without a token. Prints `{"listening":"ADDR"}` first.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+    /// With --http: larger request bodies are refused (413).
+    #[arg(long, default_value_t = 32 * 1024 * 1024, requires = "http")]
+    max_request_bytes: usize,
 }
 
 fn with_workspace(lifecycle: Lifecycle, workspace: Option<&std::path::Path>) -> Lifecycle {
@@ -72,6 +85,13 @@ fn with_workspace(lifecycle: Lifecycle, workspace: Option<&std::path::Path>) -> 
         Some(dir) => lifecycle.with_workspace(dir),
         None => lifecycle,
     }
+}
+
+/// A notice about the server, and the tenants that acknowledged it: one tenant's
+/// acknowledgement never hides it from another.
+struct ServerNotice {
+    notice: Notice,
+    acked_by: HashSet<Tenant>,
 }
 
 /// One policy generation: the lifecycle (host, plugins, breaker, policy) calls run on.
@@ -89,10 +109,12 @@ pub struct Serve {
     /// The agent tools' conversation, fixed by the server.
     own: ConversationKey,
     current: RwLock<Arc<Generation>>,
-    /// One writer per conversation in this process (the lock file covers other processes).
-    conversations: Mutex<HashMap<ConversationKey, Arc<tokio::sync::Mutex<()>>>>,
-    /// Notices about the server itself (policy swapped or refused), until acknowledged.
-    notices: Mutex<Vec<Notice>>,
+    /// One writer per conversation of each tenant in this process (the storage's lock covers
+    /// other processes).
+    conversations: Mutex<HashMap<(Tenant, ConversationKey), Arc<tokio::sync::Mutex<()>>>>,
+    /// Notices about the server itself (policy swapped or refused), until each tenant
+    /// acknowledges them.
+    notices: Mutex<Vec<ServerNotice>>,
     /// Reloads one at a time (the watcher and `policy_reload`).
     reloading: Mutex<()>,
 }
@@ -133,8 +155,28 @@ impl Serve {
         self.current.read().expect("generation lock").clone()
     }
 
-    fn conversation_lock(&self, key: &ConversationKey) -> Arc<tokio::sync::Mutex<()>> {
-        self.conversations.lock().expect("conversation locks").entry(key.clone()).or_default().clone()
+    fn conversation_lock(&self, tenant: &Tenant, key: &ConversationKey) -> Arc<tokio::sync::Mutex<()>> {
+        self.conversations.lock().expect("conversation locks").entry((tenant.clone(), key.clone())).or_default().clone()
+    }
+
+    /// The server's notices `tenant` has not acknowledged yet.
+    fn notices_for(&self, tenant: &Tenant) -> Vec<Notice> {
+        self.notices.lock().expect("notices").iter().filter(|n| !n.acked_by.contains(tenant)).map(|n| n.notice.clone()).collect()
+    }
+
+    /// Acknowledges the server's notices among `ids` for `tenant`; the other ids are returned.
+    fn ack_for<'a>(&self, tenant: &Tenant, ids: &'a [String]) -> Vec<&'a String> {
+        let mut notices = self.notices.lock().expect("notices");
+        let mut theirs = Vec::new();
+        for id in ids {
+            match notices.iter_mut().find(|n| &n.notice.id == id) {
+                Some(notice) => {
+                    notice.acked_by.insert(tenant.clone());
+                }
+                None => theirs.push(id),
+            }
+        }
+        theirs
     }
 
     /// Checks the policy file (and, with `plugins`, reloads the plugin directories) and swaps
@@ -177,7 +219,7 @@ impl Serve {
     }
 
     fn notify(&self, id: String, text: String) {
-        self.notices.lock().expect("notices").push(Notice::new(id, "policy", text));
+        self.notices.lock().expect("notices").push(ServerNotice { notice: Notice::new(id, "policy", text), acked_by: HashSet::new() });
     }
 }
 
@@ -185,5 +227,8 @@ pub fn run(args: Args) -> Result<()> {
     let serve = Arc::new(Serve::open(&args)?);
     let _watcher = if args.no_watch { None } else { Some(watch::start(serve.clone())?) };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(tools::serve_stdio(serve, args.expose))
+    match &args.http {
+        Some(addr) => runtime.block_on(http::serve_http(serve, args.expose, addr, args.max_request_bytes)),
+        None => runtime.block_on(tools::serve_stdio(serve, args.expose)),
+    }
 }

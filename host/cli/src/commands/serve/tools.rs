@@ -1,34 +1,60 @@
 //! The MCP tools of `cairn serve`, with typed arguments and results (JSON schemas generated
-//! from these types). Every result is structured content; a failure is a tool error naming
-//! what was wrong. Harness tools name their conversation; agent tools act on the server's own,
-//! so a model can never reach another conversation.
+//! from these types), shared by the stdio and HTTP transports. Every result is structured
+//! content; a failure is a tool error naming what was wrong. Harness tools name their
+//! conversation; agent tools act on the server's own, so a model can never reach another
+//! conversation. Over HTTP every call is scoped to its token's tenant: each conversation key,
+//! archive, artifact, search and page is resolved inside that tenant's storage only.
+//!
+//! Storage is reached only from the blocking pool (`locked`, `blocking`): a home may be a
+//! PostgreSQL database behind a blocking client, which must never run on an async task.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result};
 use cairn::lifecycle::{self, AgentRequest, BoundaryReport, RequestKind, Usage};
 use cairn::record::{CompactionReport, StepReport};
-use cairn::storage::{ArtifactUri, ConversationKey};
+use cairn::storage::{ArtifactUri, ConversationKey, Tenant};
 use cairn::transcript::{formats, Entry, Origin, Role, Transcript};
-use cairn::RunOptions;
+use cairn::{Lifecycle, RunOptions};
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::{Json, Parameters};
-use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig, Tool};
+use rmcp::model::{CallToolResult, Extensions, Implementation, ServerCapabilities, ServerConfig, Tool};
 use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Expose, Generation, Serve};
 
+/// Whose storage a call reaches.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Tenancy {
+    /// stdio: one client, the home's own (default) tenant.
+    Home,
+    /// HTTP: the tenant of the request's bearer token, which the auth layer puts in the
+    /// request's extensions as a [`Caller`]. A call without one is refused.
+    PerRequest,
+}
+
+/// The tenant a request's bearer token belongs to: put in the HTTP request's extensions by the
+/// auth layer, read back from the `http::request::Parts` rmcp hands each call.
+#[derive(Clone)]
+pub struct Caller(pub Tenant);
+
 #[derive(Clone)]
 pub struct Server {
     serve: Arc<Serve>,
     expose: Expose,
+    tenancy: Tenancy,
+    /// HTTP: the tenant whose token made this MCP session's first call; a call with another
+    /// tenant's token in the same session is refused. One per session (see `for_session`).
+    bound: Arc<OnceLock<Tenant>>,
     tool_router: ToolRouter<Self>,
 }
 
-pub async fn serve_stdio(serve: Arc<Serve>, expose: Expose) -> Result<()> {
+/// The server both transports run: the tools `expose` lists, their schemas with standard
+/// formats only.
+pub fn server(serve: Arc<Serve>, expose: Expose, tenancy: Tenancy) -> Server {
     let tool_router = match expose {
         Expose::Harness => Server::harness_router(),
         Expose::Agent => Server::agent_router() + ToolRouter::new().with_route(session_history()),
@@ -42,10 +68,49 @@ pub async fn serve_stdio(serve: Arc<Serve>, expose: Expose) -> Result<()> {
             standard_formats(Arc::make_mut(output));
         }
     }
-    let server = Server { serve, expose, tool_router };
-    let running = server.serve(rmcp::transport::stdio()).await.context("starting the MCP session")?;
+    Server { serve, expose, tenancy, bound: Arc::default(), tool_router }
+}
+
+pub async fn serve_stdio(serve: Arc<Serve>, expose: Expose) -> Result<()> {
+    let running = server(serve, expose, Tenancy::Home).serve(rmcp::transport::stdio()).await.context("starting the MCP session")?;
     running.waiting().await.context("serving MCP")?;
     Ok(())
+}
+
+impl Server {
+    /// The same tools for a new MCP session, bound to no tenant yet.
+    pub fn for_session(&self) -> Server {
+        Server { bound: Arc::default(), ..self.clone() }
+    }
+
+    /// The tenant a call acts for: the home's own over stdio; over HTTP, the one the auth
+    /// layer found for the request's token (and the one this session was opened with).
+    fn tenant(&self, extensions: &Extensions) -> Result<Tenant, String> {
+        match self.tenancy {
+            Tenancy::Home => Ok(self.serve.current().lifecycle.home().tenant().clone()),
+            Tenancy::PerRequest => {
+                let tenant = extensions
+                    .get::<axum::http::request::Parts>()
+                    .and_then(|parts| parts.extensions.get::<Caller>())
+                    .map(|caller| caller.0.clone())
+                    .ok_or("refused: the request carries no tenant (no verified bearer token)")?;
+                let bound = self.bound.get_or_init(|| tenant.clone());
+                if *bound != tenant {
+                    return Err("refused: this MCP session was opened with another tenant's token".into());
+                }
+                Ok(tenant)
+            }
+        }
+    }
+}
+
+/// `lifecycle` with every key resolved inside `tenant` (the same host, policy and plugins).
+fn scoped(lifecycle: &Lifecycle, tenant: &Tenant) -> Lifecycle {
+    if lifecycle.home().tenant() == tenant {
+        lifecycle.clone()
+    } else {
+        lifecycle.with_home(lifecycle.home().for_tenant(tenant))
+    }
 }
 
 #[tool_handler(router = self.tool_router)]
@@ -423,19 +488,19 @@ type Answer<T> = Result<Json<T>, String>;
 impl Server {
     /// Compacts a transcript now under the current policy and records it durably.
     #[tool(description = "Compact a transcript now (any format Cairn reads); returns the report, the compacted context in the caller's format, and the kept tail's first entry with a text rendering of what precedes it")]
-    async fn compact(&self, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, String> {
-        self.run(args, false).await
+    async fn compact(&self, extensions: Extensions, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, String> {
+        self.run(self.tenant(&extensions)?, args, false).await
     }
 
     #[tool(description = "Hand the conversation over to a fresh session: archive it and return the seed of the next one")]
-    async fn handover(&self, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, String> {
-        self.run(args, true).await
+    async fn handover(&self, extensions: Extensions, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, String> {
+        self.run(self.tenant(&extensions)?, args, true).await
     }
 
     #[tool(description = "Report a turn boundary: the trigger, commit policy and chain decide what happens; returns the action and the working context after it")]
-    async fn boundary(&self, Parameters(args): Parameters<BoundaryArgs>) -> Result<Json<BoundaryOut>, String> {
+    async fn boundary(&self, extensions: Extensions, Parameters(args): Parameters<BoundaryArgs>) -> Result<Json<BoundaryOut>, String> {
         let conversation = key(&args.conversation)?;
-        self.locked(conversation.clone(), move |generation| {
+        self.locked(self.tenant(&extensions)?, conversation.clone(), move |lifecycle| {
             let (transcript, format) = formats::parse(&args.transcript, "transcript")?;
             let input = transcript.clone();
             let usage = match args.usage.unwrap_or(UsageArg::Word(UsageWord::Counted)) {
@@ -444,7 +509,7 @@ impl Server {
                 UsageArg::Word(UsageWord::Recorded) => Usage::recorded_or_counted(&transcript.entries),
                 UsageArg::Reported { reported_tokens, entries_after } => Usage::Reported { tokens: reported_tokens, entries_after },
             };
-            let outcome = generation.lifecycle.boundary_blocking(BoundaryReport {
+            let outcome = lifecycle.boundary_blocking(BoundaryReport {
                 conversation,
                 turn: args.turn,
                 turn_complete: args.turn_complete.unwrap_or(true),
@@ -479,51 +544,54 @@ impl Server {
     }
 
     #[tool(description = "Record an agent request (compact or handover); it runs at the next boundary the cooldown allows")]
-    async fn request(&self, Parameters(args): Parameters<RequestArgs>) -> Result<Json<Recorded>, String> {
+    async fn request(&self, extensions: Extensions, Parameters(args): Parameters<RequestArgs>) -> Result<Json<Recorded>, String> {
         let conversation = key(&args.conversation)?;
-        self.locked(conversation.clone(), move |generation| {
-            generation.lifecycle.request_blocking(&conversation, agent_request(args.kind, args.preserve, args.resume))?;
+        self.locked(self.tenant(&extensions)?, conversation.clone(), move |lifecycle| {
+            lifecycle.request_blocking(&conversation, agent_request(args.kind, args.preserve, args.resume))?;
             Ok(Recorded { recorded: true, message: "recorded; it runs at the next boundary the cooldown allows".into() })
         })
         .await
     }
 
     #[tool(description = "Notices not yet acknowledged, oldest first: maintenance done or failed, pauses, and the server's policy swaps")]
-    async fn notices_take(&self, Parameters(args): Parameters<ConversationArgs>) -> Result<Json<Notices>, String> {
+    async fn notices_take(&self, extensions: Extensions, Parameters(args): Parameters<ConversationArgs>) -> Result<Json<Notices>, String> {
         let conversation = key(&args.conversation)?;
         let serve = self.serve.clone();
-        self.locked(conversation.clone(), move |generation| {
-            let mut notices = lifecycle::take_notices(generation.lifecycle.home(), &conversation)?;
-            notices.extend(serve.notices.lock().expect("notices").iter().cloned());
+        let tenant = self.tenant(&extensions)?;
+        self.locked(tenant.clone(), conversation.clone(), move |lifecycle| {
+            let mut notices = lifecycle::take_notices(lifecycle.home(), &conversation)?;
+            notices.extend(serve.notices_for(&tenant));
             Ok(Notices { notices: notices.into_iter().map(|n| NoticeOut { id: n.id, kind: n.kind, text: n.text, at: n.at }).collect() })
         })
         .await
     }
 
     #[tool(description = "Acknowledge notices: they are not delivered again")]
-    async fn notices_ack(&self, Parameters(args): Parameters<AckArgs>) -> Result<Json<Acknowledged>, String> {
+    async fn notices_ack(&self, extensions: Extensions, Parameters(args): Parameters<AckArgs>) -> Result<Json<Acknowledged>, String> {
         let conversation = key(&args.conversation)?;
         let serve = self.serve.clone();
-        self.locked(conversation.clone(), move |generation| {
-            // The server's own notices are acknowledged here; the rest in the conversation's outbox.
-            let mut server = serve.notices.lock().expect("notices");
-            let (own, theirs): (Vec<&String>, Vec<&String>) = args.ids.iter().partition(|id| server.iter().any(|n| &n.id == *id));
-            let store = generation.lifecycle.home().conversation(&conversation)?;
-            for id in &theirs {
+        let tenant = self.tenant(&extensions)?;
+        self.locked(tenant.clone(), conversation.clone(), move |lifecycle| {
+            // The server's own notices are acknowledged here (for this tenant); the rest in the
+            // conversation's outbox.
+            let theirs = serve.ack_for(&tenant, &args.ids);
+            let mut store = lifecycle.home().conversation(&conversation)?;
+            for id in theirs {
                 store.ack_notice(id)?;
             }
-            server.retain(|n| !own.contains(&&n.id));
             Ok(Acknowledged { acknowledged: args.ids.len() })
         })
         .await
     }
 
     #[tool(description = "The stored original behind an artifact:// URI, byte for byte")]
-    async fn artifact_get(&self, Parameters(args): Parameters<ArtifactArgs>) -> Result<Json<Artifact>, String> {
+    async fn artifact_get(&self, extensions: Extensions, Parameters(args): Parameters<ArtifactArgs>) -> Result<Json<Artifact>, String> {
+        let tenant = self.tenant(&extensions)?;
         let generation = self.serve.current();
         blocking(move || {
             let uri: ArtifactUri = args.uri.parse()?;
-            let bytes = generation.lifecycle.home().find_artifact(&uri)?;
+            // Only the caller's tenant is searched: another tenant's archive is "not found".
+            let bytes = scoped(&generation.lifecycle, &tenant).home().find_artifact(&uri)?;
             let content = String::from_utf8(bytes).context("the artifact is not UTF-8 text; read it with `cairn artifact`")?;
             Ok(Artifact { uri: args.uri, bytes: content.len(), content })
         })
@@ -562,10 +630,10 @@ impl Server {
     }
 
     #[tool(description = "Per-conversation switches over the policy, persisted: automatic maintenance on/off, automatic handover on/off, resume after an automatic pause")]
-    async fn policy_set(&self, Parameters(args): Parameters<PolicySetArgs>) -> Result<Json<PolicySet>, String> {
+    async fn policy_set(&self, extensions: Extensions, Parameters(args): Parameters<PolicySetArgs>) -> Result<Json<PolicySet>, String> {
         let conversation = key(&args.conversation)?;
-        self.locked(conversation.clone(), move |generation| {
-            let home = generation.lifecycle.home();
+        self.locked(self.tenant(&extensions)?, conversation.clone(), move |lifecycle| {
+            let home = lifecycle.home();
             if args.resume == Some(true) {
                 lifecycle::resume(home, &conversation)?;
             }
@@ -583,14 +651,14 @@ impl Server {
     #[tool(description = "Ask for context maintenance when your context is getting full or you reach a natural checkpoint. \
         It does not happen now: finish the current turn at a coherent checkpoint; the harness runs it at the next safe \
         boundary after the turn. Say what must survive and how to resume.")]
-    async fn context_maintenance(&self, Parameters(args): Parameters<MaintenanceArgs>) -> Result<Json<Recorded>, String> {
+    async fn context_maintenance(&self, extensions: Extensions, Parameters(args): Parameters<MaintenanceArgs>) -> Result<Json<Recorded>, String> {
         let conversation = self.serve.own.clone();
-        self.locked(conversation.clone(), move |generation| {
+        self.locked(self.tenant(&extensions)?, conversation.clone(), move |lifecycle| {
             let what = match args.action {
                 Kind::Compact => "compaction",
                 Kind::Handover => "handover to a fresh session",
             };
-            generation.lifecycle.request_blocking(&conversation, agent_request(args.action, args.preserve, args.resume))?;
+            lifecycle.request_blocking(&conversation, agent_request(args.action, args.preserve, args.resume))?;
             Ok(Recorded {
                 recorded: true,
                 message: format!(
@@ -604,17 +672,22 @@ impl Server {
 }
 
 /// `session_history`, defined once in `cairn::recall` (the same schema embedders give their
-/// models), bound to the server's own conversation.
+/// models), bound to the server's own conversation (in the caller's tenant).
 fn session_history() -> ToolRoute<Server> {
     let definition = cairn::recall::tool_definition();
     let schema = definition["parameters"].as_object().cloned().unwrap_or_default();
     let description = definition["description"].as_str().unwrap_or_default().to_string();
     ToolRoute::new_dyn(Tool::new("session_history", description, Arc::new(schema)), |context: ToolCallContext<'_, Server>| {
         let serve = context.service.serve.clone();
+        let tenant = context.service.tenant(&context.request_context.extensions);
         let arguments = serde_json::Value::Object(context.arguments.clone().unwrap_or_default()).to_string();
         Box::pin(async move {
+            let tenant = match tenant {
+                Ok(tenant) => tenant,
+                Err(refused) => return Ok(CallToolResult::error(vec![rmcp::model::ContentBlock::text(refused)]).into()),
+            };
             let generation = serve.current();
-            let answer = tokio::task::spawn_blocking(move || cairn::recall::execute_json(generation.lifecycle.home(), &serve.own, &arguments))
+            let answer = tokio::task::spawn_blocking(move || cairn::recall::execute_json(scoped(&generation.lifecycle, &tenant).home(), &serve.own, &arguments))
                 .await
                 .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }));
             let result = if answer.get("error").is_some() { CallToolResult::structured_error(answer) } else { CallToolResult::structured(answer) };
@@ -642,22 +715,22 @@ fn standard_formats(schema: &mut serde_json::Map<String, serde_json::Value>) {
 // ---- the work -------------------------------------------------------------------------------
 
 impl Server {
-    /// Runs `work` for one conversation: after the calls before it for that conversation, on
-    /// the policy generation current now, on the blocking pool.
-    async fn locked<T: Send + 'static>(&self, conversation: ConversationKey, work: impl FnOnce(&Generation) -> Result<T> + Send + 'static) -> Answer<T> {
+    /// Runs `work` for one conversation of `tenant`: after the calls before it for that
+    /// conversation, on the policy generation current now, on the blocking pool, with a
+    /// lifecycle whose home is the tenant's.
+    async fn locked<T: Send + 'static>(&self, tenant: Tenant, conversation: ConversationKey, work: impl FnOnce(&Lifecycle) -> Result<T> + Send + 'static) -> Answer<T> {
         // The generation is taken before waiting: a call that started before a swap finishes
         // on the policy it started with.
         let generation = self.serve.current();
-        let lock = self.serve.conversation_lock(&conversation);
+        let lock = self.serve.conversation_lock(&tenant, &conversation);
         let _turn = lock.lock().await;
-        blocking(move || work(&generation)).await
+        blocking(move || work(&scoped(&generation.lifecycle, &tenant))).await
     }
 
-    async fn run(&self, args: RunArgs, handover: bool) -> Answer<Compacted> {
+    async fn run(&self, tenant: Tenant, args: RunArgs, handover: bool) -> Answer<Compacted> {
         let conversation = key(&args.conversation)?;
-        self.locked(conversation.clone(), move |generation| {
+        self.locked(tenant, conversation.clone(), move |lifecycle| {
             let (transcript, format) = formats::parse(&args.transcript, "transcript")?;
-            let lifecycle = &generation.lifecycle;
             let mut store = lifecycle.home().conversation(&conversation)?;
             let options = RunOptions {
                 preserve: args.preserve.as_deref(),

@@ -1,0 +1,229 @@
+//! `cairn serve --http ADDR`: the same tools over MCP's Streamable HTTP transport (rmcp's
+//! `StreamableHttpService`, stateful sessions), behind axum:
+//! - `GET /healthz`: `ok` without a token while the storage home can be listed, else 503;
+//! - `/mcp`: every request needs `Authorization: Bearer <token>`. The token is checked before
+//!   any rmcp or Cairn code runs (401 with `WWW-Authenticate: Bearer` otherwise), and its tenant
+//!   rides in the request's extensions to the tools, which resolve everything inside it;
+//! - bodies over `--max-request-bytes` are refused with 413 and a JSON body naming the limit;
+//! - SIGTERM or Ctrl-C: no new connections, the calls in flight finish, then exit 0.
+//!
+//! Storage calls (token checks, health) run on the blocking pool, as the tools' do.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use http_body_util::BodyExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::signal::unix::{signal, SignalKind};
+
+use super::tools::{self, Caller, Tenancy};
+use super::{Expose, Serve};
+
+/// A refused request's body is read and discarded before the answer (up to the body limit for
+/// a 401, up to this many bytes for a 413, and for at most `DRAIN_TIME`): a client that sends
+/// its whole body before reading the answer (most do) gets the answer rather than a reset
+/// connection. Past that the connection is closed.
+const DRAIN_BYTES: u64 = 256 * 1024 * 1024;
+const DRAIN_TIME: Duration = Duration::from_secs(30);
+
+/// What the HTTP layers share.
+struct Http {
+    serve: Arc<Serve>,
+    max_request_bytes: usize,
+    /// MCP POSTs whose response has not been sent in full yet.
+    in_flight: tokio::sync::watch::Sender<usize>,
+}
+
+pub async fn serve_http(serve: Arc<Serve>, expose: Expose, addr: &str, max_request_bytes: usize) -> Result<()> {
+    // Handlers first: a signal that arrives once the address is printed is never the default
+    // (immediate death).
+    let mut terminate = signal(SignalKind::terminate()).context("handling SIGTERM")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("handling SIGINT")?;
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?;
+    let local = listener.local_addr()?;
+
+    let config = StreamableHttpServerConfig::default()
+        // rmcp's Host allow-list guards unauthenticated local servers against DNS rebinding;
+        // here every /mcp request needs a bearer token a rebinding page cannot have, and a
+        // deployment behind a load balancer answers to its own host names.
+        .disable_allowed_hosts()
+        .with_max_request_body_bytes(max_request_bytes);
+    // Cancelled once the calls in flight have answered: it ends the sessions' open streams
+    // (a client's GET stream would otherwise hold the shutdown forever).
+    let sessions_done = config.cancellation_token.clone();
+    let template = tools::server(serve.clone(), expose, Tenancy::PerRequest);
+    let mcp = StreamableHttpService::new(move || Ok(template.for_session()), Arc::new(LocalSessionManager::default()), config);
+
+    let state = Arc::new(Http { serve, max_request_bytes, in_flight: tokio::sync::watch::Sender::new(0) });
+    let app = Router::new()
+        .route_service("/mcp", mcp)
+        // The last layer runs first: count, authenticate, then limit the body.
+        .layer(middleware::from_fn_with_state(state.clone(), limit_body))
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .layer(middleware::from_fn_with_state(state.clone(), count_in_flight))
+        .route("/healthz", get(healthz))
+        .with_state(state.clone());
+
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", serde_json::json!({ "listening": local.to_string() }))?;
+    stdout.flush()?;
+    drop(stdout);
+    tracing::info!(%local, max_request_bytes, "serving MCP over HTTP at /mcp");
+
+    let mut in_flight = state.in_flight.subscribe();
+    let shutdown = async move {
+        let name = tokio::select! {
+            _ = terminate.recv() => "SIGTERM",
+            _ = interrupt.recv() => "SIGINT",
+        };
+        tracing::info!("{name}: no new connections; finishing the calls in flight");
+        tokio::spawn(async move {
+            let _ = in_flight.wait_for(|n| *n == 0).await;
+            sessions_done.cancel();
+        });
+    };
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await.context("serving HTTP")?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn healthz(State(state): State<Arc<Http>>) -> Response {
+    let generation = state.serve.current();
+    match tokio::task::spawn_blocking(move || generation.lifecycle.home().conversations()).await {
+        Ok(Ok(_)) => (StatusCode::OK, "ok").into_response(),
+        Ok(Err(error)) => {
+            tracing::warn!("health check: the storage home cannot be listed: {error:#}");
+            (StatusCode::SERVICE_UNAVAILABLE, "storage unavailable").into_response()
+        }
+        Err(panic) => {
+            tracing::warn!("health check: {panic}");
+            (StatusCode::SERVICE_UNAVAILABLE, "storage unavailable").into_response()
+        }
+    }
+}
+
+/// Checks the bearer token before anything else sees the request; its tenant goes into the
+/// request's extensions for the tools.
+async fn authenticate(State(state): State<Arc<Http>>, mut request: Request, next: Next) -> Response {
+    let Some(secret) = bearer(request.headers()) else {
+        drain(request.into_body(), state.max_request_bytes as u64).await;
+        return unauthorized(None, "a bearer token is required (Authorization: Bearer <token>)");
+    };
+    let generation = state.serve.current();
+    match tokio::task::spawn_blocking(move || generation.lifecycle.home().tokens().verify(&secret)).await {
+        Ok(Ok(Some(tenant))) => {
+            request.extensions_mut().insert(Caller(tenant));
+            next.run(request).await
+        }
+        Ok(Ok(None)) => {
+            drain(request.into_body(), state.max_request_bytes as u64).await;
+            unauthorized(Some("invalid_token"), "the bearer token is unknown or revoked")
+        }
+        Ok(Err(error)) => {
+            tracing::error!("checking a bearer token: {error:#}");
+            json_error(StatusCode::SERVICE_UNAVAILABLE, serde_json::json!({ "error": "the token store is unavailable" }))
+        }
+        Err(panic) => {
+            tracing::error!("checking a bearer token: {panic}");
+            json_error(StatusCode::INTERNAL_SERVER_ERROR, serde_json::json!({ "error": "internal error" }))
+        }
+    }
+}
+
+/// The token of `Authorization: Bearer <token>` (the scheme in any case).
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_string())
+}
+
+fn unauthorized(error: Option<&str>, message: &str) -> Response {
+    let challenge = match error {
+        Some(error) => format!("Bearer realm=\"cairn\", error=\"{error}\""),
+        None => "Bearer realm=\"cairn\"".to_string(),
+    };
+    let mut response = json_error(StatusCode::UNAUTHORIZED, serde_json::json!({ "error": message }));
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge.parse().expect("a valid header value"));
+    response
+}
+
+fn json_error(status: StatusCode, body: serde_json::Value) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
+fn too_large(limit: usize) -> Response {
+    json_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        serde_json::json!({ "error": format!("the request body is larger than the limit of {limit} bytes (--max-request-bytes)"), "limit_bytes": limit }),
+    )
+}
+
+/// Refuses bodies over the limit: at once when `Content-Length` says so (after draining what
+/// was sent), and while streaming otherwise (rmcp counts; its 413 gets our JSON body).
+async fn limit_body(State(state): State<Arc<Http>>, request: Request, next: Next) -> Response {
+    let limit = state.max_request_bytes;
+    let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        tracing::warn!(declared, limit, "refused a request body over the limit");
+        drain(request.into_body(), DRAIN_BYTES).await;
+        return too_large(limit);
+    }
+    let response = next.run(request).await;
+    if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return too_large(limit);
+    }
+    response
+}
+
+/// Reads and discards a body, up to `most` bytes or `DRAIN_TIME`.
+async fn drain(mut body: Body, most: u64) {
+    let discard = async {
+        let mut seen = 0u64;
+        while let Some(Ok(frame)) = body.frame().await {
+            seen += frame.data_ref().map_or(0, |d| d.len() as u64);
+            if seen > most {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIME, discard).await;
+}
+
+/// Counts the MCP POSTs (the calls) until their response has been sent in full, so shutdown
+/// waits for them before it ends the sessions.
+async fn count_in_flight(State(state): State<Arc<Http>>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    state.in_flight.send_modify(|n| *n += 1);
+    let guard = InFlight(state.clone());
+    let response = next.run(request).await;
+    // The body owns the guard: the call counts until its last byte is sent (or the client
+    // goes away).
+    response.map(|body| {
+        Body::new(body.map_frame(move |frame| {
+            let _held = &guard;
+            frame
+        }))
+    })
+}
+
+/// Holds its call's place among those in flight until dropped with the response body.
+struct InFlight(Arc<Http>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.send_modify(|n| *n -= 1);
+    }
+}
