@@ -45,9 +45,9 @@ pub trait Backend: Send + Sync {
     fn open(&self, tenant: &Tenant, key: &ConversationKey, writer: bool) -> Result<Box<dyn Conversation>>;
     /// The tenant's conversations, in name order.
     fn conversations(&self, tenant: &Tenant) -> Result<Vec<ConversationKey>>;
-    /// The conversation that holds an archive, if the backend can look it up directly
-    /// (`None`: ask every conversation).
-    fn archive_owner(&self, _tenant: &Tenant, _archive: &ArchiveId) -> Result<Option<ConversationKey>> {
+    /// The conversations that may hold an archive, where the backend can look it up directly
+    /// (`None`: ask every conversation of the tenant).
+    fn archive_holders(&self, _tenant: &Tenant, _archive: &ArchiveId) -> Result<Option<Vec<ConversationKey>>> {
         Ok(None)
     }
     fn tokens(&self) -> Result<Vec<StoredToken>>;

@@ -87,8 +87,8 @@ impl Home {
     /// warning.
     pub fn find_artifact(&self, uri: &ArtifactUri) -> Result<Vec<u8>> {
         let archive_id: ArchiveId = uri.archive_id.parse()?;
-        let keys = match self.backend.archive_owner(&self.tenant, &archive_id)? {
-            Some(key) => vec![key],
+        let keys = match self.backend.archive_holders(&self.tenant, &archive_id)? {
+            Some(keys) => keys,
             None => self.conversations()?,
         };
         for key in keys {

@@ -10,6 +10,7 @@ mod codex;
 mod doctor;
 mod embedding;
 mod eval;
+mod fleet;
 mod gemini;
 mod lifecycle;
 mod opencode;

@@ -127,9 +127,9 @@ impl Backend for Postgres {
         Ok(rows.iter().filter_map(|row| ConversationKey::parse(row.get(0)).ok()).collect())
     }
 
-    fn archive_owner(&self, tenant: &Tenant, archive: &ArchiveId) -> Result<Option<ConversationKey>> {
-        let row = self.client()?.query_opt("SELECT key FROM cairn_archives WHERE tenant = $1 AND archive_id = $2 LIMIT 1", &[&tenant.as_str(), &archive.as_str()])?;
-        Ok(row.and_then(|row| ConversationKey::parse(row.get(0)).ok()))
+    fn archive_holders(&self, tenant: &Tenant, archive: &ArchiveId) -> Result<Option<Vec<ConversationKey>>> {
+        let rows = self.client()?.query("SELECT key FROM cairn_archives WHERE tenant = $1 AND archive_id = $2", &[&tenant.as_str(), &archive.as_str()])?;
+        Ok(Some(rows.iter().filter_map(|row| ConversationKey::parse(row.get(0)).ok()).collect()))
     }
 
     fn tokens(&self) -> Result<Vec<StoredToken>> {
