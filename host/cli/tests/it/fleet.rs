@@ -32,7 +32,7 @@ struct Node {
 
 fn start(url: &str, log: &std::path::Path) -> Node {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["serve", "--http", "127.0.0.1:0", "--home", url, "--no-watch"])
+        .args(["serve", "--http", "127.0.0.1:0", "--stateless", "--home", url, "--no-watch"])
         .env("CAIRN_LOG", "warn")
         .env("CAIRN_POSTGRES_POOL", "12")
         .stdin(Stdio::null())
@@ -48,6 +48,8 @@ fn start(url: &str, log: &std::path::Path) -> Node {
 
 struct Fleet {
     nodes: RwLock<Vec<Node>>,
+    /// Boundaries in flight, per node address.
+    busy: Mutex<HashMap<String, usize>>,
 }
 
 impl Drop for Fleet {
@@ -59,71 +61,43 @@ impl Drop for Fleet {
     }
 }
 
-/// A harness's client: a bearer token, and one MCP session per node address it has used.
+/// A harness's client: a bearer token. The nodes run `--stateless`: no MCP session, so any
+/// node serves any call, as behind a load balancer without sticky sessions.
 struct Client {
     agent: ureq::Agent,
     token: String,
-    sessions: HashMap<String, String>,
     next_id: u64,
 }
 
 impl Client {
     fn new(token: &str) -> Client {
         let agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(120))).build().into();
-        Client { agent, token: token.to_string(), sessions: HashMap::new(), next_id: 1 }
-    }
-
-    /// One JSON-RPC message to a node; Err on anything a retry on another node may cure.
-    fn post(&self, addr: &str, session: Option<&str>, message: &Value) -> Result<(Option<String>, Value), String> {
-        let mut request = self
-            .agent
-            .post(&format!("http://{addr}/mcp"))
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", PROTOCOL)
-            .header("authorization", format!("Bearer {}", self.token))
-            .content_type("application/json");
-        if let Some(session) = session {
-            request = request.header("mcp-session-id", session);
-        }
-        let response = request.send(message.to_string().as_bytes()).map_err(|e| format!("{addr}: {e}"))?;
-        let status = response.status().as_u16();
-        let session = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let stream = response.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
-        let body = response.into_body().with_config().limit(64 << 20).read_to_string().map_err(|e| format!("{addr}: {e}"))?;
-        if status == 202 {
-            return Ok((session, Value::Null));
-        }
-        if status != 200 {
-            return Err(format!("{addr}: HTTP {status}: {body}"));
-        }
-        let text = if stream { body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).filter(|d| d.starts_with('{')).last().unwrap_or("").to_string() } else { body };
-        serde_json::from_str(&text).map(|v| (session, v)).map_err(|e| format!("{addr}: not JSON-RPC ({e}): {text:?}"))
-    }
-
-    fn session(&mut self, addr: &str) -> Result<String, String> {
-        if let Some(session) = self.sessions.get(addr) {
-            return Ok(session.clone());
-        }
-        let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": { "name": "fleet test", "version": "1" } } });
-        let (session, _) = self.post(addr, None, &init)?;
-        let session = session.ok_or_else(|| format!("{addr}: no session id"))?;
-        self.post(addr, Some(&session), &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))?;
-        self.sessions.insert(addr.to_string(), session.clone());
-        Ok(session)
+        Client { agent, token: token.to_string(), next_id: 1 }
     }
 
     /// A tool call on one node: Ok(Ok(structured content)), Ok(Err(tool error)), or Err(the
     /// node failed: retry elsewhere).
     fn call(&mut self, addr: &str, tool: &str, arguments: &Value) -> Result<Result<Value, String>, String> {
-        let session = self.session(addr)?;
         self.next_id += 1;
         let message = json!({ "jsonrpc": "2.0", "id": self.next_id, "method": "tools/call", "params": { "name": tool, "arguments": arguments } });
-        let answer = self.post(addr, Some(&session), &message).inspect_err(|_| {
-            self.sessions.remove(addr);
-        })?;
-        let result = &answer.1["result"];
+        let response = self
+            .agent
+            .post(&format!("http://{addr}/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", PROTOCOL)
+            .header("authorization", format!("Bearer {}", self.token))
+            .content_type("application/json")
+            .send(message.to_string().as_bytes())
+            .map_err(|e| format!("{addr}: {e}"))?;
+        let status = response.status().as_u16();
+        let body = response.into_body().with_config().limit(64 << 20).read_to_string().map_err(|e| format!("{addr}: {e}"))?;
+        if status != 200 {
+            return Err(format!("{addr}: HTTP {status}: {body}"));
+        }
+        let answer: Value = serde_json::from_str(&body).map_err(|e| format!("{addr}: not JSON-RPC ({e}): {body:?}"))?;
+        let result = &answer["result"];
         if !result.is_object() {
-            return Err(format!("{addr}: {tool}: {}", answer.1));
+            return Err(format!("{addr}: {tool}: {answer}"));
         }
         Ok(if result["isError"] == true { Err(result["content"].to_string()) } else { Ok(result["structuredContent"].clone()) })
     }
@@ -154,7 +128,7 @@ fn three_nodes_on_postgresql_lose_nothing_when_one_is_killed_mid_run() {
     let log = dir.path().join("nodes.log");
     let home = Home::open(std::path::Path::new(&db.url)).unwrap();
     let tokens: HashMap<&str, String> = TENANTS.iter().map(|t| (*t, home.tokens().create(&Tenant::parse(t).unwrap(), "fleet").unwrap().1)).collect();
-    let fleet = Arc::new(Fleet { nodes: RwLock::new((0..NODES).map(|_| start(&db.url, &log)).collect()) });
+    let fleet = Arc::new(Fleet { nodes: RwLock::new((0..NODES).map(|_| start(&db.url, &log)).collect()), busy: Mutex::default() });
 
     // Work: (tenant, key), each worked through its boundaries in order by one client thread.
     let work: Vec<(&str, String)> = TENANTS.iter().flat_map(|t| (0..KEYS).map(move |i| (*t, format!("conv-{i}")))).collect();
@@ -190,7 +164,10 @@ fn three_nodes_on_postgresql_lose_nothing_when_one_is_killed_mid_run() {
                                     let nodes = fleet.nodes.read().unwrap();
                                     nodes[pick(&mut seed, nodes.len())].addr.clone()
                                 };
-                                match client.call(&addr, tool, &arguments) {
+                                *fleet.busy.lock().unwrap().entry(addr.clone()).or_default() += 1;
+                                let answer = client.call(&addr, tool, &arguments);
+                                *fleet.busy.lock().unwrap().get_mut(&addr).unwrap() -= 1;
+                                match answer {
                                     Ok(answer) => break answer,
                                     Err(e) => {
                                         attempts += 1;
@@ -220,6 +197,12 @@ fn three_nodes_on_postgresql_lose_nothing_when_one_is_killed_mid_run() {
         assert!(started.elapsed() < Duration::from_secs(600), "the fleet made no progress; log:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
         std::thread::sleep(Duration::from_millis(20));
     }
+    // In the middle of its calls: wait until the victim is serving at least two.
+    let victim = fleet.nodes.read().unwrap()[1].addr.clone();
+    while fleet.busy.lock().unwrap().get(&victim).copied().unwrap_or(0) < 2 {
+        assert!(started.elapsed() < Duration::from_secs(600), "the victim never got busy");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let killed_at = done.load(Ordering::Relaxed);
     {
         let mut nodes = fleet.nodes.write().unwrap();
@@ -236,8 +219,9 @@ fn three_nodes_on_postgresql_lose_nothing_when_one_is_killed_mid_run() {
         client.join().unwrap();
     }
     let elapsed = started.elapsed();
+    assert!(retries.load(Ordering::Relaxed) > 0, "the calls the killed node was serving were retried elsewhere");
     eprintln!(
-        "fleet: {total} boundaries on {NODES} nodes in {:.1}s; node killed after {killed_at}; {} calls retried",
+        "fleet: {total} boundaries on {NODES} nodes in {:.1}s; a node serving 2+ calls killed after {killed_at} boundaries; {} calls retried on another node",
         elapsed.as_secs_f64(),
         retries.load(Ordering::Relaxed)
     );

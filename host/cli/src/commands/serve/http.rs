@@ -44,7 +44,7 @@ struct Http {
     in_flight: tokio::sync::watch::Sender<usize>,
 }
 
-pub async fn serve_http(serve: Arc<Serve>, expose: Expose, addr: &str, max_request_bytes: usize) -> Result<()> {
+pub async fn serve_http(serve: Arc<Serve>, expose: Expose, addr: &str, max_request_bytes: usize, stateless: bool) -> Result<()> {
     // Handlers first: a signal that arrives once the address is printed is never the default
     // (immediate death).
     let mut terminate = signal(SignalKind::terminate()).context("handling SIGTERM")?;
@@ -57,7 +57,9 @@ pub async fn serve_http(serve: Arc<Serve>, expose: Expose, addr: &str, max_reque
         // here every /mcp request needs a bearer token a rebinding page cannot have, and a
         // deployment behind a load balancer answers to its own host names.
         .disable_allowed_hosts()
-        .with_max_request_body_bytes(max_request_bytes);
+        .with_max_request_body_bytes(max_request_bytes)
+        .with_legacy_session_mode(!stateless)
+        .with_json_response(stateless);
     // Cancelled once the calls in flight have answered: it ends the sessions' open streams
     // (a client's GET stream would otherwise hold the shutdown forever).
     let sessions_done = config.cancellation_token.clone();

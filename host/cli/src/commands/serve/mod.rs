@@ -78,6 +78,10 @@ pub struct Args {
     /// With --http: larger request bodies are refused (413).
     #[arg(long, default_value_t = 32 * 1024 * 1024, requires = "http")]
     max_request_bytes: usize,
+    /// With --http: no MCP sessions, every POST stands alone, so any node of a fleet behind a
+    /// load balancer can serve any call (no sticky sessions needed).
+    #[arg(long, requires = "http")]
+    stateless: bool,
 }
 
 fn with_workspace(lifecycle: Lifecycle, workspace: Option<&std::path::Path>) -> Lifecycle {
@@ -228,7 +232,7 @@ pub fn run(args: Args) -> Result<()> {
     let _watcher = if args.no_watch { None } else { Some(watch::start(serve.clone())?) };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match &args.http {
-        Some(addr) => runtime.block_on(http::serve_http(serve, args.expose, addr, args.max_request_bytes)),
+        Some(addr) => runtime.block_on(http::serve_http(serve, args.expose, addr, args.max_request_bytes, args.stateless)),
         None => runtime.block_on(tools::serve_stdio(serve, args.expose)),
     }
 }
