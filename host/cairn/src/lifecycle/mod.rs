@@ -185,7 +185,7 @@ impl Lifecycle {
         let mut delivered = 0;
         for key in self.inner.home.conversations()? {
             // Read first: a fleet's node starting up locks only the conversations owed something.
-            let owed = self.inner.home.existing_conversation(&key)?.load_state::<ConversationState>()?.is_some_and(|s| !s.owed_notices.is_empty());
+            let owed = self.inner.home.state::<ConversationState>(&key)?.is_some_and(|s| !s.owed_notices.is_empty());
             if owed {
                 let (mut store, mut state) = open(&self.inner.home, &key)?;
                 delivered += deliver(&mut store, &mut state)?.len();

@@ -77,6 +77,12 @@ impl Home {
         ConversationStore::load(self.backend.open(&self.tenant, key, false)?, key.clone(), false)
     }
 
+    /// A conversation's state document, without reading its log (a node starting up asks
+    /// every conversation).
+    pub fn state<T: serde::de::DeserializeOwned>(&self, key: &ConversationKey) -> Result<Option<T>> {
+        state_document(key, self.backend.open(&self.tenant, key, false)?.load_state()?)
+    }
+
     /// The tenant's conversations, in name order.
     pub fn conversations(&self) -> Result<Vec<ConversationKey>> {
         self.backend.conversations(&self.tenant)
@@ -105,6 +111,10 @@ impl Home {
         }
         bail!("artifact not found: no conversation in {} holds archive {}", self.backend.location(), uri.archive_id)
     }
+}
+
+fn state_document<T: serde::de::DeserializeOwned>(key: &ConversationKey, bytes: Option<Vec<u8>>) -> Result<Option<T>> {
+    bytes.map(|bytes| serde_json::from_slice(&bytes).with_context(|| format!("conversation {key}: not a valid state document"))).transpose()
 }
 
 /// One conversation's durable record and archives.
@@ -241,10 +251,7 @@ impl ConversationStore {
 
     /// The conversation's state document, if one was saved.
     pub fn load_state<T: serde::de::DeserializeOwned>(&self) -> Result<Option<T>> {
-        match self.conversation.load_state()? {
-            Some(bytes) => serde_json::from_slice(&bytes).map(Some).with_context(|| format!("conversation {}: not a valid state document", self.key)),
-            None => Ok(None),
-        }
+        state_document(&self.key, self.conversation.load_state()?)
     }
 
     /// Replaces the state document as a whole.
