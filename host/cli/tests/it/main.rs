@@ -4,6 +4,7 @@
 mod agents;
 mod authoring;
 mod bench;
+mod bench_fleet;
 mod claude_code;
 mod cli;
 mod codex;

@@ -5,7 +5,11 @@
 //! - shake-elide built natively (`native.rs`) against the same crate as a Wasm component;
 //! - warm instantiation, a 1 MiB transcript across the component boundary, start-up with every
 //!   bundled plugin from the code cache, the tokenizer against raw tiktoken-rs.
+//!
+//! `cairn bench --fleet` measures `serve --http` nodes instead (`fleet.rs`): compactions per
+//! second and per-call latency, PostgreSQL on 1–3 nodes beside the local directory on one.
 
+mod fleet;
 mod native;
 mod pi;
 
@@ -27,8 +31,19 @@ use crate::setup;
 #[derive(clap::Args)]
 pub struct Args {
     /// Pi session files (e.g. ../shared/transcripts/pi/*.jsonl).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "fleet")]
     files: Vec<PathBuf>,
+    /// Instead: `serve --http` nodes on PostgreSQL (1, 2, 3) and on a local directory (1),
+    /// driven over HTTP: compactions per second, p50/p99 per call.
+    #[arg(long)]
+    fleet: bool,
+    /// With --fleet: the PostgreSQL server, as a role that may create databases (each
+    /// configuration gets a scratch one) [default: $CAIRN_TEST_POSTGRES].
+    #[arg(long, value_name = "URL", requires = "fleet")]
+    postgres: Option<String>,
+    /// With --fleet: the nodes run `serve --http --stateless` (no MCP sessions, JSON responses).
+    #[arg(long, requires = "fleet")]
+    stateless: bool,
     /// Fewer iterations (CI).
     #[arg(long)]
     quick: bool,
@@ -70,6 +85,9 @@ impl Bench {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if args.fleet {
+        return fleet::run(fleet::Options { postgres: args.postgres, stateless: args.stateless, quick: args.quick, json: args.json });
+    }
     if cfg!(debug_assertions) {
         eprintln!("note: a debug build; the native baselines are unoptimized here. Measure with `cargo run --release -- bench …`.");
     }
