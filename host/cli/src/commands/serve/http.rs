@@ -94,6 +94,13 @@ pub async fn serve_http(serve: Arc<Serve>, expose: Expose, addr: &str, max_reque
             sessions_done.cancel();
         });
     };
+    // TCP_NODELAY: a response written in two parts would otherwise wait ~40 ms for the client's
+    // delayed ACK (Nagle), on every call.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!("setting TCP_NODELAY: {e}");
+        }
+    });
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await.context("serving HTTP")?;
     tracing::info!("stopped");
     Ok(())

@@ -66,3 +66,10 @@ CREATE TABLE cairn_tokens (
     created_at bigint  NOT NULL,
     revoked    boolean NOT NULL DEFAULT false
 );
+
+-- Large values are stored out of line without compression: pglz costs more CPU per compaction
+-- than it saves on JSON that is written once and read rarely.
+ALTER TABLE cairn_events ALTER COLUMN body SET STORAGE EXTERNAL;
+ALTER TABLE cairn_archives ALTER COLUMN entries SET STORAGE EXTERNAL;
+ALTER TABLE cairn_artifacts ALTER COLUMN content SET STORAGE EXTERNAL;
+ALTER TABLE cairn_conversations ALTER COLUMN state SET STORAGE EXTERNAL;
