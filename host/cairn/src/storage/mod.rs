@@ -17,7 +17,7 @@ pub use ids::{session_id, ArchiveId, ArtifactUri, ConversationKey, IdError, Tena
 pub(crate) use local::files;
 pub use tokens::{TokenInfo, Tokens};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
@@ -32,7 +32,6 @@ use backend::{Backend, Conversation, Parsed};
 pub struct Home {
     backend: Arc<dyn Backend>,
     tenant: Tenant,
-    path: PathBuf,
 }
 
 impl Home {
@@ -41,13 +40,12 @@ impl Home {
     pub fn open(location: &Path) -> Result<Self> {
         let text = location.to_string_lossy();
         let backend: Arc<dyn Backend> = if postgres::is_url(&text) { Arc::new(postgres::Postgres::open(&text)?) } else { Arc::new(local::Local::open(location)?) };
-        let path = PathBuf::from(backend.location());
-        Ok(Home { backend, tenant: Tenant::default_tenant(), path })
+        Ok(Home { backend, tenant: Tenant::default_tenant() })
     }
 
     /// Where the home is: its directory, or its URL without the password.
     pub fn path(&self) -> &Path {
-        &self.path
+        Path::new(self.backend.location())
     }
 
     /// The same home, every key resolved inside `tenant`.
@@ -134,6 +132,7 @@ impl ConversationStore {
         let log = conversation.load()?;
         Ok(ConversationStore { conversation, writer, key, log, units: 0 })
     }
+
     pub fn key(&self) -> &ConversationKey {
         &self.key
     }

@@ -203,12 +203,14 @@ impl PgConversation {
         self.pool.get().with_context(|| format!("no connection for {}", self.shown))
     }
 
-    /// Runs writes in one transaction on the writer's connection.
-    fn apply(&mut self, writes: &[Write]) -> Result<()> {
+    /// Runs writes in one transaction on the writer's connection; returns how many notices
+    /// were new.
+    fn apply(&mut self, writes: &[Write]) -> Result<u64> {
         let (t, k) = (self.tenant.as_str(), self.key.as_str());
         let shown = &self.shown;
         let client = self.writer.as_mut().expect("only a writer writes");
         let mut tx = client.transaction()?;
+        let mut new_notices = 0;
         for write in writes {
             match write {
                 Write::Event { seq, body } => {
@@ -237,7 +239,7 @@ impl PgConversation {
                     tx.execute("UPDATE cairn_conversations SET state = $3 WHERE tenant = $1 AND key = $2", &[&t, &k, state])?;
                 }
                 Write::Notice(notice) => {
-                    tx.execute(
+                    new_notices += tx.execute(
                         "INSERT INTO cairn_notices (tenant, key, id, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
                         &[&t, &k, &notice.id, &serde_json::to_string(notice)?],
                     )?;
@@ -247,7 +249,8 @@ impl PgConversation {
                 }
             }
         }
-        tx.commit().with_context(|| format!("committing to {shown}"))
+        tx.commit().with_context(|| format!("committing to {shown}"))?;
+        Ok(new_notices)
     }
 
     /// Now, or at the unit's commit.
@@ -257,7 +260,7 @@ impl PgConversation {
                 unit.push(write);
                 Ok(())
             }
-            None => self.apply(&[write]),
+            None => self.apply(&[write]).map(drop),
         }
     }
 }
@@ -328,17 +331,14 @@ impl Conversation for PgConversation {
     }
 
     fn queue_notice(&mut self, notice: &Notice) -> Result<bool> {
-        if self.unit.is_some() {
-            self.write(Write::Notice(notice.clone()))?;
-            return Ok(true);
+        let write = Write::Notice(notice.clone());
+        match self.unit.as_mut() {
+            Some(unit) => {
+                unit.push(write);
+                Ok(true)
+            }
+            None => Ok(self.apply(&[write])? > 0),
         }
-        let (t, k) = (self.tenant.clone(), self.key.clone());
-        let client = self.writer.as_mut().expect("only a writer writes");
-        let inserted = client.execute(
-            "INSERT INTO cairn_notices (tenant, key, id, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-            &[&t, &k, &notice.id, &serde_json::to_string(notice)?],
-        )?;
-        Ok(inserted > 0)
     }
 
     fn ack_notice(&mut self, id: &str) -> Result<bool> {
@@ -355,7 +355,7 @@ impl Conversation for PgConversation {
 
     fn commit(&mut self) -> Result<()> {
         match self.unit.take() {
-            Some(writes) if !writes.is_empty() => self.apply(&writes),
+            Some(writes) if !writes.is_empty() => self.apply(&writes).map(drop),
             _ => Ok(()),
         }
     }
