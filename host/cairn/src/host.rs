@@ -43,6 +43,8 @@ pub struct RunOptions<'a> {
     /// The usable context window (window − reserve), where the harness knows it: the result
     /// is held to it (see `fit_stages`), and the target never exceeds it.
     pub window: Option<u64>,
+    /// Run the chain and report what it would commit, writing nothing at all.
+    pub dry_run: bool,
 }
 
 impl Cairn {
@@ -211,7 +213,16 @@ impl Cairn {
         }
         let mut transcript = transcript.clone();
         self.tokenizer.count_transcript(&mut transcript);
-        store.record_snapshot(source, &transcript.entries)?;
+        if !options.dry_run {
+            store.record_snapshot(source, &transcript.entries)?;
+        }
+        // Pins are the host's: set for the chain, cleared again in what the harness gets back.
+        let harness_pinned: HashSet<String> = transcript.entries.iter().filter(|e| e.pinned).map(|e| e.id.clone()).collect();
+        let pins = crate::pins::apply(&mut transcript.entries, &store.pinned_ids(), &policy.pins);
+        for refused in &pins.refused {
+            tracing::warn!(conversation = %store.key(), "{refused}");
+        }
+        let unpin = |entries: &mut [crate::transcript::Entry]| entries.iter_mut().filter(|e| e.pinned && !harness_pinned.contains(&e.id)).for_each(|e| e.pinned = false);
 
         let tokens_before = transcript.total_tokens();
         let settings = &policy.compaction;
@@ -239,6 +250,7 @@ impl Cairn {
             resume: options.resume,
             previous_checkpoint: store.latest_checkpoint(),
             deadline: settings.chain_deadline(),
+            reject_unverified: settings.reject_unverified,
         };
         let mut stages = self.stages(policy, purpose);
         if purpose == Purpose::Compact {
@@ -259,13 +271,19 @@ impl Cairn {
 
         let mut event = CompactionEvent::new(purpose, archive_id.as_str(), tokens_before, run.steps.clone());
         event.rejected = run.refused;
+        event.pinned = pins.pinned;
+        event.pins_refused = pins.refused;
         let mut committed = match run.committed {
             Some(committed) => committed,
             None => {
                 event.over_window = over_window(&transcript.entries, options.window);
-                store.record_compaction(event.clone())?;
+                if !options.dry_run {
+                    store.record_compaction(event.clone())?;
+                }
+                unpin(&mut transcript.entries);
                 let mut report = CompactionReport::from_event(store.key().as_str(), &event);
                 report.transcript = transcript;
+                report.dry_run = options.dry_run;
                 return Ok(report);
             }
         };
@@ -273,11 +291,18 @@ impl Cairn {
         chain::anchor::root_objective(&mut committed, input.previous_checkpoint, first_request.as_deref(), &self.tokenizer);
         chain::anchor::preserve(&mut committed, options.preserve, archive_id.as_str(), &self.tokenizer);
         event.over_window = over_window(&committed.applied.context, options.window);
-        let applied = committed.applied;
+        let mut applied = committed.applied;
+        unpin(&mut applied.context);
+        unpin(&mut applied.replacement);
+        unpin(&mut transcript.entries[applied.first..=applied.last]);
         let originals = &transcript.entries[applied.first..=applied.last];
         // The archive and the event that commits it are one unit.
-        store.begin()?;
-        let artifacts = store.write_archive(&archive_id, originals, &committed.artifacts)?;
+        let artifacts = if options.dry_run {
+            (1..=committed.artifacts.len()).map(|index| crate::storage::ArtifactUri { archive_id: archive_id.to_string(), index: index as u32 }.to_string()).collect()
+        } else {
+            store.begin()?;
+            store.write_archive(&archive_id, originals, &committed.artifacts)?
+        };
         crate::fault::point("archived");
         if purpose == Purpose::Handover {
             let source = store.current_session();
@@ -295,6 +320,13 @@ impl Cairn {
         event.retrospective = committed.retrospective;
         if let Some(workspace) = options.workspace {
             event.files = crate::workspace::stamp(workspace, &crate::workspace::touched_paths(&transcript.entries));
+        }
+        if options.dry_run {
+            let mut report = CompactionReport::from_event(store.key().as_str(), &event);
+            report.transcript = Transcript::new(applied.context);
+            report.dry_run = true;
+            report.cache_rewrite = crate::pricing::rewrite(report.tokens_before, report.tokens_after);
+            return Ok(report);
         }
         store.record_compaction(event.clone())?;
         crate::fault::point("recorded");

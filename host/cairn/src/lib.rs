@@ -8,8 +8,8 @@
 //! [`storage::Home`] and call [`Cairn::compact`] — or hand all three to a [`Lifecycle`].
 //!
 //! Modules, bottom to top (arrows only point down): `record`, `transcript`, `tokenizer`,
-//! `checkpoint` → `storage` → `model` → `capabilities` → `engine` → `chain` → `wit_edge` →
-//! `plugin` → `policy` → `Cairn` → `lifecycle` → `recall`.
+//! `checkpoint`, `pricing`, `pins` → `storage` → `model` → `capabilities` → `engine` → `chain`
+//! → `wit_edge` → `plugin` → `policy` → `Cairn` → `lifecycle` → `recall`, `undo`, `show`.
 
 mod capabilities;
 pub mod chain;
@@ -19,14 +19,18 @@ mod fault;
 mod host;
 pub mod lifecycle;
 pub mod model;
+pub mod pins;
 mod plugin;
 pub mod policy;
+pub mod pricing;
 pub mod recall;
 pub mod record;
+pub mod show;
 pub mod storage;
 pub mod tokenizer;
 pub mod workspace;
 pub mod transcript;
+pub mod undo;
 mod wit_edge;
 
 pub use capabilities::{Capability, Interface};

@@ -90,10 +90,10 @@ pub fn apply(entries: &[Entry], window: &Window, output: StrategyOutput, archive
     if replacement.iter().any(|e| e.pinned && !reused.contains(&e.id)) {
         return Err(StepError::Invariant("a new replacement entry claims to be pinned".into()));
     }
-    // A pinned entry may sit inside the range only if it comes out exactly as it went in.
-    for pinned in entries[first..=last].iter().filter(|e| e.pinned) {
-        if !replacement.iter().any(|r| r.id == pinned.id && r.parts == pinned.parts && r.pinned) {
-            return Err(StepError::Invariant(format!("the outcome drops or changes pinned entry {}", pinned.id)));
+    // A pinned entry comes out exactly as it went in, whatever the strategy did with it.
+    for entry in replacement.iter_mut() {
+        if let Some(original) = index.get(entry.id.as_str()).map(|&i| &entries[i]).filter(|o| o.pinned && (o.parts != entry.parts || !entry.pinned)) {
+            *entry = original.clone();
         }
     }
 
@@ -116,13 +116,14 @@ pub fn apply(entries: &[Entry], window: &Window, output: StrategyOutput, archive
 /// (agents such as Codex place them after the user messages they keep), inside the replaced range
 /// comes out verbatim right after the replacement, whatever the strategy returned; unless the
 /// same instructions stay in the context anyway (an agent repeats them after each compaction of
-/// its own), so copies do not pile up.
+/// its own), so copies do not pile up. Pinned entries the strategy dropped come back the same way.
 fn carry_instructions(entries: &[Entry], first: usize, last: usize, replacement: &mut Vec<Entry>, reused: &mut HashSet<String>) {
     for entry in &entries[first..=last] {
-        if !entry.is_instructions() || reused.contains(&entry.id) {
+        if !(entry.is_instructions() || entry.pinned) || reused.contains(&entry.id) {
             continue;
         }
-        let kept = entries[..first].iter().chain(&entries[last + 1..]).chain(replacement.iter()).any(|k| k.parts == entry.parts);
+        // Pinned entries always come back; instructions unless a copy stays anyway.
+        let kept = !entry.pinned && entries[..first].iter().chain(&entries[last + 1..]).chain(replacement.iter()).any(|k| k.parts == entry.parts);
         if !kept {
             reused.insert(entry.id.clone());
             replacement.push(entry.clone());
@@ -302,15 +303,21 @@ mod tests {
     }
 
     #[test]
-    fn pinned_entries_survive_unchanged_or_the_outcome_is_refused() {
+    fn pinned_entries_come_out_verbatim_whatever_the_strategy_did() {
         let mut pinned = entries();
         pinned[4].pinned = true;
         let carried = pinned[4].clone();
-        assert!(check(&pinned, output("u1", "a2", vec![summary(), carried.clone()])).is_ok());
-        assert!(matches!(check(&pinned, output("u1", "a2", vec![summary()])), Err(StepError::Invariant(m)) if m.contains("pinned")));
-        let mut changed = carried;
+        let kept = |applied: Applied| applied.context.iter().filter(|e| e.id == carried.id).cloned().collect::<Vec<_>>();
+        assert_eq!(kept(check(&pinned, output("u1", "a2", vec![summary(), carried.clone()])).unwrap()), [carried.clone()]);
+        let dropped = check(&pinned, output("u1", "a2", vec![summary()])).unwrap();
+        assert_eq!(kept(dropped.clone()), [carried.clone()], "a dropped pin is carried back");
+        assert!(!dropped.forgotten.contains(&carried.id));
+        let mut changed = carried.clone();
         changed.parts = vec![Part::Text { text: "rewritten".into() }];
-        assert!(matches!(check(&pinned, output("u1", "a2", vec![summary(), changed])), Err(StepError::Invariant(m)) if m.contains("pinned")));
+        assert_eq!(kept(check(&pinned, output("u1", "a2", vec![summary(), changed])).unwrap()), [carried.clone()], "a changed pin is restored");
+        let mut claimed = summary();
+        claimed.pinned = true;
+        assert!(matches!(check(&pinned, output("u1", "a2", vec![claimed])), Err(StepError::Invariant(m)) if m.contains("claims to be pinned")));
     }
 
     #[test]

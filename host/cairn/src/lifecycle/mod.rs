@@ -200,12 +200,35 @@ impl Lifecycle {
         store.save_state(&state)
     }
 
+    /// What [`Lifecycle::boundary`] would do, with nothing written: the trigger's decision and,
+    /// if it would act, the report of the maintenance it would commit (`dry_run` set).
+    pub async fn dry_run(&self, report: BoundaryReport) -> Result<BoundaryOutcome> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.dry_run_blocking(report)).await?
+    }
+
     /// The synchronous core of [`Lifecycle::boundary`].
     pub fn boundary_blocking(&self, report: BoundaryReport) -> Result<BoundaryOutcome> {
+        self.run_boundary(report, false)
+    }
+
+    /// The synchronous core of [`Lifecycle::dry_run`]: the conversation is opened to read (a
+    /// new one only in memory), so any write would fail rather than happen.
+    pub fn dry_run_blocking(&self, report: BoundaryReport) -> Result<BoundaryOutcome> {
+        self.run_boundary(report, true)
+    }
+
+    fn run_boundary(&self, report: BoundaryReport, dry: bool) -> Result<BoundaryOutcome> {
         let Inner { cairn, home, policy, workspace } = self.inner.as_ref();
-        let (mut store, mut state) = open(home, &report.conversation)?;
+        let (mut store, mut state) = if dry {
+            let store = home.preview(&report.conversation)?;
+            let state = store.load_state()?.unwrap_or_default();
+            (store, state)
+        } else {
+            open(home, &report.conversation)?
+        };
         let stale_files = workspace.as_deref().map(|w| store.stale_files(w)).unwrap_or_default();
-        let (mut notices, resumed) = self.recover(&mut store, &mut state)?;
+        let (mut notices, resumed) = if dry { (Vec::new(), None) } else { self.recover(&mut store, &mut state)? };
         if let Some(run) = resumed.filter(|r| r.purpose == Purpose::Handover && r.committed_by.is_some()) {
             // The harness never saw this handover's outcome: it gets it now, in place of
             // whatever it reported against the old session.
@@ -223,6 +246,15 @@ impl Lifecycle {
         // What is on disk now; any change from here on is saved however the boundary ends.
         let loaded = state.clone();
         let settings = &policy.lifecycle;
+        // An undo is the operator taking a compaction back: the cooldown starts again from here,
+        // so the restored history is not compacted away at the very next boundary.
+        let undos = store.events().iter().filter(|e| matches!(e, Event::Undo(_))).count();
+        if undos > state.undos_seen {
+            state.undos_seen = undos;
+            state.last_maintenance_turn = Some(report.turn);
+            state.cooldown_until_turn = report.turn.saturating_add(settings.cooldown_turns);
+            state.compacted = None;
+        }
         if let Some(since) = state.paused_at_turn.filter(|_| state.paused && settings.resume_after_turns > 0) {
             if report.turn.saturating_sub(since) >= settings.resume_after_turns {
                 state.resume(&format!("paused for {} turns", settings.resume_after_turns), format!("resumed-{}-{}", report.conversation, report.turn));
@@ -271,19 +303,19 @@ impl Lifecycle {
                 if input.pending.is_some() && input.cooldown_left > 0 {
                     outcome.action = Action::Deferred(format!("agent request waits for the cooldown ({} turns)", input.cooldown_left));
                 }
-                return self.settle(&mut store, &mut state, &loaded, notices, outcome);
+                return self.settle(&mut store, &mut state, &loaded, notices, outcome, dry);
             }
             TriggerDecision::Advise(text) => {
                 outcome.advice = Some(text);
                 outcome.action = Action::Advised;
-                return self.settle(&mut store, &mut state, &loaded, notices, outcome);
+                return self.settle(&mut store, &mut state, &loaded, notices, outcome, dry);
             }
             TriggerDecision::Compact(_) => (Purpose::Compact, state.pending.as_ref().is_some_and(|r| r.kind == RequestKind::Compact)),
             TriggerDecision::Handover(_) => (Purpose::Handover, state.pending.as_ref().is_some_and(|r| r.kind == RequestKind::Handover)),
         };
         if !requested && state.overlay.maintenance == Some(false) {
             outcome.action = Action::Deferred("automatic maintenance is switched off for this conversation".into());
-            return self.settle(&mut store, &mut state, &loaded, notices, outcome);
+            return self.settle(&mut store, &mut state, &loaded, notices, outcome, dry);
         }
         if !requested && purpose == Purpose::Handover && state.overlay.auto_handover == Some(false) {
             purpose = Purpose::Compact;
@@ -295,22 +327,35 @@ impl Lifecycle {
         if input.cooldown_left > 0 {
             // A trigger may not override the cooldown.
             outcome.action = Action::Deferred(format!("cooldown: {} turns left", input.cooldown_left));
-            return self.settle(&mut store, &mut state, &loaded, notices, outcome);
+            return self.settle(&mut store, &mut state, &loaded, notices, outcome, dry);
         }
         if state.paused && !requested {
             outcome.action = Action::Paused;
-            return self.settle(&mut store, &mut state, &loaded, notices, outcome);
+            return self.settle(&mut store, &mut state, &loaded, notices, outcome, dry);
         }
         let boundary = Boundary { turn: report.turn, turn_complete: report.turn_complete, tool_call_outstanding: report.tool_call_outstanding };
         let verdict = fallback::commit(cairn, policy, &mut state, &boundary, &Proposal { tokens_before: usage.unwrap_or(0), ..Proposal::default() });
         if let CommitDecision::Defer(why) | CommitDecision::Reject(why) = verdict {
             outcome.action = Action::Deferred(why);
-            return self.settle(&mut store, &mut state, &loaded, notices, outcome);
+            return self.settle(&mut store, &mut state, &loaded, notices, outcome, dry);
         }
 
-        // Reserve the cooldown and record what is being prepared before any work.
         let archive_id = ArchiveId::generate(store.key());
         let request = if requested { state.pending.take() } else { None };
+        // A window no larger than the reserve says nothing about what fits.
+        let usable = Some(usable).filter(|&u| u > 0);
+        if dry {
+            let run = self.maintain(&mut store, transcript, purpose, archive_id, request.as_ref(), &boundary, usable, true)?;
+            outcome.action = match (&run.committed_by, purpose) {
+                (None, _) => Action::Failed,
+                (Some(_), Purpose::Compact) => Action::Compacted,
+                (Some(_), Purpose::Handover) => Action::HandedOver,
+            };
+            outcome.transcript = run.transcript.clone();
+            outcome.report = Some(run);
+            return Ok(outcome);
+        }
+        // Reserve the cooldown and record what is being prepared before any work.
         state.last_maintenance_turn = Some(report.turn);
         state.cooldown_until_turn = report.turn.saturating_add(settings.cooldown_turns);
         state.prepared = Some(Prepared {
@@ -326,15 +371,13 @@ impl Lifecycle {
         // The maintenance's archive, event, state and notices are one unit from here.
         store.begin()?;
 
-        // A window no larger than the reserve says nothing about what fits.
-        let usable = Some(usable).filter(|&u| u > 0);
-        let mut run = self.maintain(&mut store, transcript, purpose, archive_id, request.as_ref(), &boundary, usable)?;
+        let mut run = self.maintain(&mut store, transcript, purpose, archive_id, request.as_ref(), &boundary, usable, false)?;
         if purpose == Purpose::Compact && run.over_window.is_some() && auto_handover_allowed(policy, state.overlay) {
             // What no compaction could fit, a fresh session can: its seed is small by construction.
             tracing::warn!(conversation = %report.conversation, "the compacted context does not fit the window; handing over");
             let context = if run.committed { run.transcript.clone() } else { transcript.clone() };
             let handover_id = ArchiveId::generate(store.key());
-            let handover = self.maintain(&mut store, &context, Purpose::Handover, handover_id, request.as_ref(), &boundary, usable)?;
+            let handover = self.maintain(&mut store, &context, Purpose::Handover, handover_id, request.as_ref(), &boundary, usable, false)?;
             if handover.committed {
                 (run, purpose) = (handover, Purpose::Handover);
             }
@@ -356,8 +399,9 @@ impl Lifecycle {
 
     /// Ends a boundary that ran no maintenance: state saved if the trigger or commit policy
     /// changed it (a fallback notice, a plugin recovered), owed notices delivered.
-    fn settle(&self, store: &mut ConversationStore, state: &mut ConversationState, loaded: &ConversationState, mut notices: Vec<String>, mut outcome: BoundaryOutcome) -> Result<BoundaryOutcome> {
-        if state != loaded {
+    #[allow(clippy::too_many_arguments)]
+    fn settle(&self, store: &mut ConversationStore, state: &mut ConversationState, loaded: &ConversationState, mut notices: Vec<String>, mut outcome: BoundaryOutcome, dry: bool) -> Result<BoundaryOutcome> {
+        if state != loaded && !dry {
             store.save_state(state)?;
             notices.extend(deliver(store, state)?);
         }
@@ -365,6 +409,7 @@ impl Lifecycle {
         Ok(outcome)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn maintain(
         &self,
         store: &mut ConversationStore,
@@ -374,6 +419,7 @@ impl Lifecycle {
         request: Option<&AgentRequest>,
         boundary: &Boundary,
         usable: Option<u64>,
+        dry_run: bool,
     ) -> Result<CompactionReport> {
         let Inner { cairn, policy, workspace, .. } = self.inner.as_ref();
         // After the chain the built-in rule has nothing to add: a failing commit policy commits.
@@ -385,6 +431,7 @@ impl Lifecycle {
             approve: Some(&approve),
             workspace: workspace.as_deref(),
             window: usable,
+            dry_run,
         };
         match purpose {
             Purpose::Compact => cairn.compact_with(policy, store, transcript, "boundary", options),
@@ -479,7 +526,7 @@ impl Lifecycle {
                 let entries = store.recorded_entries(&prepared.entry_ids).context("resuming the prepared handover")?;
                 let boundary = Boundary { turn: prepared.turn, turn_complete: true, tool_call_outstanding: false };
                 let archive_id: ArchiveId = prepared.archive_id.parse()?;
-                self.maintain(store, &Transcript::new(entries), Purpose::Handover, archive_id, prepared.request.as_ref(), &boundary, None)?
+                self.maintain(store, &Transcript::new(entries), Purpose::Handover, archive_id, prepared.request.as_ref(), &boundary, None, false)?
             }
             None => {
                 let mut failed = CompactionReport::from_event(store.key().as_str(), &CompactionEvent::new(prepared.purpose, &prepared.archive_id, 0, Vec::new()));

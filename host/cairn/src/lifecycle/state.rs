@@ -34,6 +34,8 @@ pub struct ConversationState {
     pub compacted: Option<(u64, u64)>,
     /// Why the next automatic maintenance is a handover (the thrash guard), if it is one.
     pub handover_next: Option<String>,
+    /// Undo events the lifecycle has seen in the record: a new one starts a cooldown.
+    pub undos_seen: usize,
 }
 
 /// Per-conversation switches over the policy (`cairn serve`'s `policy_set`); unset follows

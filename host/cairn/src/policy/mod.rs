@@ -77,6 +77,9 @@ pub struct Policy {
     pub commit: Option<StepSpec>,
     #[serde(default)]
     pub lifecycle: LifecycleSettings,
+    /// What survives every compaction verbatim, and how much of it (see `crate::pins`).
+    #[serde(default)]
+    pub pins: crate::pins::PinSettings,
     /// Where this policy came from, for messages.
     #[serde(skip)]
     pub source: String,
@@ -97,6 +100,11 @@ pub struct CompactionSettings {
     /// A plugin malfunctioning this many times in a row is skipped for `breaker_cooldown_ms`.
     pub breaker_failures: u32,
     pub breaker_cooldown_ms: u64,
+    /// Refuse a model-written summary or checkpoint that the host's fact-check flags (a path,
+    /// command, identifier, URL or number found nowhere in the history it replaces, or an item
+    /// called pending that the history shows finished): the chain moves on to its next step, as
+    /// after a commit-policy rejection. Off by default: the flags are only recorded.
+    pub reject_unverified: bool,
 }
 
 impl Default for CompactionSettings {
@@ -108,6 +116,7 @@ impl Default for CompactionSettings {
             chain_timeout_ms: 180_000,
             breaker_failures: 3,
             breaker_cooldown_ms: 300_000,
+            reject_unverified: false,
         }
     }
 }
@@ -170,6 +179,7 @@ impl Policy {
             bail!("{source}: compaction.chain_timeout_ms and compaction.breaker_failures must be at least 1");
         }
         policy.check_stages()?;
+        policy.pins.compile(|span| at(text, source, span))?;
         let staged = policy.stage.iter().flat_map(|stage| &stage.chain);
         for step in policy.chain.iter().chain(staged).chain(&policy.handover).chain(&policy.trigger).chain(&policy.commit) {
             let memory = *step.memory_mib.get_ref();

@@ -13,6 +13,10 @@ pub enum Event {
     Snapshot { at: u64, source: String, entries: Vec<Entry> },
     /// One compaction attempt, committed or not.
     Compaction(Box<CompactionEvent>),
+    /// Committed compactions taken back: their originals restored in place of their outcomes.
+    Undo(UndoEvent),
+    /// Entries the operator pinned or unpinned by id.
+    Pin { at: u64, ids: Vec<String>, pinned: bool },
     /// A kind written by a newer version: kept in the log, skipped when reading.
     #[serde(other)]
     Unknown,
@@ -57,6 +61,22 @@ pub struct CompactionEvent {
     /// the window and nothing could make it fit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_window: Option<String>,
+    /// Entries pinned for this attempt (by id, marker or policy rule), carried verbatim.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned: Vec<String>,
+    /// Pins refused because they would not fit the pins budget, each with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pins_refused: Vec<String>,
+}
+
+/// Committed compactions taken back, latest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UndoEvent {
+    pub at: u64,
+    /// The archive ids of the compactions undone, latest first.
+    pub undone: Vec<String>,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,6 +119,8 @@ impl CompactionEvent {
             rejected: None,
             files: Vec::new(),
             over_window: None,
+            pinned: Vec::new(),
+            pins_refused: Vec::new(),
         }
     }
 }

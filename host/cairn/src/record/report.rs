@@ -54,6 +54,18 @@ pub struct CompactionReport {
     /// Why the context is still above the usable window (then `degraded` is set too).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub over_window: Option<String>,
+    /// Entries pinned for this run, carried verbatim.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pinned: Vec<String>,
+    /// Pins refused for the budget, each with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pins_refused: Vec<String>,
+    /// A dry run: what would have been committed; nothing was written.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+    /// A dry run's prompt-cache rewrite, per priced model (`crate::pricing`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cache_rewrite: Vec<crate::pricing::CacheRewrite>,
 }
 
 impl CompactionReport {
@@ -81,6 +93,10 @@ impl CompactionReport {
             rejected: event.rejected.clone(),
             not_committed: (!committed).then(|| not_committed(event)),
             over_window: event.over_window.clone(),
+            pinned: event.pinned.clone(),
+            pins_refused: event.pins_refused.clone(),
+            dry_run: false,
+            cache_rewrite: Vec::new(),
         }
     }
 }

@@ -75,6 +75,15 @@ impl Home {
         ConversationStore::load(self.backend.open(&self.tenant, key, false)?, key.clone(), false)
     }
 
+    /// A conversation to look at without writing anything, even its creation: the existing
+    /// one opened to read, else an empty one that lives only in memory (dry runs).
+    pub fn preview(&self, key: &ConversationKey) -> Result<ConversationStore> {
+        if self.conversations()?.contains(key) {
+            return self.existing_conversation(key);
+        }
+        ConversationStore::load(Box::new(Detached), key.clone(), false)
+    }
+
     /// A conversation's state document, without reading its log (a node starting up asks
     /// every conversation).
     pub fn state<T: serde::de::DeserializeOwned>(&self, key: &ConversationKey) -> Result<Option<T>> {
@@ -111,8 +120,74 @@ impl Home {
     }
 }
 
+/// `context` with `compaction`'s outcome taken back: its replacement (where the context still
+/// holds it) swapped for `originals`.
+pub fn restore(context: &[Entry], compaction: &CompactionEvent, originals: Vec<Entry>) -> Result<Vec<Entry>> {
+    let position = |id: &str| context.iter().position(|e| e.id == id);
+    let (first, last) = match (compaction.replacement.first(), compaction.replacement.last()) {
+        (Some(first), Some(last)) => match (position(&first.id), position(&last.id)) {
+            (Some(f), Some(l)) if f <= l => (f, l + 1),
+            _ => bail!(
+                "the context no longer holds compaction {}'s outcome (entries {}…{}): it changed since (another compaction, or the harness's own)",
+                compaction.archive_id,
+                first.id,
+                last.id
+            ),
+        },
+        _ => bail!("compaction {} left nothing in its range's place: there is no position to restore its originals at", compaction.archive_id),
+    };
+    let mut restored = Vec::with_capacity(context.len() + originals.len());
+    restored.extend_from_slice(&context[..first]);
+    restored.extend(originals);
+    restored.extend_from_slice(&context[last..]);
+    Ok(restored)
+}
+
 fn state_document<T: serde::de::DeserializeOwned>(key: &ConversationKey, bytes: Option<Vec<u8>>) -> Result<Option<T>> {
     bytes.map(|bytes| serde_json::from_slice(&bytes).with_context(|| format!("conversation {key}: not a valid state document"))).transpose()
+}
+
+/// A conversation that does not exist yet, seen by a dry run: empty, and never written (its
+/// store is a reader).
+struct Detached;
+
+impl Conversation for Detached {
+    fn load(&mut self) -> Result<Arc<Parsed>> {
+        Ok(Arc::default())
+    }
+    fn append(&mut self, _: &Event) -> Result<()> {
+        bail!("a detached conversation is never written")
+    }
+    fn write_archive(&mut self, _: &ArchiveId, _: Vec<u8>, _: &[String]) -> Result<()> {
+        bail!("a detached conversation is never written")
+    }
+    fn archives(&self) -> Result<Arc<dyn backend::ArchiveReader>> {
+        Ok(Arc::new(Detached))
+    }
+    fn load_state(&self) -> Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
+    fn save_state(&mut self, _: Vec<u8>) -> Result<()> {
+        bail!("a detached conversation is never written")
+    }
+    fn notices(&self) -> Result<Vec<(Notice, bool)>> {
+        Ok(Vec::new())
+    }
+    fn queue_notice(&mut self, _: &Notice) -> Result<bool> {
+        bail!("a detached conversation is never written")
+    }
+    fn ack_notice(&mut self, _: &str) -> Result<bool> {
+        Ok(false)
+    }
+}
+
+impl backend::ArchiveReader for Detached {
+    fn entries(&self, _: &ArchiveId) -> std::io::Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
+    fn artifact(&self, _: &ArchiveId, _: u32) -> std::io::Result<Vec<u8>> {
+        Err(std::io::ErrorKind::NotFound.into())
+    }
 }
 
 /// One conversation's durable record and archives.
@@ -148,14 +223,96 @@ impl ConversationStore {
         })
     }
 
+    /// Committed compactions no undo has taken back, oldest first.
+    pub fn standing(&self) -> Vec<&CompactionEvent> {
+        let undone = self.undone();
+        self.committed().filter(|c| !undone.contains(c.archive_id.as_str())).collect()
+    }
+
+    /// Archive ids of the compactions undone.
+    pub fn undone(&self) -> std::collections::HashSet<&str> {
+        self.log.events.iter().filter_map(|e| if let Event::Undo(u) = e { Some(u) } else { None }).flat_map(|u| u.undone.iter().map(String::as_str)).collect()
+    }
+
+    /// The working context as the record knows it: every entry recorded, in order, with each
+    /// committed compaction applied and each undo taken back.
+    pub fn context(&self) -> Result<Vec<Entry>> {
+        let mut context: Vec<Entry> = Vec::new();
+        let mut present = std::collections::HashSet::new();
+        let mut by_archive = std::collections::HashMap::new();
+        for event in &self.log.events {
+            match event {
+                Event::Snapshot { entries, .. } => {
+                    for entry in entries {
+                        if present.insert(entry.id.clone()) {
+                            context.push(entry.clone());
+                        }
+                    }
+                }
+                Event::Compaction(c) if c.committed_by.is_some() => {
+                    context = c.applied_to(&context);
+                    present = context.iter().map(|e| e.id.clone()).collect();
+                    by_archive.insert(c.archive_id.as_str(), c.as_ref());
+                }
+                Event::Undo(undo) => {
+                    for id in &undo.undone {
+                        let Some(compaction) = by_archive.get(id.as_str()) else { bail!("conversation {}: undo names archive {id}, which no compaction committed", self.key) };
+                        context = restore(&context, compaction, self.archived_originals(id)?).with_context(|| format!("conversation {}: replaying the undo of {id}", self.key))?;
+                    }
+                    present = context.iter().map(|e| e.id.clone()).collect();
+                }
+                _ => {}
+            }
+        }
+        Ok(context)
+    }
+
+    /// Ids the operator pinned (and did not unpin since).
+    pub fn pinned_ids(&self) -> std::collections::BTreeSet<String> {
+        let mut pinned = std::collections::BTreeSet::new();
+        for event in &self.log.events {
+            if let Event::Pin { ids, pinned: on, .. } = event {
+                for id in ids {
+                    if *on {
+                        pinned.insert(id.clone());
+                    } else {
+                        pinned.remove(id);
+                    }
+                }
+            }
+        }
+        pinned
+    }
+
+    /// Whether the record holds an entry with this id.
+    pub fn knows_entry(&self, id: &str) -> bool {
+        self.log.known_entries.contains(id)
+    }
+
+    /// The originals a committed compaction replaced, exactly as they were recorded.
+    pub fn archived_originals(&self, archive_id: &str) -> Result<Vec<Entry>> {
+        let id: ArchiveId = archive_id.parse()?;
+        if !self.has_archive(id.as_str()) {
+            bail!("no committed compaction with archive {archive_id} in conversation {}", self.key);
+        }
+        let Some(lines) = self.conversation.archives()?.entries(&id).with_context(|| format!("reading archive {archive_id}"))? else { return Ok(Vec::new()) };
+        lines
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .enumerate()
+            .map(|(n, line)| serde_json::from_slice(line).with_context(|| format!("archive {archive_id}: line {} is not an entry", n + 1)))
+            .collect()
+    }
+
     /// The files the latest stamped compaction recorded that changed in `workspace` since.
     pub fn stale_files(&self, workspace: &Path) -> Vec<crate::workspace::StaleFile> {
         self.committed().rev().find(|c| !c.files.is_empty()).map_or_else(Vec::new, |c| crate::workspace::stale(workspace, &c.files))
     }
 
-    /// The checkpoint of the latest committed compaction or handover that has one.
+    /// The checkpoint of the latest standing compaction or handover that has one (an undone
+    /// one's checkpoint describes a context that no longer exists).
     pub fn latest_checkpoint(&self) -> Option<&str> {
-        self.committed().rev().find_map(|c| c.checkpoint.as_deref())
+        self.standing().into_iter().rev().find_map(|c| c.checkpoint.as_deref())
     }
 
     /// The text of the operator's first message in the whole record, whatever compactions
@@ -197,6 +354,14 @@ impl ConversationStore {
 
     pub fn record_compaction(&mut self, event: CompactionEvent) -> Result<()> {
         self.append(Event::Compaction(Box::new(event)))
+    }
+
+    pub fn record_undo(&mut self, event: crate::record::UndoEvent) -> Result<()> {
+        self.append(Event::Undo(event))
+    }
+
+    pub fn record_pins(&mut self, ids: Vec<String>, pinned: bool) -> Result<()> {
+        self.append(Event::Pin { at: crate::record::now_millis(), ids, pinned })
     }
 
     /// Writing needs the conversation's lock.

@@ -4,9 +4,11 @@
 mod agent_summaries;
 mod archive;
 mod chain;
+mod fact_check;
 mod hostile;
 mod lifecycle;
 mod model;
+mod operator;
 mod pipeline;
 mod robustness;
 mod support;

@@ -208,6 +208,30 @@ fn the_hooks_inject_what_claude_codes_own_summary_left_out() {
     assert_eq!(sessions, 3, "the recorded sessions with a compaction");
 }
 
+/// A message the operator pinned with the `!pin` marker comes back verbatim after Claude
+/// Code's own summary, first, ahead of everything else Cairn adds.
+#[test]
+#[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
+fn a_pinned_message_is_reinjected_verbatim_after_claude_codes_summary() {
+    const PINNED: &str = "!pin The staging database is read-only: run migrations against spotter-dev only.";
+    let file = std::fs::read_dir(shared("claude-code")).unwrap().map(|e| e.unwrap().path()).find(|f| std::fs::read_to_string(f).unwrap().contains("\"compact_boundary\"")).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let session_id = file.file_name().unwrap().to_string_lossy().trim_start_matches("spotter__").trim_end_matches(".jsonl").to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let first_request = lines.iter().position(|l| l.contains("\"type\":\"user\"") || l.contains("\"type\": \"user\"")).unwrap();
+    let pin = json!({"parentUuid": null, "isSidechain": false, "sessionId": session_id, "type": "user", "message": {"role": "user", "content": PINNED}, "uuid": "cairn-test-pin"});
+    let mut pinned: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    pinned.insert(first_request + 1, pin.to_string());
+    let pinned = pinned.join("\n") + "\n";
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join(format!("{session_id}.jsonl"));
+    let context = injected(&dir.path().join("home"), &session_id, &transcript, &before_compaction(&pinned), &pinned);
+    let section = context.split("## Pinned (verbatim; kept through every compaction)\n").nth(1).unwrap_or_else(|| panic!("no pinned section in\n{context}"));
+    assert!(section.starts_with(PINNED), "the pinned message comes first, verbatim:\n{context}");
+    let pinned_at = context.find("## Pinned").unwrap();
+    assert!(context.find("## Operator").is_none_or(|other| other > pinned_at), "pins come before the other sections");
+}
+
 /// What Cairn re-injects keeps to the policy's re-injection budget, most important first: the
 /// operator's rules and the way to recall the rest stay when the budget is small.
 #[test]

@@ -236,8 +236,17 @@ impl SessionRecord {
             }
         }
         let latest = self.latest();
+        // Pins are carried verbatim: the agent's summary replaced them, so they come back whole.
+        let pinned: Vec<String> = latest
+            .pinned
+            .iter()
+            .filter_map(|id| self.snapshots().flatten().find(|e| &e.id == id))
+            .map(|e| e.model_text().trim().to_string())
+            .filter(|text| !text.is_empty())
+            .collect();
         let checkpoint: Value = latest.checkpoint.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
         let record = Record {
+            pinned: &pinned,
             checkpoint: &checkpoint,
             constraints: &constraints,
             operator: &operator,
@@ -261,6 +270,8 @@ pub(crate) fn reinject_budget(policy: Option<&Path>) -> Result<u64> {
 
 /// What Cairn recorded before the agent compacted.
 pub struct Record<'a> {
+    /// The text of each pinned entry, verbatim.
+    pub pinned: &'a [String],
     pub checkpoint: &'a Value,
     pub constraints: &'a [String],
     pub operator: &'a [String],
@@ -309,6 +320,7 @@ pub fn render(notice: Option<&str>, record: &Record, summary: Option<&str>, budg
          (conversation {}, archive {}). Below: what the operator asked, verbatim, and what the compaction summary does not mention.\n",
         record.compacted, record.conversation, record.archive_id
     ));
+    out.section("## Pinned (verbatim; kept through every compaction)", record.pinned.iter().map(|p| format!("{p}\n")));
     out.section("## Operator constraints (verbatim; still in force)", record.constraints.iter().map(|c| format!("- {c}")));
     let requests: Vec<&String> = record.operator.iter().filter(|m| dropped(m)).collect();
     out.section(

@@ -12,21 +12,7 @@ const TURNS: usize = 20;
 /// New context per turn (tool work) and the reply's own tokens.
 const OUTPUT_TOKENS: u64 = 600;
 
-/// Dollars per million tokens (list prices): a cached input read, a new input token (written
-/// to the cache), an output token.
-struct Prices {
-    model: &'static str,
-    cached: f64,
-    write: f64,
-    output: f64,
-}
-
-const PRICES: [Prices; 2] = [
-    // Anthropic: input $3, 5-minute cache write $3.75, cache read $0.30, output $15.
-    Prices { model: "claude-sonnet-4-5", cached: 0.30, write: 3.75, output: 15.0 },
-    // OpenAI bills no cache writes: a new token is plain input ($1.25), a cached one $0.125.
-    Prices { model: "gpt-5", cached: 0.125, write: 1.25, output: 10.0 },
-];
+use cairn::pricing::{Prices, PRICES};
 
 pub struct CacheCost;
 
