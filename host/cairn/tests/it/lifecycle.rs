@@ -92,7 +92,8 @@ async fn a_request_during_the_cooldown_stays_pending_then_runs_with_its_instruct
     let small = window * 10;
     for turn in 21..25 {
         let outcome = life.boundary(report(turn, small, Usage::Counted, &t)).await.unwrap();
-        assert!(matches!(&outcome.action, Action::Deferred(why) if why.contains("cooldown")), "turn {turn}: {outcome:?}");
+        // Without the undo, turn 16 would compact: the compaction's own cooldown ended at 15.
+        assert!(!matches!(outcome.action, Action::Compacted | Action::HandedOver), "turn {turn}: {:?}", outcome.action);
     }
     let outcome = life.boundary(report(25, small, Usage::Counted, &t)).await.unwrap();
     assert_eq!(outcome.action, Action::Compacted, "the request runs once the cooldown is over, whatever the usage");
@@ -432,4 +433,56 @@ async fn a_harness_that_re_injects_too_much_is_measured_at_the_next_boundary() {
     let notices = life.take_notices(key()).await.unwrap();
     let low = notices.iter().find(|n| n.kind == "low-headroom").expect("a low-headroom notice");
     assert!(low.text.contains("right after the compaction"), "{}", low.text);
+}
+
+/// An undo is the operator taking a compaction back: the next boundary starts the cooldown
+/// again, so the history just restored is not compacted away at once; after the cooldown the
+/// trigger decides as before.
+#[tokio::test]
+async fn an_undo_holds_automatic_maintenance_for_the_cooldown() {
+    let dir = tempfile::tempdir().unwrap();
+    let life = lifecycle(dir.path(), &default_policy());
+    let t = sample::coding_session(10);
+    let window = window_for(&t, 0.50);
+    let full = Usage::Reported { tokens: (window as f64 * 0.80) as u64, entries_after: 0 };
+    let outcome = life.boundary(report(10, window, full.clone(), &t)).await.unwrap();
+    assert_eq!(outcome.action, Action::Compacted, "{outcome:?}");
+    // After the cooldown (5 turns) the operator undoes it.
+    let undone = {
+        let mut store = Home::open(dir.path()).unwrap().conversation(&key()).unwrap();
+        cairn::undo::undo(&mut store, &life.cairn().tokenizer(), Some(&outcome.transcript), None).unwrap()
+    };
+    assert_eq!(size(&undone.transcript), size(&t), "the context before the compaction");
+    for turn in [16, 20] {
+        let outcome = life.boundary(report(turn, window, full.clone(), &undone.transcript)).await.unwrap();
+        // Without the undo, turn 16 would compact: the compaction's own cooldown ended at 15.
+        assert!(!matches!(outcome.action, Action::Compacted | Action::HandedOver), "turn {turn}: {:?}", outcome.action);
+    }
+    let outcome = life.boundary(report(21, window, full, &undone.transcript)).await.unwrap();
+    assert_eq!(outcome.action, Action::Compacted, "the cooldown over, the trigger decides again: {outcome:?}");
+}
+
+/// A boundary's dry run: what the lifecycle would do, with nothing written — not the
+/// compaction, not the state, not a notice, not even the conversation's creation.
+#[tokio::test]
+async fn a_dry_run_boundary_reports_what_it_would_do_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let life = lifecycle(dir.path(), &default_policy());
+    let t = sample::coding_session(10);
+    let window = window_for(&t, 0.50);
+    let full = Usage::Reported { tokens: (window as f64 * 0.80) as u64, entries_after: 0 };
+    let home = Home::open(dir.path()).unwrap();
+    let outcome = life.dry_run(report(10, window, full.clone(), &t)).await.unwrap();
+    assert_eq!(outcome.action, Action::Compacted, "{outcome:?}");
+    let run = outcome.report.unwrap();
+    assert!(run.dry_run && run.committed && run.tokens_after < run.tokens_before);
+    assert!(home.conversations().unwrap().is_empty(), "the conversation was not even created");
+    // On a conversation with a record: its log and state stay as they were.
+    life.boundary(report(10, window, Usage::Reported { tokens: (window as f64 * 0.10) as u64, entries_after: 0 }, &t)).await.unwrap();
+    let events = home.existing_conversation(&key()).unwrap().events().len();
+    let state: Option<ConversationState> = home.state(&key()).unwrap();
+    let outcome = life.dry_run(report(11, window, full, &t)).await.unwrap();
+    assert_eq!(outcome.action, Action::Compacted, "{outcome:?}");
+    assert_eq!(home.existing_conversation(&key()).unwrap().events().len(), events);
+    assert_eq!(home.state::<ConversationState>(&key()).unwrap(), state);
 }
