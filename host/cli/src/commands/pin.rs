@@ -1,0 +1,71 @@
+//! `cairn pin` / `cairn unpin`: the operator's pins by entry id. A pinned entry survives
+//! every compaction verbatim; pins count against the policy's `[pins] budget_tokens`, and a
+//! pin that would not fit is refused here, naming the entry, its tokens and the budget.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use cairn::storage::{ConversationKey, Home};
+use serde_json::json;
+
+use super::undo::open_existing;
+use crate::setup;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long)]
+    conversation: String,
+    /// Entry ids (as the transcript or `cairn show` names them).
+    #[arg(required = true)]
+    ids: Vec<String>,
+    /// Policy file (TOML) whose `[pins]` budget applies; the embedded default when absent.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    #[arg(long)]
+    home: Option<PathBuf>,
+    /// Print one JSON object for scripts.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn pin(args: Args) -> Result<()> {
+    let (_, policy) = setup::host_and_policy(&[], args.policy.as_deref())?;
+    let key = ConversationKey::parse(&args.conversation)?;
+    let home = Home::open(&setup::home_path(args.home))?;
+    let mut store = open_existing(&home, &key)?;
+    let already = store.pinned_ids();
+    let new: Vec<String> = args.ids.iter().filter(|id| !already.contains(*id)).cloned().collect();
+    let context = store.context()?;
+    cairn::pins::check_request(&context, &already, &new, &policy.pins).map_err(|e| anyhow::anyhow!("conversation {key}: {e:#}"))?;
+    if !new.is_empty() {
+        store.record_pins(new.clone(), true)?;
+    }
+    done(&key, "pinned", &new, store.pinned_ids(), args.json)
+}
+
+pub fn unpin(args: Args) -> Result<()> {
+    let key = ConversationKey::parse(&args.conversation)?;
+    let home = Home::open(&setup::home_path(args.home))?;
+    let mut store = open_existing(&home, &key)?;
+    let pinned = store.pinned_ids();
+    let not: Vec<&str> = args.ids.iter().filter(|id| !pinned.contains(*id)).map(String::as_str).collect();
+    if !not.is_empty() {
+        bail!("conversation {key}: not pinned: {} (pinned now: {})", not.join(", "), if pinned.is_empty() { "none".to_string() } else { pinned.into_iter().collect::<Vec<_>>().join(", ") });
+    }
+    store.record_pins(args.ids.clone(), false)?;
+    done(&key, "unpinned", &args.ids, store.pinned_ids(), args.json)
+}
+
+fn done(key: &ConversationKey, verb: &str, changed: &[String], now: std::collections::BTreeSet<String>, as_json: bool) -> Result<()> {
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&json!({ "conversation": key.to_string(), verb: changed, "pinned": now }))?);
+    } else {
+        if changed.is_empty() {
+            println!("conversation {key}: already pinned, nothing recorded");
+        } else {
+            println!("conversation {key}: {verb} {}", changed.join(", "));
+        }
+        println!("pinned now: {}", if now.is_empty() { "none".to_string() } else { now.into_iter().collect::<Vec<_>>().join(", ") });
+    }
+    Ok(())
+}

@@ -1,0 +1,87 @@
+//! `cairn undo`: take back a committed compaction (by default the latest) and every later one,
+//! and write the restored context.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use cairn::storage::{ConversationKey, ConversationStore, Home};
+use cairn::tokenizer::Tokenizer;
+use cairn::transcript::formats;
+use serde_json::json;
+
+use super::compact::OutFormat;
+use crate::setup;
+
+/// Takes back compaction ARCHIVE (default: the latest standing one) and every compaction
+/// after it; the originals come back exactly as recorded, whatever was appended since stays
+/// after them. The undo is recorded (the record stays append-only). After an undo the
+/// lifecycle starts its cooldown again at the next boundary: `cooldown_turns` turns with no
+/// automatic maintenance. A handover cannot be undone.
+#[derive(clap::Args)]
+#[command(after_help = "Cooldown: after an undo the lifecycle starts its cooldown again at the next boundary (`cooldown_turns` turns with no automatic maintenance), so the restored context is not compacted again at once. A handover cannot be undone.")]
+pub struct Args {
+    #[arg(long)]
+    conversation: String,
+    /// The compaction to take back (its archive id, as `cairn show` lists them) [default: the latest].
+    #[arg(long)]
+    archive: Option<String>,
+    /// The working context now (any format `cairn` reads) [default: the context the record knows].
+    #[arg(long)]
+    transcript: Option<PathBuf>,
+    /// Write the restored context here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = OutFormat::Cairn)]
+    out_format: OutFormat,
+    #[arg(long)]
+    home: Option<PathBuf>,
+    /// Print one JSON object for scripts.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let current = match &args.transcript {
+        Some(path) => {
+            let name = path.display().to_string();
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
+            Some(formats::parse(&text, &name)?.0)
+        }
+        None => None,
+    };
+    let key = ConversationKey::parse(&args.conversation)?;
+    let home = Home::open(&setup::home_path(args.home))?;
+    let mut store = open_existing(&home, &key)?;
+    let undone = cairn::undo::undo(&mut store, &Tokenizer::default(), current.as_ref(), args.archive.as_deref())?;
+    if let Some(out) = &args.out {
+        std::fs::write(out, args.out_format.write(&undone.transcript)).with_context(|| format!("writing {}", out.display()))?;
+    }
+    if args.json {
+        let mut value = serde_json::to_value(&undone)?;
+        value["out"] = json!(args.out.as_ref().map(|p| p.display().to_string()));
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!(
+            "conversation {}: undid {} ({} → {} tokens, {} entries in the restored context)",
+            undone.conversation,
+            undone.undone.join(", "),
+            undone.tokens_before,
+            undone.tokens_after,
+            undone.transcript.entries.len()
+        );
+        match &args.out {
+            Some(out) => println!("restored context written to {}", out.display()),
+            None => println!("no --out given: the restored context was not written (the record knows it; `cairn show --conversation {key}`)"),
+        }
+        println!("automatic maintenance waits `cooldown_turns` turns again from the next boundary");
+    }
+    Ok(())
+}
+
+/// The conversation opened to write, if the home holds it: an undo or a pin never creates one.
+pub fn open_existing(home: &Home, key: &ConversationKey) -> Result<ConversationStore> {
+    if !home.conversations()?.contains(key) {
+        bail!("no conversation {key} in home {}", home.path().display());
+    }
+    home.conversation(key)
+}
