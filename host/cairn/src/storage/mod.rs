@@ -602,6 +602,35 @@ mod tests {
     }
 
     #[test]
+    fn the_context_replays_compactions_undos_and_pins_on_every_backend() {
+        for place in places() {
+            let home = place.home();
+            let mut s = home.conversation(&key("c1")).unwrap();
+            let originals: Vec<Entry> = ["e1", "e2", "e3", "e4"].map(entry).into();
+            s.record_snapshot("a", &originals).unwrap();
+            let id = ArchiveId::generate(s.key());
+            s.write_archive(&id, &originals[1..3], &[]).unwrap();
+            let mut event = committed_compaction(&id, vec![]);
+            event.replaced = vec!["e2".into(), "e3".into()];
+            event.forgotten = event.replaced.clone();
+            event.replacement = vec![Entry::text("s1", Role::User, Origin::Summary, "summary")];
+            s.record_compaction(event.clone()).unwrap();
+            s.record_snapshot("b", &[entry("s1"), entry("e5")]).unwrap();
+            let ids = |context: Vec<Entry>| context.into_iter().map(|e| e.id).collect::<Vec<_>>();
+            assert_eq!(ids(s.context().unwrap()), ["e1", "s1", "e4", "e5"]);
+            s.record_undo(crate::record::UndoEvent { at: 0, undone: vec![id.to_string()], tokens_before: 0, tokens_after: 0 }).unwrap();
+            s.record_pins(vec!["e1".into(), "e4".into()], true).unwrap();
+            s.record_pins(vec!["e4".into()], false).unwrap();
+            drop(s);
+            let s = home.existing_conversation(&key("c1")).unwrap();
+            assert_eq!(s.context().unwrap(), [&originals[..], &[entry("e5")]].concat(), "{}", home.path().display());
+            assert!(s.standing().is_empty() && s.undone().contains(id.as_str()));
+            assert_eq!(s.pinned_ids().into_iter().collect::<Vec<_>>(), ["e1"]);
+            assert_eq!(s.archived_originals(id.as_str()).unwrap(), &originals[1..3], "byte for byte as recorded");
+        }
+    }
+
+    #[test]
     fn artifacts_are_read_back_byte_for_byte_and_only_once_committed() {
         for place in places() {
             let home = place.home();
