@@ -36,10 +36,18 @@ pub struct Session {
     pub cairn: Cairn,
     pub home: Home,
     pub store: ConversationStore,
+    /// A dry run on a home that does not exist: the empty stand-in, removed when dropped.
+    pub scratch: Option<tempfile::TempDir>,
 }
 
 impl SessionArgs {
+    /// Opens the conversation to write (its lock held until the store is dropped).
     pub fn open(&self) -> Result<Session> {
+        self.open_as(false)
+    }
+
+    /// `dry_run`: the conversation opened to read, or an empty one in memory (see [`preview`]).
+    pub fn open_as(&self, dry_run: bool) -> Result<Session> {
         let name = self.file.display().to_string();
         let text = std::fs::read_to_string(&self.file).with_context(|| format!("reading {name}"))?;
         let (transcript, format) = formats::parse(&text, &name)?;
@@ -48,10 +56,32 @@ impl SessionArgs {
             Some(key) => ConversationKey::parse(key)?,
             None => ConversationKey::derive(&self.file.file_stem().unwrap_or_default().to_string_lossy()),
         };
-        let home = Home::open(&home_path(self.home.clone()))?;
-        let store = home.conversation(&key)?;
-        Ok(Session { name, transcript, format, policy, cairn, home, store })
+        let (home, store, scratch) = if dry_run {
+            preview(self.home.clone(), &key)?
+        } else {
+            let home = Home::open(&home_path(self.home.clone()))?;
+            let store = home.conversation(&key)?;
+            (home, store, None)
+        };
+        Ok(Session { name, transcript, format, policy, cairn, home, store, scratch })
     }
+}
+
+/// A home and conversation to look at without writing anything: a home directory that does
+/// not exist is not created (an empty temporary one stands for it, removed when the returned
+/// guard drops), nor is a conversation the home does not hold (`Home::preview`).
+pub fn preview(home: Option<PathBuf>, key: &ConversationKey) -> Result<(Home, ConversationStore, Option<tempfile::TempDir>)> {
+    let path = home_path(home);
+    let text = path.to_string_lossy();
+    let is_url = text.starts_with("postgres://") || text.starts_with("postgresql://");
+    let (home, scratch) = if is_url || path.exists() {
+        (Home::open(&path)?, None)
+    } else {
+        let empty = tempfile::Builder::new().prefix("cairn-dry-run-").tempdir().context("creating an empty home for the dry run")?;
+        (Home::open(empty.path())?, Some(empty))
+    };
+    let store = home.preview(key)?;
+    Ok((home, store, scratch))
 }
 
 /// A host with every bundled plugin, then those in `plugin_dirs` (which may override them).

@@ -39,6 +39,19 @@ impl Common {
         }
         Ok((lifecycle, key, Home::open(&home_path)?))
     }
+
+    /// For a dry run: the same lifecycle on the home as it is, creating nothing (a home that
+    /// does not exist is stood for by an empty temporary one, removed when the guard drops).
+    fn preview_lifecycle(&self) -> Result<(Lifecycle, ConversationKey, Option<tempfile::TempDir>)> {
+        let key = ConversationKey::parse(&self.conversation)?;
+        let (cairn, policy) = setup::host_and_policy(&self.plugin_dir, self.policy.as_deref())?;
+        let (home, _, scratch) = setup::preview(self.home.clone(), &key)?;
+        let mut lifecycle = Lifecycle::new(cairn, home, policy);
+        if let Some(workspace) = &self.workspace {
+            lifecycle = lifecycle.with_workspace(workspace);
+        }
+        Ok((lifecycle, key, scratch))
+    }
 }
 
 #[derive(clap::Args)]
@@ -77,6 +90,11 @@ pub struct BoundaryArgs {
     /// Write the working context after this boundary here (Cairn JSONL).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Decide and run as this boundary would, and report it (`"dry_run": true` in the
+    /// report), writing nothing to the home: no record, no state, no notices. `--out` is
+    /// still written.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 pub fn boundary(args: BoundaryArgs) -> Result<()> {
@@ -84,14 +102,19 @@ pub fn boundary(args: BoundaryArgs) -> Result<()> {
     let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {name}"))?;
     let (transcript, _) = formats::parse(&text, &name)?;
     let unrecognized = transcript.unrecognized.clone();
-    let (lifecycle, key, _) = args.common.lifecycle()?;
+    let (lifecycle, key, _scratch) = if args.dry_run {
+        args.common.preview_lifecycle()?
+    } else {
+        let (lifecycle, key, _) = args.common.lifecycle()?;
+        (lifecycle, key, None)
+    };
     let usage = match (args.reported_tokens, args.count, args.from_transcript) {
         (Some(tokens), ..) => Usage::Reported { tokens, entries_after: args.entries_after },
         (None, true, _) => Usage::Counted,
         (None, false, true) => Usage::recorded_or_counted(&transcript.entries),
         (None, false, false) => Usage::Unknown,
     };
-    let outcome = lifecycle.boundary_blocking(BoundaryReport {
+    let report = BoundaryReport {
         conversation: key,
         turn: args.turn,
         turn_complete: !args.turn_incomplete,
@@ -100,12 +123,16 @@ pub fn boundary(args: BoundaryArgs) -> Result<()> {
         reserve: args.reserve,
         usage,
         transcript,
-    })?;
+    };
+    let outcome = if args.dry_run { lifecycle.dry_run_blocking(report)? } else { lifecycle.boundary_blocking(report)? };
     if let Some(out) = &args.out {
         std::fs::write(out, formats::write_cairn(&outcome.transcript)).with_context(|| format!("writing {}", out.display()))?;
     }
     let mut value = serde_json::to_value(&outcome)?;
     value["unrecognized"] = serde_json::json!(unrecognized);
+    if args.dry_run {
+        value["dry_run"] = serde_json::json!(true);
+    }
     println!("{}", serde_json::to_string_pretty(&value)?);
     Ok(())
 }

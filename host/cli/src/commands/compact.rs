@@ -1,4 +1,5 @@
-//! `cairn compact FILE`: one compaction of a transcript file, recorded in the home.
+//! `cairn compact FILE`: one compaction of a transcript file, recorded in the home (or, with
+//! `--dry-run`, only reported).
 
 use std::path::PathBuf;
 
@@ -31,6 +32,11 @@ pub struct Args {
     /// reported `degraded` with the reason when nothing may make it fit.
     #[arg(long)]
     window: Option<u64>,
+    /// Run the chain and report what it would commit — what would be forgotten, the prompt
+    /// cache rewrite — writing nothing to the home (not even a new conversation). `--out`
+    /// is still written.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -42,22 +48,28 @@ pub enum OutFormat {
     Pi,
 }
 
+impl OutFormat {
+    /// `transcript` in this format.
+    pub fn write(self, transcript: &cairn::transcript::Transcript) -> String {
+        match self {
+            OutFormat::Cairn => formats::write_cairn(transcript),
+            OutFormat::Openai => formats::write_openai(transcript),
+            OutFormat::Anthropic => formats::write_anthropic(transcript),
+            OutFormat::Pi => formats::write_pi(transcript),
+        }
+    }
+}
+
 pub fn run(args: Args) -> Result<()> {
-    let setup::Session { name, transcript, format, policy, cairn, home, mut store } = args.session.open()?;
-    let options = cairn::RunOptions { workspace: args.workspace.as_deref(), window: args.window, ..Default::default() };
+    let setup::Session { name, transcript, format, policy, cairn, home, mut store, scratch: _scratch } = args.session.open_as(args.dry_run)?;
+    let options = cairn::RunOptions { workspace: args.workspace.as_deref(), window: args.window, dry_run: args.dry_run, ..Default::default() };
     let report = cairn.compact_with(&policy, &mut store, &transcript, &name, options)?;
     if !args.json && !transcript.unrecognized.is_empty() {
         eprintln!("note: {name}: line kinds this reader does not know: {}", transcript.unrecognized);
     }
 
     if let Some(out) = &args.out {
-        let written = match args.out_format {
-            OutFormat::Cairn => formats::write_cairn(&report.transcript),
-            OutFormat::Openai => formats::write_openai(&report.transcript),
-            OutFormat::Anthropic => formats::write_anthropic(&report.transcript),
-            OutFormat::Pi => formats::write_pi(&report.transcript),
-        };
-        std::fs::write(out, written).with_context(|| format!("writing {}", out.display()))?;
+        std::fs::write(out, args.out_format.write(&report.transcript)).with_context(|| format!("writing {}", out.display()))?;
     }
     if args.json {
         let mut value = serde_json::to_value(&report)?;
@@ -68,6 +80,9 @@ pub fn run(args: Args) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print_report(&report, &name, &home);
+        if report.dry_run {
+            print_dry_run(&report);
+        }
     }
     if !report.committed {
         return Err(super::NothingCommitted.into());
@@ -87,6 +102,13 @@ pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
         println!("  {:<24} {:<12} {:>6} ms{message}", step.plugin, step.outcome.to_string(), step.millis);
     }
     match &report.committed_by {
+        Some(plugin) if report.dry_run => println!(
+            "would commit {plugin}: {} entries replaced, {} artifacts (conversation {}, home {})",
+            report.replaced,
+            report.artifacts.len(),
+            report.conversation,
+            home.path().display()
+        ),
         Some(plugin) => println!(
             "committed {plugin}: {} entries replaced, {} artifacts in archive {} (conversation {}, home {})",
             report.replaced,
@@ -99,6 +121,22 @@ pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
             "nothing committed, no archive written: {}; the transcript is unchanged",
             report.not_committed.as_deref().unwrap_or("every step failed")
         ),
+    }
+}
+
+/// What a dry run would have done beyond the report's lines: what the context would forget,
+/// and what rewriting the provider's prompt cache would cost.
+pub fn print_dry_run(report: &CompactionReport) {
+    println!("dry run: nothing written");
+    if report.committed {
+        let forgotten = &report.forgotten;
+        let shown: Vec<&str> = forgotten.iter().take(12).map(String::as_str).collect();
+        let more = if forgotten.len() > shown.len() { format!(", … {} more", forgotten.len() - shown.len()) } else { String::new() };
+        println!("  would forget {} entries: {}{more}", forgotten.len(), shown.join(", "));
+    }
+    for cost in &report.cache_rewrite {
+        let even = cost.break_even_calls.map(|n| format!("pays back after {n} calls")).unwrap_or_else(|| "never pays back".into());
+        println!("  cache rewrite {:<24} next call ${:.4} (uncompacted ${:.4}), {even}", cost.model, cost.next_call_usd, cost.next_call_uncompacted_usd);
     }
 }
 

@@ -46,6 +46,31 @@ fn parse_file(path: &Path) -> Transcript {
     formats::parse(&std::fs::read_to_string(path).unwrap(), s(path)).unwrap().0
 }
 
+/// The session as it was up to the first operator message past `fraction` of its entries,
+/// written to `dest` as Cairn JSONL (the session as parsed: ids and parts as the record has them).
+fn pi_prefix(full: &Transcript, fraction: f64, dest: &Path) {
+    let at = (full.entries.len() as f64 * fraction) as usize;
+    let cut = (at..full.entries.len()).find(|&i| is_operator(&full.entries[i])).unwrap();
+    std::fs::write(dest, formats::write_cairn(&Transcript::new(full.entries[..cut].to_vec()))).unwrap();
+}
+
+fn is_operator(entry: &Entry) -> bool {
+    entry.role == cairn::transcript::Role::User && entry.origin == cairn::transcript::Origin::Operator
+}
+
+/// The conversation going on after a compaction: `previous` (a compacted context, Cairn
+/// JSONL) then the whole session's entries that came after it, up to the first operator
+/// message past `fraction` of them (all when 1.0), written to `dest` as Cairn JSONL.
+fn continued(previous: &Path, full: &Transcript, fraction: f64, dest: &Path) {
+    let mut entries = parse_file(previous).entries;
+    let last = &entries.last().unwrap().id;
+    let from = full.entries.iter().position(|e| &e.id == last).unwrap() + 1;
+    let at = (full.entries.len() as f64 * fraction) as usize;
+    let upto = if fraction >= 1.0 { full.entries.len() } else { (at.max(from)..full.entries.len()).find(|&i| is_operator(&full.entries[i])).unwrap() };
+    entries.extend(full.entries[from..upto].iter().cloned());
+    std::fs::write(dest, formats::write_cairn(&Transcript::new(entries))).unwrap();
+}
+
 /// Archive ids of the compactions in `cairn show --json`'s timeline, with their status.
 fn compactions(timeline: &Value) -> Vec<(String, String)> {
     timeline["moments"]
@@ -61,15 +86,19 @@ fn compactions(timeline: &Value) -> Vec<(String, String)> {
 #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
 fn undoing_two_compactions_of_the_large_pi_session_restores_it_byte_for_byte() {
     let session = largest_pi();
+    let full = parse_file(&session);
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
-    let (c1, c2, restored) = (dir.path().join("c1.jsonl"), dir.path().join("c2.jsonl"), dir.path().join("r.jsonl"));
+    let [start, c1, more, c2, restored] = ["start.jsonl", "c1.jsonl", "more.jsonl", "c2.jsonl", "r.jsonl"].map(|f| dir.path().join(f));
     let k = "pi-large";
     let common = ["--home", s(&home), "--conversation", k, "--json", "--out-format", "cairn"];
 
-    let first = ok_json(&[&["compact", s(&session), "--out", s(&c1)][..], &common].concat());
+    // The session half way, compacted; then the rest of it after the compacted context, compacted.
+    pi_prefix(&full, 0.5, &start);
+    let first = ok_json(&[&["compact", s(&start), "--out", s(&c1)][..], &common].concat());
     let a1 = first["archive_id"].as_str().expect("the first compaction commits").to_string();
-    let second = ok_json(&[&["compact", s(&c1), "--out", s(&c2), "--window", &(first["tokens_after"].as_u64().unwrap() * 3 / 4).to_string()][..], &common].concat());
+    continued(&c1, &full, 1.0, &more);
+    let second = ok_json(&[&["compact", s(&more), "--out", s(&c2)][..], &common].concat());
     let a2 = second["archive_id"].as_str().expect("the second compaction commits").to_string();
     eprintln!("{}: {} → {} → {} tokens", session.display(), first["tokens_before"], first["tokens_after"], second["tokens_after"]);
 
@@ -87,7 +116,7 @@ fn undoing_two_compactions_of_the_large_pi_session_restores_it_byte_for_byte() {
     let undone = ok_json(&["undo", "--conversation", k, "--archive", &a1, "--out", s(&restored), "--out-format", "cairn", "--home", s(&home), "--json"]);
     assert_eq!(undone["undone"], json!([a2, a1]), "{undone:#}");
 
-    let mut reference = Transcript::new(parse_file(&session).entries);
+    let mut reference = Transcript::new(full.entries.clone());
     Tokenizer::default().count_transcript(&mut reference);
     let expected = formats::write_cairn(&reference);
     let got = std::fs::read_to_string(&restored).unwrap();
@@ -108,8 +137,10 @@ fn a_pinned_first_turn_entry_survives_three_compactions_verbatim() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let k = "pi-pinned";
+    let start = dir.path().join("start.jsonl");
+    pi_prefix(&original, 0.4, &start);
     // The record learns the session from a compaction, taken back at once.
-    ok_json(&["compact", s(&session), "--home", s(&home), "--conversation", k, "--json"]);
+    ok_json(&["compact", s(&start), "--home", s(&home), "--conversation", k, "--json"]);
     ok_json(&["undo", "--conversation", k, "--home", s(&home), "--json"]);
     // A first-turn entry that is not the opening message: a tool result, else the next one.
     let first_turn = original.entries[0].turn;
@@ -121,8 +152,14 @@ fn a_pinned_first_turn_entry_survives_three_compactions_verbatim() {
     let pins = ok_json(&["pin", "--conversation", k, &pinned.id, "--home", s(&home), "--json"]);
     assert_eq!(pins["pinned"], json!([pinned.id]), "{pins:#}");
 
-    let mut input = session.clone();
+    // Three compactions, the conversation going on between them.
+    let mut input = start.clone();
     for cycle in 1..=3 {
+        if cycle > 1 {
+            let more = dir.path().join(format!("in{cycle}.jsonl"));
+            continued(&input, &original, if cycle == 2 { 0.7 } else { 1.0 }, &more);
+            input = more;
+        }
         let out = dir.path().join(format!("o{cycle}.jsonl"));
         let report = ok_json(&["compact", s(&input), "--home", s(&home), "--conversation", k, "--json", "--out", s(&out), "--out-format", "cairn"]);
         assert_eq!(report["committed"], true, "cycle {cycle}: {report:#}");

@@ -166,6 +166,8 @@ struct RunArgs {
     /// The usable context window in tokens (window less output reserve): the result is held
     /// to it, or reported `degraded` with `over_window` saying why nothing could make it fit.
     window: Option<u64>,
+    /// Report what would be committed, writing nothing (no record, no archive) [default false].
+    dry_run: Option<bool>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -211,6 +213,23 @@ struct Report {
     /// Handover: the text that starts the fresh session.
     #[serde(skip_serializing_if = "Option::is_none")]
     seed: Option<String>,
+    /// A dry run: what would have been committed; nothing was written. Absent otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    dry_run: bool,
+    /// A dry run's prompt-cache rewrite cost per priced model.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    cache_rewrite: Vec<CacheRewriteOut>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct CacheRewriteOut {
+    model: String,
+    /// The first call after the compaction: the whole new context written to the cache.
+    next_call_usd: f64,
+    /// The same call without the compaction: the old context read from the cache.
+    next_call_uncompacted_usd: f64,
+    /// Calls until the smaller context pays the rewrite back; null: never at this price.
+    break_even_calls: Option<u64>,
 }
 
 /// A report with the new working context.
@@ -274,6 +293,8 @@ struct BoundaryArgs {
     tool_call_outstanding: Option<bool>,
     /// Return the working context as `transcript` [default true].
     include_transcript: Option<bool>,
+    /// Decide and run as this boundary would, writing nothing (no record, state or notices) [default false].
+    dry_run: Option<bool>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -306,6 +327,63 @@ struct BoundaryOut {
     /// Line kinds of the transcript its reader does not know; absent when none.
     #[serde(skip_serializing_if = "Option::is_none")]
     unrecognized: Option<UnrecognizedOut>,
+    /// A dry run: nothing was written. Absent otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    dry_run: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct UndoArgs {
+    conversation: String,
+    /// The compaction to take back (and every later one) [default: the latest].
+    archive_id: Option<String>,
+    /// The working context now, in any format Cairn reads [default: the context the record knows].
+    transcript: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct UndoOut {
+    /// Archive ids taken back, latest first.
+    undone: Vec<String>,
+    tokens_before: u64,
+    tokens_after: u64,
+    /// The caller's format when Cairn writes it, else `cairn`.
+    format: &'static str,
+    /// The restored context.
+    transcript: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PinArgs {
+    conversation: String,
+    /// Entry ids, as the transcript names them.
+    ids: Vec<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct PinsOut {
+    /// The ids pinned now.
+    pinned: Vec<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ShowArgs {
+    conversation: String,
+    /// One compaction's archive id; without it, the timeline.
+    archive_id: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct ShowOut {
+    /// Without `archive_id`: every compaction, undo and pin, oldest first, and the pins now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeline: Option<serde_json::Value>,
+    /// With `archive_id`: that compaction part by part (kept, summarized, summaries, elided, dropped) and its steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compaction: Option<serde_json::Value>,
 }
 
 /// Kinds counted by name: `skipped` carried nothing for the model, `kept` carried a message
@@ -509,7 +587,7 @@ impl Server {
                 UsageArg::Word(UsageWord::Recorded) => Usage::recorded_or_counted(&transcript.entries),
                 UsageArg::Reported { reported_tokens, entries_after } => Usage::Reported { tokens: reported_tokens, entries_after },
             };
-            let outcome = lifecycle.boundary_blocking(BoundaryReport {
+            let reported = BoundaryReport {
                 conversation,
                 turn: args.turn,
                 turn_complete: args.turn_complete.unwrap_or(true),
@@ -518,7 +596,9 @@ impl Server {
                 reserve: args.reserve.unwrap_or(16_384),
                 usage,
                 transcript,
-            })?;
+            };
+            let dry_run = args.dry_run.unwrap_or(false);
+            let outcome = if dry_run { lifecycle.dry_run_blocking(reported)? } else { lifecycle.boundary_blocking(reported)? };
             let action = serde_json::to_value(&outcome.action)?;
             let kept = outcome.report.as_ref().map(|run| Kept::of(&input, run)).unwrap_or_default();
             let (format, transcript) = write(&outcome.transcript, format, args.include_transcript);
@@ -538,6 +618,7 @@ impl Server {
                 stale_files: outcome.stale_files.iter().map(|f| StaleOut { path: f.path.clone(), change: f.change.word().into() }).collect(),
                 prefix_summary: kept.prefix_summary,
                 unrecognized: UnrecognizedOut::of(&input),
+                dry_run,
             })
         })
         .await
@@ -580,6 +661,47 @@ impl Server {
                 store.ack_notice(id)?;
             }
             Ok(Acknowledged { acknowledged: args.ids.len() })
+        })
+        .await
+    }
+
+    #[tool(description = "Undo a compaction (default the latest) and every later one; returns the restored context in the caller's format. The lifecycle's cooldown starts again at the next boundary")]
+    async fn undo(&self, extensions: Extensions, Parameters(args): Parameters<UndoArgs>) -> Result<Json<UndoOut>, String> {
+        let conversation = key(&args.conversation)?;
+        self.locked(self.tenant(&extensions)?, conversation.clone(), move |lifecycle| {
+            let current = args.transcript.as_deref().map(|text| formats::parse(text, "transcript")).transpose()?;
+            let mut store = crate::commands::undo::open_existing(lifecycle.home(), &conversation)?;
+            let undone = cairn::undo::undo(&mut store, &lifecycle.cairn().tokenizer(), current.as_ref().map(|(t, _)| t), args.archive_id.as_deref())?;
+            let format = current.map(|(_, f)| f).unwrap_or(formats::Format::Cairn);
+            let (format, transcript) = write(&undone.transcript, format, Some(true));
+            Ok(UndoOut { undone: undone.undone, tokens_before: undone.tokens_before, tokens_after: undone.tokens_after, format, transcript })
+        })
+        .await
+    }
+
+    #[tool(description = "Pin entries by id: they survive every compaction verbatim. A pin over the policy's pin budget is refused, naming the entry and the budget")]
+    async fn pin(&self, extensions: Extensions, Parameters(args): Parameters<PinArgs>) -> Result<Json<PinsOut>, String> {
+        self.pins(extensions, args, true).await
+    }
+
+    #[tool(description = "Unpin entries pinned by id; an id not pinned is an error")]
+    async fn unpin(&self, extensions: Extensions, Parameters(args): Parameters<PinArgs>) -> Result<Json<PinsOut>, String> {
+        self.pins(extensions, args, false).await
+    }
+
+    #[tool(description = "What compaction did: the conversation's timeline (compactions, undos, pins), or with archive_id one compaction part by part with its steps")]
+    async fn show(&self, extensions: Extensions, Parameters(args): Parameters<ShowArgs>) -> Result<Json<ShowOut>, String> {
+        let conversation = key(&args.conversation)?;
+        self.locked(self.tenant(&extensions)?, conversation.clone(), move |lifecycle| {
+            let home = lifecycle.home();
+            if !home.conversations()?.contains(&conversation) {
+                anyhow::bail!("no conversation {conversation}");
+            }
+            let store = home.existing_conversation(&conversation)?;
+            Ok(match &args.archive_id {
+                None => ShowOut { timeline: Some(serde_json::to_value(cairn::show::timeline(&store))?), compaction: None },
+                Some(id) => ShowOut { timeline: None, compaction: Some(serde_json::to_value(cairn::show::compaction(&store, id)?)?) },
+            })
         })
         .await
     }
@@ -731,12 +853,14 @@ impl Server {
         let conversation = key(&args.conversation)?;
         self.locked(tenant, conversation.clone(), move |lifecycle| {
             let (transcript, format) = formats::parse(&args.transcript, "transcript")?;
-            let mut store = lifecycle.home().conversation(&conversation)?;
+            let dry_run = args.dry_run.unwrap_or(false);
+            let mut store = if dry_run { lifecycle.home().preview(&conversation)? } else { lifecycle.home().conversation(&conversation)? };
             let options = RunOptions {
                 preserve: args.preserve.as_deref(),
                 resume: args.resume.as_deref(),
                 workspace: lifecycle.workspace(),
                 window: args.window,
+                dry_run,
                 ..RunOptions::default()
             };
             let (cairn, policy) = (lifecycle.cairn(), lifecycle.policy());
@@ -746,6 +870,30 @@ impl Server {
                 cairn.compact_with(policy, &mut store, &transcript, "serve", options)?
             };
             Ok(compacted(&transcript, &run, format, args.include_transcript))
+        })
+        .await
+    }
+
+    /// `pin` and `unpin`: checked against the pin budget of the policy in force.
+    async fn pins(&self, extensions: Extensions, args: PinArgs, pinned: bool) -> Answer<PinsOut> {
+        let conversation = key(&args.conversation)?;
+        self.locked(self.tenant(&extensions)?, conversation.clone(), move |lifecycle| {
+            let mut store = crate::commands::undo::open_existing(lifecycle.home(), &conversation)?;
+            let now = store.pinned_ids();
+            if pinned {
+                let new: Vec<String> = args.ids.iter().filter(|id| !now.contains(*id)).cloned().collect();
+                cairn::pins::check_request(&store.context()?, &now, &new, &lifecycle.policy().pins)?;
+                if !new.is_empty() {
+                    store.record_pins(new, true)?;
+                }
+            } else {
+                let not: Vec<&str> = args.ids.iter().filter(|id| !now.contains(*id)).map(String::as_str).collect();
+                if !not.is_empty() {
+                    anyhow::bail!("not pinned: {}", not.join(", "));
+                }
+                store.record_pins(args.ids, false)?;
+            }
+            Ok(PinsOut { pinned: store.pinned_ids().into_iter().collect() })
         })
         .await
     }
@@ -787,6 +935,12 @@ fn report(run: &CompactionReport) -> Report {
         forgotten: run.forgotten.clone(),
         rejected: run.rejected.clone(),
         seed: run.seed.clone(),
+        dry_run: run.dry_run,
+        cache_rewrite: run
+            .cache_rewrite
+            .iter()
+            .map(|c| CacheRewriteOut { model: c.model.to_string(), next_call_usd: c.next_call_usd, next_call_uncompacted_usd: c.next_call_uncompacted_usd, break_even_calls: c.break_even_calls })
+            .collect(),
     }
 }
 
