@@ -61,7 +61,9 @@ impl OutFormat {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let setup::Session { name, transcript, format, policy, cairn, home, mut store, scratch: _scratch } = args.session.open_as(args.dry_run)?;
+    let setup::Session { name, transcript, format, policy, cairn, home, mut store, scratch } = args.session.open_as(args.dry_run)?;
+    // A dry run on a home that does not exist ran in an empty stand-in: name the home asked for.
+    let home_shown = if scratch.is_some() { setup::home_path(args.session.home.clone()) } else { home.path().to_path_buf() };
     let options = cairn::RunOptions { workspace: args.workspace.as_deref(), window: args.window, dry_run: args.dry_run, ..Default::default() };
     let report = cairn.compact_with(&policy, &mut store, &transcript, &name, options)?;
     if !args.json && !transcript.unrecognized.is_empty() {
@@ -75,7 +77,7 @@ pub fn run(args: Args) -> Result<()> {
         let mut value = serde_json::to_value(&report)?;
         value["input_format"] = json!(format.to_string());
         value["unrecognized"] = json!(transcript.unrecognized);
-        value["home"] = json!(home.path().display().to_string());
+        value["home"] = json!(home_shown.display().to_string());
         value["out"] = json!(args.out.as_ref().map(|p| p.display().to_string()));
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
@@ -103,11 +105,10 @@ pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
     }
     match &report.committed_by {
         Some(plugin) if report.dry_run => println!(
-            "would commit {plugin}: {} entries replaced, {} artifacts (conversation {}, home {})",
+            "would commit {plugin}: {} entries replaced, {} artifacts (conversation {})",
             report.replaced,
             report.artifacts.len(),
-            report.conversation,
-            home.path().display()
+            report.conversation
         ),
         Some(plugin) => println!(
             "committed {plugin}: {} entries replaced, {} artifacts in archive {} (conversation {}, home {})",
