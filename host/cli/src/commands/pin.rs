@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
-use cairn::storage::{ConversationKey, Home};
+use anyhow::{bail, Context, Result};
+use cairn::storage::{ConversationKey, ConversationStore, Home};
 use serde_json::json;
 
 use super::undo::open_existing;
@@ -21,6 +21,11 @@ pub struct Args {
     /// Policy file (TOML) whose `[pins]` budget applies; the embedded default when absent.
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// The conversation's transcript as it stands (any format Cairn reads): its entries are
+    /// recorded first, so entries can be pinned before the first compaction (the conversation
+    /// is created if needed).
+    #[arg(long)]
+    transcript: Option<PathBuf>,
     #[arg(long)]
     home: Option<PathBuf>,
     /// Print one JSON object for scripts.
@@ -30,9 +35,7 @@ pub struct Args {
 
 pub fn pin(args: Args) -> Result<()> {
     let (_, policy) = setup::host_and_policy(&[], args.policy.as_deref())?;
-    let key = ConversationKey::parse(&args.conversation)?;
-    let home = Home::open(&setup::home_path(args.home))?;
-    let mut store = open_existing(&home, &key)?;
+    let (key, mut store) = open(&args)?;
     let already = store.pinned_ids();
     let new: Vec<String> = args.ids.iter().filter(|id| !already.contains(*id)).cloned().collect();
     let context = store.context()?;
@@ -44,9 +47,7 @@ pub fn pin(args: Args) -> Result<()> {
 }
 
 pub fn unpin(args: Args) -> Result<()> {
-    let key = ConversationKey::parse(&args.conversation)?;
-    let home = Home::open(&setup::home_path(args.home))?;
-    let mut store = open_existing(&home, &key)?;
+    let (key, mut store) = open(&args)?;
     let pinned = store.pinned_ids();
     let not: Vec<&str> = args.ids.iter().filter(|id| !pinned.contains(*id)).map(String::as_str).collect();
     if !not.is_empty() {
@@ -54,6 +55,20 @@ pub fn unpin(args: Args) -> Result<()> {
     }
     store.record_pins(args.ids.clone(), false)?;
     done(&key, "unpinned", &args.ids, store.pinned_ids(), args.json)
+}
+
+/// The conversation to pin in, with `--transcript`'s entries recorded first.
+fn open(args: &Args) -> Result<(ConversationKey, ConversationStore)> {
+    let key = ConversationKey::parse(&args.conversation)?;
+    let home = Home::open(&setup::home_path(args.home.clone()))?;
+    let Some(file) = &args.transcript else { return Ok((key.clone(), open_existing(&home, &key)?)) };
+    let name = file.display().to_string();
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {name}"))?;
+    let (mut transcript, _) = cairn::transcript::formats::parse(&text, &name)?;
+    cairn::tokenizer::Tokenizer::default().count_transcript(&mut transcript);
+    let mut store = home.conversation(&key)?;
+    store.record_snapshot(&name, &transcript.entries)?;
+    Ok((key, store))
 }
 
 fn done(key: &ConversationKey, verb: &str, changed: &[String], now: std::collections::BTreeSet<String>, as_json: bool) -> Result<()> {

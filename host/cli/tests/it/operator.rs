@@ -139,9 +139,6 @@ fn a_pinned_first_turn_entry_survives_three_compactions_verbatim() {
     let k = "pi-pinned";
     let start = dir.path().join("start.jsonl");
     pi_prefix(&original, 0.4, &start);
-    // The record learns the session from a compaction, taken back at once.
-    ok_json(&["compact", s(&start), "--home", s(&home), "--conversation", k, "--json"]);
-    ok_json(&["undo", "--conversation", k, "--home", s(&home), "--json"]);
     // A first-turn entry that is not the opening message: a tool result, else the next one.
     let first_turn = original.entries[0].turn;
     let pinned: &Entry = original
@@ -149,7 +146,8 @@ fn a_pinned_first_turn_entry_survives_three_compactions_verbatim() {
         .iter()
         .find(|e| e.turn == first_turn && e.parts.iter().any(|p| matches!(p, Part::ToolResult { .. })))
         .unwrap_or(&original.entries[1]);
-    let pins = ok_json(&["pin", "--conversation", k, &pinned.id, "--home", s(&home), "--json"]);
+    // Pinned before any compaction: `--transcript` tells the record the entries first.
+    let pins = ok_json(&["pin", "--conversation", k, &pinned.id, "--transcript", s(&start), "--home", s(&home), "--json"]);
     assert_eq!(pins["pinned"], json!([pinned.id]), "{pins:#}");
 
     // Three compactions, the conversation going on between them.
