@@ -383,4 +383,10 @@ fn the_mcp_tools_dry_run_pin_show_and_undo() {
     let restored = formats::parse(undone["transcript"].as_str().unwrap(), "restored").unwrap().0;
     assert_eq!(restored.entries.len(), input.entries.len());
     assert!(mcp.tool("undo", json!({"conversation": k})).unwrap_err().contains("no compaction to undo"));
+
+    // What Pi's extension puts in Pi's compaction entry carries the pinned message whole.
+    let again = mcp.tool("compact", json!({"conversation": k, "transcript": session, "include_transcript": false})).unwrap();
+    assert!(again["pinned"].as_array().is_some_and(|p| p.contains(&json!(first_user.id))), "{again:#}");
+    let prefix = again["prefix_summary"].as_str().unwrap();
+    assert!(prefix.contains(&format!("[pinned user] {}", first_user.model_text().trim())), "{prefix}");
 }

@@ -213,6 +213,12 @@ struct Report {
     /// Handover: the text that starts the fresh session.
     #[serde(skip_serializing_if = "Option::is_none")]
     seed: Option<String>,
+    /// Entries pinned for this run (by id, `!pin` or a policy rule), carried verbatim.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pinned: Vec<String>,
+    /// Pins refused because they would not fit the pins budget, each with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pins_refused: Vec<String>,
     /// A dry run: what would have been committed; nothing was written. Absent otherwise.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     dry_run: bool,
@@ -935,6 +941,8 @@ fn report(run: &CompactionReport) -> Report {
         forgotten: run.forgotten.clone(),
         rejected: run.rejected.clone(),
         seed: run.seed.clone(),
+        pinned: run.pinned.clone(),
+        pins_refused: run.pins_refused.clone(),
         dry_run: run.dry_run,
         cache_rewrite: run
             .cache_rewrite
@@ -982,7 +990,7 @@ impl Kept {
         }
         let output = &run.transcript.entries;
         let kept = kept_tail_start(&input.entries, output);
-        Kept { first_kept_entry_id: output.get(kept).map(|e| e.id.clone()), prefix_summary: render_prefix(&output[..kept], &run.archive_id) }
+        Kept { first_kept_entry_id: output.get(kept).map(|e| e.id.clone()), prefix_summary: render_prefix(&output[..kept], &run.archive_id, &run.pinned) }
     }
 }
 
@@ -1008,11 +1016,10 @@ const ENTRY_CHARS: usize = 400;
 /// The compacted entries as one bounded text, roles marked: operator messages and earlier
 /// summaries first in importance (clipped at 2,000 chars), other entries clipped at 400, the
 /// oldest of those dropped when over budget. The whole prefix stays in the archive.
-fn render_prefix(entries: &[Entry], archive_id: &str) -> String {
+fn render_prefix(entries: &[Entry], archive_id: &str, pinned: &[String]) -> String {
     let lines: Vec<(bool, String)> = entries
         .iter()
         .map(|entry| {
-            let intent = matches!(entry.origin, Origin::Summary | Origin::Operator);
             let role = match (entry.origin, entry.role) {
                 (Origin::Summary, _) => "summary",
                 (_, Role::System) => "system",
@@ -1021,6 +1028,11 @@ fn render_prefix(entries: &[Entry], archive_id: &str) -> String {
                 (_, Role::Tool) => "tool result",
             };
             let text = entry.model_text();
+            // A pinned entry is carried whole, never clipped or left out.
+            if pinned.contains(&entry.id) {
+                return (true, format!("\n[pinned {role}] {}", text.trim()));
+            }
+            let intent = matches!(entry.origin, Origin::Summary | Origin::Operator);
             let clip = if intent { INTENT_CHARS } else { ENTRY_CHARS };
             let clipped = cairn_rules::clip_chars(text.trim(), clip);
             let more = if clipped.len() < text.trim().len() { " …" } else { "" };
