@@ -72,6 +72,8 @@ enum Command {
     },
     /// Check the whole setup (binary, agent hooks, MCP server, home, cache, hook failures).
     Doctor(commands::doctor::Args),
+    /// A local page (loopback, with a token) to look at conversations, timelines and compactions, and undo or pin.
+    Ui(commands::ui::Args),
 }
 
 fn main() -> ExitCode {
@@ -102,6 +104,7 @@ fn main() -> ExitCode {
         Command::Gemini { command } => commands::gemini::run(command),
         Command::Opencode { command } => commands::opencode::run(command),
         Command::Doctor(args) => commands::doctor::run(args),
+        Command::Ui(args) => commands::ui::run(args),
     };
     if std::env::var_os("CAIRN_PEAK_RSS").is_some() {
         report_peak_rss();

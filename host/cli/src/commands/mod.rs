@@ -18,6 +18,7 @@ pub mod plugins;
 pub mod serve;
 pub mod simulate;
 pub mod tokens;
+pub mod ui;
 
 /// A compaction that committed nothing (every step failed, or the commit policy refused it):
 /// the verb has printed its report, and exits with its own status, apart from errors (1) and

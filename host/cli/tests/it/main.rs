@@ -18,4 +18,5 @@ mod opencode;
 mod polyglot;
 mod serve_http;
 mod support;
+mod ui;
 mod window;

@@ -1,0 +1,125 @@
+// Drives `cairn ui` in headless Chromium (puppeteer-core, no browser download): the
+// conversations page, the timeline, the first compaction and one of its artifacts, then
+// undo; a full-page PNG of each into OUT_DIR. Environment: UI_URL (the URL `cairn ui --json`
+// printed), CONVERSATION, PUPPETEER_DIR (where puppeteer-core is installed), OUT_DIR, CHROME.
+// Exits non-zero on the first failed check.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import fs from 'node:fs';
+
+const require = createRequire(path.join(process.env.PUPPETEER_DIR, 'package.json'));
+const puppeteer = require('puppeteer-core');
+
+const url = new URL(process.env.UI_URL);
+const conversation = process.env.CONVERSATION;
+const out = process.env.OUT_DIR;
+fs.mkdirSync(out, { recursive: true });
+
+function check(ok, what) {
+  if (!ok) throw new Error(`check failed: ${what}`);
+  console.log(`ok: ${what}`);
+}
+
+// Without the token, or with a wrong one, every route answers 401.
+for (const p of ['/', '/api/conversations', `/api/timeline?conversation=${conversation}`, '/artifact?uri=artifact://a-0/1', '/?token=00000000000000000000000000000000']) {
+  const r = await fetch(url.origin + p);
+  check(r.status === 401, `GET ${p} without the right token: 401 (got ${r.status})`);
+}
+{
+  const r = await fetch(`${url.origin}/api/undo?conversation=${conversation}`, { method: 'POST' });
+  check(r.status === 401, `POST /api/undo without the token: 401 (got ${r.status})`);
+}
+
+const browser = await puppeteer.launch({
+  executablePath: process.env.CHROME || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--headless=new', '--disable-gpu', '--disable-dev-shm-usage'],
+});
+const shots = [];
+async function shot(page, name) {
+  const file = path.join(out, name);
+  await page.screenshot({ path: file, fullPage: true });
+  shots.push(file);
+  console.log(`screenshot: ${file}`);
+}
+
+try {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1200, height: 800 });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('dialog', (d) => d.accept());
+
+  // 1. Conversations.
+  await page.goto(url.href, { waitUntil: 'networkidle0' });
+  await page.waitForSelector(`tr.conversation[data-conversation="${conversation}"]`);
+  const compactions = await page.$eval(`tr.conversation[data-conversation="${conversation}"] td.compactions`, (td) => td.textContent);
+  check(Number(compactions) >= 2, `the conversations page lists ${conversation} with ${compactions} compactions`);
+  await shot(page, '1-conversations.png');
+
+  // 2. Timeline.
+  await Promise.all([page.waitForNavigation({ waitUntil: 'networkidle0' }), page.click(`tr.conversation[data-conversation="${conversation}"] a.open`)]);
+  await page.waitForSelector('#moments');
+  const moments = await page.$$eval('li.moment.compaction', (lis) => lis.map((li) => ({ id: li.dataset.archiveId, status: li.dataset.status })));
+  check(moments.length >= 2, `the timeline lists both compactions: ${JSON.stringify(moments)}`);
+  const committed = moments.find((m) => m.status === 'committed');
+  check(committed, 'one of them is committed');
+  check((await page.$$('svg#chart g.bars rect.after')).length === moments.length, 'the chart has a bar per compaction');
+  check(await page.$eval('#undo', (b) => !b.disabled), 'the undo button is enabled');
+  await shot(page, '2-timeline.png');
+  const timelineUrl = page.url();
+
+  // 3. The first committed compaction.
+  await Promise.all([
+    page.waitForNavigation({ waitUntil: 'networkidle0' }),
+    page.click(`li.moment.compaction[data-archive-id="${committed.id}"] a.open-compaction`),
+  ]);
+  await page.waitForSelector('#steps tr.step');
+  check((await page.$eval('h1', (h) => h.dataset.archiveId)) === committed.id, `the compaction view shows ${committed.id}`);
+  const steps = await page.$$eval('#steps tr.step', (rows) => rows.map((r) => r.dataset.outcome));
+  check(steps.includes('ok'), `its steps and outcomes are shown: ${steps}`);
+  const counts = {};
+  for (const part of ['summarized', 'summary', 'elided', 'dropped', 'kept']) counts[part] = (await page.$$(`.entry.${part}`)).length;
+  check(counts.summarized + counts.elided + counts.dropped > 0, `replaced entries are shown by what became of them: ${JSON.stringify(counts)}`);
+  check(counts.summary > 0, 'the summary it produced is shown');
+  // Each kind is highlighted its own way.
+  const colours = {};
+  for (const part of Object.keys(counts).filter((k) => counts[k] > 0)) {
+    colours[part] = await page.$eval(`.entry.${part}`, (e) => getComputedStyle(e).backgroundColor);
+  }
+  check(new Set(Object.values(colours)).size === Object.keys(colours).length, `each kind of entry has its own highlight: ${JSON.stringify(colours)}`);
+  const tokens = await page.$$eval('section.part', (ss) => Object.fromEntries(ss.map((s) => [s.dataset.part, Number(s.dataset.tokens)])));
+  check(tokens.summarized + tokens.elided + tokens.dropped + tokens.kept > 0, `tokens per part: ${JSON.stringify(tokens)}`);
+  const link = await page.$eval('a.artifact', (a) => ({ href: a.href, uri: a.dataset.uri }));
+  check(link.uri.startsWith('artifact://'), `an artifact link: ${link.uri}`);
+  await shot(page, '3-compaction.png');
+
+  // The artifact opens: its bytes, as text/plain.
+  const tab = await browser.newPage();
+  await tab.setViewport({ width: 1200, height: 800 });
+  const response = await tab.goto(link.href);
+  check(response.status() === 200, `the artifact opens (${response.status()})`);
+  check(response.headers()['content-type'].startsWith('text/plain'), `as text/plain (${response.headers()['content-type']})`);
+  const body = await response.text();
+  check(body.length > 0, `with the original's ${body.length} bytes`);
+  await shot(tab, '4-artifact.png');
+  await tab.close();
+
+  // 4. Undo the last compaction from the timeline.
+  await page.goto(timelineUrl, { waitUntil: 'networkidle0' });
+  await page.waitForSelector('#undo');
+  check((await page.$$('li.moment.undo')).length === 0, 'no undo before');
+  await page.click('#undo');
+  await page.waitForSelector('li.moment.undo', { timeout: 60_000 });
+  const undone = await page.$eval('li.moment.undo', (li) => li.dataset.undone);
+  check(undone.split(' ').includes(committed.id), `the timeline shows the undo of ${committed.id}`);
+  const status = await page.$eval(`li.moment.compaction[data-archive-id="${committed.id}"]`, (li) => li.dataset.status);
+  check(status === 'undone', `${committed.id} is now ${status}`);
+  check(await page.$eval('#undo', (b) => b.disabled), 'nothing is left to undo');
+  await shot(page, '5-after-undo.png');
+
+  check(errors.length === 0, `no script errors on the page ${JSON.stringify(errors)}`);
+  console.log(JSON.stringify({ screenshots: shots, undone: committed.id }));
+} finally {
+  await browser.close();
+}
