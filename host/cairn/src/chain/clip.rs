@@ -114,6 +114,7 @@ mod tests {
             resume: None,
             previous_checkpoint: None,
             deadline: std::time::Instant::now(),
+            reject_unverified: false,
         }
     }
 

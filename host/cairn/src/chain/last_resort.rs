@@ -197,6 +197,7 @@ mod tests {
             resume: None,
             previous_checkpoint: None,
             deadline: std::time::Instant::now(),
+            reject_unverified: false,
         }
     }
 

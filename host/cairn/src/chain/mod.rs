@@ -1,11 +1,13 @@
 //! The chain runner: strategies in policy order until one yields an outcome that passes the
 //! host's checks (a pipeline runs one chain per stage, `pipeline.rs`). Every step's outcome
-//! class, time and token figures are recorded. The last step is host-native and cannot fail,
-//! so a chain always ends.
+//! class, time and token figures are recorded, and what a step's model wrote is fact-checked
+//! against the history it replaces (`fact_check.rs`). The last step is host-native and cannot
+//! fail, so a chain always ends.
 
 pub mod anchor;
 mod breaker;
 pub(crate) mod clip;
+pub mod fact_check;
 pub(crate) mod invariants;
 
 pub use invariants::pairing_problems;
@@ -94,6 +96,9 @@ pub struct StepInput<'a> {
     pub previous_checkpoint: Option<&'a str>,
     /// When the whole chain must be done; each step's own limit is cut to fit.
     pub deadline: std::time::Instant,
+    /// Refuse a model-written outcome the fact-check flags ([`fact_check`]), as the commit
+    /// policy refuses one: the chain moves on.
+    pub reject_unverified: bool,
 }
 
 /// A step's answer: its proposal (or failure), the artifacts it asked to store, and the
@@ -140,7 +145,8 @@ pub struct ChainRun {
     pub tokens_before: u64,
     pub steps: Vec<StepReport>,
     pub committed: Option<Committed>,
-    /// Why the commit policy refused the last outcome it was shown, if it refused one.
+    /// Why the commit policy (or the fact-check, under `reject_unverified`) refused the last
+    /// outcome it was shown, if it refused one.
     pub refused: Option<String>,
     /// The commit policy said "not now": nothing after it ran.
     pub deferred: bool,
@@ -204,11 +210,32 @@ pub fn run(
         match checked {
             Ok((applied, checkpoint, seed, retrospective)) => {
                 breaker.record(&name, OutcomeClass::Ok, breaker_settings);
+                // What the model wrote is checked against the history it replaces.
+                let flags = match answer.model {
+                    Some(used) if used.calls > 0 => fact_check::check_step(input, &applied, checkpoint.as_deref(), answer.artifacts.len()),
+                    _ => Vec::new(),
+                };
+                if !flags.is_empty() {
+                    let why = fact_check::rejection(&flags);
+                    tracing::info!(plugin = %name, flags = flags.len(), "{why}");
+                    // Refused by the policy, like a commit-policy rejection: no malfunction (the
+                    // circuit breaker counted the step as ok), and the chain moves on.
+                    if input.reject_unverified {
+                        tracing::info!(plugin = %name, "the outcome is refused (reject_unverified)");
+                        let mut report = StepReport::failed(name, OutcomeClass::Rejected, &why, millis, answer.refused);
+                        report.model = answer.model;
+                        report.flags = flags;
+                        reports.push(report);
+                        refused = Some(why);
+                        continue;
+                    }
+                }
                 let verdict = approve.map_or(CommitDecision::Commit, |approve| approve(&name, &applied));
                 if let CommitDecision::Defer(why) | CommitDecision::Reject(why) = &verdict {
                     tracing::info!(plugin = %name, "the commit policy refused the outcome: {why}");
                     let mut report = StepReport::failed(name, OutcomeClass::Rejected, &format!("the commit policy refused it: {why}"), millis, answer.refused);
                     report.model = answer.model;
+                    report.flags = flags;
                     reports.push(report);
                     refused = Some(why.clone());
                     if matches!(verdict, CommitDecision::Defer(_)) {
@@ -218,7 +245,17 @@ pub fn run(
                     continue;
                 }
                 tracing::info!(plugin = %name, millis, tokens_after = applied.tokens_after, "step ok");
-                reports.push(StepReport { plugin: name.clone(), outcome: OutcomeClass::Ok, millis, message: None, tokens_after: Some(applied.tokens_after), refused: answer.refused, stage: None, model: answer.model });
+                reports.push(StepReport {
+                    plugin: name.clone(),
+                    outcome: OutcomeClass::Ok,
+                    millis,
+                    message: None,
+                    tokens_after: Some(applied.tokens_after),
+                    refused: answer.refused,
+                    stage: None,
+                    model: answer.model,
+                    flags,
+                });
                 let committed = Committed { plugin: name, applied, artifacts: answer.artifacts, checkpoint, seed, retrospective };
                 return ChainRun { tokens_before, steps: reports, committed: Some(committed), refused: None, deferred: false };
             }

@@ -84,6 +84,7 @@ pub fn run_pipeline(
             resume: input.resume,
             previous_checkpoint: earlier.and_then(|c| c.checkpoint.as_deref()).or(input.previous_checkpoint),
             deadline: input.deadline,
+            reject_unverified: input.reject_unverified,
         };
         let onto_original = |applied: &Applied| compose(input.entries, earlier.map(|c| &c.applied), applied);
         let stage_approve = approve.map(|approve| move |plugin: &str, applied: &Applied| approve(plugin, &onto_original(applied)));

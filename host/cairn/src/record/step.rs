@@ -55,6 +55,50 @@ pub struct StepReport {
     /// What the step asked of the model, as the host saw it (steps that called one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelUse>,
+    /// What the host's fact-check found in the step's model-written summary or checkpoint
+    /// (steps that called the model and produced a checked outcome): at most
+    /// [`MAX_FACT_FLAGS`], the stale ones first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<FactFlag>,
+}
+
+/// The most fact-check flags one step's record carries; the check stops counting there.
+pub const MAX_FACT_FLAGS: usize = 20;
+
+/// What kind of doubt a fact-check flag raises. Stable words: `cairn show` and tests match on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlagKind {
+    /// A URL, path, command, identifier or number the summary names that appears nowhere in
+    /// the history it replaces (nor in the preserve instructions or the previous checkpoint).
+    Unverified,
+    /// An item the summary calls pending, active or next that the history shows finished.
+    Stale,
+}
+
+impl std::fmt::Display for FlagKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FlagKind::Unverified => "unverified",
+            FlagKind::Stale => "stale",
+        })
+    }
+}
+
+/// One claim of a model-written summary that the history does not back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FactFlag {
+    pub kind: FlagKind,
+    /// The claim, as the summary wrote it.
+    pub item: String,
+    /// Why it was flagged, naming the evidence (an entry id) where there is some.
+    pub why: String,
+}
+
+impl FactFlag {
+    pub fn new(kind: FlagKind, item: &str, why: &str) -> Self {
+        FactFlag { kind, item: clip_message(item), why: clip_message(why) }
+    }
 }
 
 /// A step's model calls, counted by the host: a summarizer that sends an oversized history in
@@ -83,7 +127,7 @@ pub const TOO_LONG_MESSAGE_PREFIX: &str = "too long: ";
 
 impl StepReport {
     pub fn failed(plugin: String, outcome: OutcomeClass, message: &str, millis: u64, refused: Vec<String>) -> Self {
-        StepReport { plugin, outcome, millis, message: Some(clip_message(message)), tokens_after: None, refused, stage: None, model: None }
+        StepReport { plugin, outcome, millis, message: Some(clip_message(message)), tokens_after: None, refused, stage: None, model: None, flags: Vec::new() }
     }
 }
 

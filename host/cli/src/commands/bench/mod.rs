@@ -235,6 +235,7 @@ fn shake_elide_wasm_vs_native(iterations: usize, cairn: &cairn::Cairn, policy: &
         resume: None,
         previous_checkpoint: None,
         deadline: Instant::now() + Duration::from_secs(600),
+        reject_unverified: false,
     };
     let wasm = (0..iterations)
         .map(|_| {
