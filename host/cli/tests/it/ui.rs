@@ -1,7 +1,7 @@
 //! `cairn ui` in a real browser: a home with a recorded Pi session compacted twice, the server
 //! started as a user starts it, and headless Chromium driven by puppeteer-core (`ui/drive.mjs`,
 //! pinned, installed with npm by the test) through the conversations page, the timeline, a
-//! compaction and one of its artifacts, then undo. Screenshots of each page go to
+//! compaction and one of its artifacts, then undo, pin and unpin. Screenshots of each page go to
 //! `target/test-artifacts/ui/`; the record must hold the undo afterwards.
 
 use std::io::{BufRead, BufReader};
@@ -115,4 +115,8 @@ fn the_page_shows_conversations_timeline_and_compaction_and_undoes_in_a_browser(
     let compaction = moments.iter().find(|m| m["archive_id"] == undone).unwrap();
     assert_eq!(compaction["status"], "undone", "{timeline:#}");
     assert_eq!(moments.iter().filter(|m| m["kind"] == "compaction").count(), 2, "{timeline:#}");
+    // The pin and the unpin the page made are recorded too, and nothing is left pinned.
+    let pins: Vec<bool> = moments.iter().filter(|m| m["kind"] == "pin").map(|m| m["pinned"].as_bool().unwrap()).collect();
+    assert_eq!(pins, [true, false], "{timeline:#}");
+    assert!(store.pinned_ids().is_empty());
 }

@@ -20,7 +20,7 @@ function h(tag, attrs, ...children) {
     else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else el.setAttribute(k, v === true ? '' : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -146,7 +146,8 @@ function moment(m, index) {
   }
   if (m.kind === 'undo') {
     return h('li', { class: 'moment undo', 'data-undone': m.undone.join(' ') },
-      at, h('b', { text: 'Undo' }), ' of ', m.undone.map((id, i) => [i ? ', ' : '', h('code', { text: id })]),
+      at, h('b', { text: 'Undo' }), ' of ',
+      m.undone.map((id, i) => [i ? ', ' : '', h('a', { href: href({ conversation: CONVERSATION, archive: id }) }, h('code', { text: id }))]),
       ' · ', h('span', { class: 'tokens', text: `${n(m.tokens_before)} → ${n(m.tokens_after)} tokens` }));
   }
   return h('li', { class: `moment pin ${m.pinned ? 'pinned' : 'unpinned'}`, 'data-ids': m.ids.join(' ') },
@@ -222,7 +223,7 @@ function entry(e, part, pinned) {
         },
       }, 'pin')
     : pinned.has(e.id) ? h('span', { class: 'badge pinned', style: 'float:right', text: 'pinned' }) : null;
-  return h('div', { class: `entry ${ENTRY_CLASS[part]}`, 'data-id': e.id, 'data-part': part },
+  return h('div', { class: `entry ${ENTRY_CLASS[part]}`, 'data-id': e.id, 'data-part': part, 'data-tokens': e.tokens },
     pin,
     h('div', { class: 'meta' }, h('b', { text: e.role }), ` · ${e.origin} · turn ${e.turn} · ${n(e.tokens)} tokens · `, h('code', { text: e.id })),
     h('pre', { text: e.preview }),
@@ -286,7 +287,7 @@ async function compaction() {
       h('tbody', {}, steps)),
     c.status === 'failed' ? h('p', { class: 'muted', text: 'No step\'s outcome was committed: nothing was replaced.' }) : parts,
     c.artifacts && c.artifacts.length
-      ? h('section', { id: 'artifacts', class: 'part' },
+      ? h('section', { id: 'artifacts', class: 'artifacts' },
           h('h2', {}, 'Artifacts ', h('span', { class: 'tokens', text: `${n(c.artifacts.length)} originals set aside` })),
           h('p', { class: 'muted', text: 'Each opens the stored original, byte for byte (what `cairn artifact URI` prints).' }),
           h('div', { class: 'artifact-list' }, c.artifacts.map(artifactLink)))

@@ -90,6 +90,9 @@ try {
   check(new Set(Object.values(colours)).size === Object.keys(colours).length, `each kind of entry has its own highlight: ${JSON.stringify(colours)}`);
   const tokens = await page.$$eval('section.part', (ss) => Object.fromEntries(ss.map((s) => [s.dataset.part, Number(s.dataset.tokens)])));
   check(tokens.summarized + tokens.elided + tokens.dropped + tokens.kept > 0, `tokens per part: ${JSON.stringify(tokens)}`);
+  // The smallest replaced entry, to pin once the undo has put it back in the context.
+  const toPin = await page.$$eval('.entry.summarized, .entry.elided, .entry.dropped, .entry.kept', (es) =>
+    es.map((e) => ({ id: e.dataset.id, tokens: Number(e.dataset.tokens) })).sort((a, b) => a.tokens - b.tokens)[0]);
   const link = await page.$eval('a.artifact', (a) => ({ href: a.href, uri: a.dataset.uri }));
   check(link.uri.startsWith('artifact://'), `an artifact link: ${link.uri}`);
   await shot(page, '3-compaction.png');
@@ -116,7 +119,23 @@ try {
   const status = await page.$eval(`li.moment.compaction[data-archive-id="${committed.id}"]`, (li) => li.dataset.status);
   check(status === 'undone', `${committed.id} is now ${status}`);
   check(await page.$eval('#undo', (b) => b.disabled), 'nothing is left to undo');
+  check((await page.$eval('li.moment.undo a', (a) => a.textContent)) === committed.id, 'the undo links the compaction it took back');
+
+  // Pin an entry the undo brought back (the API, as the compaction view's button does), then
+  // unpin it with the timeline's button.
+  const pinned = await page.evaluate(async (id, conversation) => {
+    const token = new URLSearchParams(location.search).get('token');
+    const r = await fetch(`/api/pin?${new URLSearchParams({ token, conversation, id, pinned: 'true' })}`, { method: 'POST' });
+    return { status: r.status, body: await r.text() };
+  }, toPin.id, conversation);
+  check(pinned.status === 200, `pinning ${toPin.id} (${toPin.tokens} tokens): ${pinned.status} ${pinned.body}`);
+  await page.reload({ waitUntil: 'networkidle0' });
+  await page.waitForSelector(`#pins li.pin[data-id="${toPin.id}"]`);
+  check((await page.$$('li.moment.pin.pinned')).length === 1, 'the timeline shows the pin');
   await shot(page, '5-after-undo.png');
+  await page.click(`#pins li.pin[data-id="${toPin.id}"] button.unpin`);
+  await page.waitForSelector('li.moment.pin.unpinned');
+  check((await page.$$('#pins li.pin')).length === 0, `${toPin.id} is unpinned`);
 
   check(errors.length === 0, `no script errors on the page ${JSON.stringify(errors)}`);
   console.log(JSON.stringify({ screenshots: shots, undone: committed.id }));
