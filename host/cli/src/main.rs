@@ -25,6 +25,14 @@ enum Command {
     Artifact(commands::artifact::Args),
     /// Read what compaction set aside: summary, search, page (the agent's session_history tool).
     History(commands::history::Args),
+    /// What each compaction did: the conversation's timeline, or one compaction part by part.
+    Show(commands::show::Args),
+    /// Take back a compaction (default the latest) and every later one; write the restored context.
+    Undo(commands::undo::Args),
+    /// Pin entries by id: they survive every compaction verbatim, within the policy's pin budget.
+    Pin(commands::pin::Args),
+    /// Unpin entries pinned with `cairn pin`.
+    Unpin(commands::pin::Args),
     /// Start a plugin project in Rust, Python or JavaScript (`cairn new strategy NAME --lang python`).
     New(commands::new::Args),
     /// List, check and build plugins.
@@ -88,6 +96,10 @@ fn main() -> ExitCode {
         Command::Handover(args) => commands::handover::run(args),
         Command::Artifact(args) => commands::artifact::run(args),
         Command::History(args) => commands::history::run(args),
+        Command::Show(args) => commands::show::run(args),
+        Command::Undo(args) => commands::undo::run(args),
+        Command::Pin(args) => commands::pin::pin(args),
+        Command::Unpin(args) => commands::pin::unpin(args),
         Command::Plugins { command } => commands::plugins::run(command),
         Command::New(args) => commands::new::run(args),
         Command::Demo(args) => commands::demo::run(args),

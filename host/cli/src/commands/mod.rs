@@ -14,11 +14,14 @@ pub mod handover;
 pub mod history;
 pub mod new;
 pub mod opencode;
+pub mod pin;
 pub mod plugins;
 pub mod serve;
+pub mod show;
 pub mod simulate;
 pub mod tokens;
 pub mod ui;
+pub mod undo;
 
 /// A compaction that committed nothing (every step failed, or the commit policy refused it):
 /// the verb has printed its report, and exits with its own status, apart from errors (1) and

@@ -15,6 +15,7 @@ mod fleet;
 mod gemini;
 mod lifecycle;
 mod opencode;
+mod operator;
 mod polyglot;
 mod serve_http;
 mod support;
