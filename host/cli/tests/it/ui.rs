@@ -40,20 +40,22 @@ fn the_page_shows_conversations_timeline_and_compaction_and_undoes_in_a_browser(
         eprintln!("skipped: no Chromium at /usr/bin/chromium (set CHROME)");
         return;
     };
-    let session = crate::support::shared("pi").join("pi-mono__before-compaction.jsonl");
+    let session = crate::support::shared("pi").join("pi-mono__large-session.jsonl");
     assert!(session.is_file(), "missing {}", session.display());
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let s = |p: &Path| p.to_str().unwrap().to_string();
     let key = "ui-test";
 
-    // Two compactions: the session, then its result again (which may find nothing left to do:
-    // recorded all the same, as failed).
+    // Two compactions of the large Pi session: the default policy's, then, on its result, the
+    // host's last resort alone (a policy of one step), which drops the oldest entries.
     let c1 = dir.path().join("c1.jsonl");
     let first = compact(&[&s(&session), "--home", &s(&home), "--conversation", key, "--out", &s(&c1)]);
     assert!(first.status.success(), "cairn compact: {}", String::from_utf8_lossy(&first.stderr));
-    let second = compact(&[&s(&c1), "--home", &s(&home), "--conversation", key]);
-    assert!(matches!(second.status.code(), Some(0 | 3)), "cairn compact (again): {}", String::from_utf8_lossy(&second.stderr));
+    let dropping = dir.path().join("last-resort.toml");
+    std::fs::write(&dropping, "[[chain]]\nplugin = \"last-resort\"\n").unwrap();
+    let second = compact(&[&s(&c1), "--home", &s(&home), "--conversation", key, "--policy", &s(&dropping)]);
+    assert!(second.status.success(), "cairn compact (again): {}", String::from_utf8_lossy(&second.stderr));
 
     // The server, as a user starts it.
     let mut ui = Command::new(env!("CARGO_BIN_EXE_cairn"))
@@ -76,7 +78,7 @@ fn the_page_shows_conversations_timeline_and_compaction_and_undoes_in_a_browser(
     let puppeteer = npm::install(PUPPETEER_CORE, false);
     let shots = screenshots_dir();
     std::fs::create_dir_all(&shots).unwrap();
-    for old in ["1-conversations", "2-timeline", "3-compaction", "4-artifact", "5-after-undo"] {
+    for old in ["1-conversations", "2-timeline", "3-compaction", "3b-dropped", "4-artifact", "5-after-undo"] {
         let _ = std::fs::remove_file(shots.join(format!("{old}.png")));
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/ui/drive.mjs");
@@ -97,7 +99,7 @@ fn the_page_shows_conversations_timeline_and_compaction_and_undoes_in_a_browser(
     assert_eq!(code, Some(0), "drive.mjs failed:\n{out}\n{err}");
     assert!(status.success(), "cairn ui after SIGTERM: {status}");
 
-    for name in ["1-conversations", "2-timeline", "3-compaction", "4-artifact", "5-after-undo"] {
+    for name in ["1-conversations", "2-timeline", "3-compaction", "3b-dropped", "4-artifact", "5-after-undo"] {
         let png = shots.join(format!("{name}.png"));
         let bytes = std::fs::read(&png).unwrap_or_else(|e| panic!("{}: {e}", png.display()));
         assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "{} is not a PNG", png.display());

@@ -1,6 +1,6 @@
 // Drives `cairn ui` in headless Chromium (puppeteer-core, no browser download): the
-// conversations page, the timeline, the first compaction and one of its artifacts, then
-// undo; a full-page PNG of each into OUT_DIR. Environment: UI_URL (the URL `cairn ui --json`
+// conversations page, the timeline, both compactions (what each summarized, elided or
+// dropped) and an artifact, then undo, pin and unpin; a full-page PNG of each into OUT_DIR. Environment: UI_URL (the URL `cairn ui --json`
 // printed), CONVERSATION, PUPPETEER_DIR (where puppeteer-core is installed), OUT_DIR, CHROME.
 // Exits non-zero on the first failed check.
 import { createRequire } from 'node:module';
@@ -62,40 +62,46 @@ try {
   await page.waitForSelector('#moments');
   const moments = await page.$$eval('li.moment.compaction', (lis) => lis.map((li) => ({ id: li.dataset.archiveId, status: li.dataset.status })));
   check(moments.length >= 2, `the timeline lists both compactions: ${JSON.stringify(moments)}`);
-  const committed = moments.find((m) => m.status === 'committed');
-  check(committed, 'one of them is committed');
+  const committed = moments.filter((m) => m.status === 'committed').at(-1);
+  check(committed && moments.filter((m) => m.status === 'committed').length === 2, `both are committed: ${JSON.stringify(moments)}`);
   check((await page.$$('svg#chart g.bars rect.after')).length === moments.length, 'the chart has a bar per compaction');
   check(await page.$eval('#undo', (b) => !b.disabled), 'the undo button is enabled');
   await shot(page, '2-timeline.png');
   const timelineUrl = page.url();
 
-  // 3. The first committed compaction.
-  await Promise.all([
-    page.waitForNavigation({ waitUntil: 'networkidle0' }),
-    page.click(`li.moment.compaction[data-archive-id="${committed.id}"] a.open-compaction`),
-  ]);
-  await page.waitForSelector('#steps tr.step');
-  check((await page.$eval('h1', (h) => h.dataset.archiveId)) === committed.id, `the compaction view shows ${committed.id}`);
-  const steps = await page.$$eval('#steps tr.step', (rows) => rows.map((r) => r.dataset.outcome));
-  check(steps.includes('ok'), `its steps and outcomes are shown: ${steps}`);
-  const counts = {};
-  for (const part of ['summarized', 'summary', 'elided', 'dropped', 'kept']) counts[part] = (await page.$$(`.entry.${part}`)).length;
-  check(counts.summarized + counts.elided + counts.dropped > 0, `replaced entries are shown by what became of them: ${JSON.stringify(counts)}`);
-  check(counts.summary > 0, 'the summary it produced is shown');
-  // Each kind is highlighted its own way.
-  const colours = {};
-  for (const part of Object.keys(counts).filter((k) => counts[k] > 0)) {
-    colours[part] = await page.$eval(`.entry.${part}`, (e) => getComputedStyle(e).backgroundColor);
+  // 3. Each compaction's view: what became of every replaced entry, highlighted by kind.
+  async function openCompaction(id) {
+    await page.goto(timelineUrl, { waitUntil: 'networkidle0' });
+    await Promise.all([
+      page.waitForNavigation({ waitUntil: 'networkidle0' }),
+      page.click(`li.moment.compaction[data-archive-id="${id}"] a.open-compaction`),
+    ]);
+    await page.waitForSelector('#steps tr.step');
+    check((await page.$eval('h1', (h) => h.dataset.archiveId)) === id, `the compaction view shows ${id}`);
+    const steps = await page.$$eval('#steps tr.step', (rows) => rows.map((r) => r.dataset.outcome));
+    check(steps.includes('ok'), `its steps and outcomes are shown: ${steps}`);
+    const counts = {};
+    for (const part of ['summarized', 'summary', 'elided', 'dropped', 'kept']) counts[part] = (await page.$$(`.entry.${part}`)).length;
+    const colours = {};
+    for (const part of Object.keys(counts).filter((k) => counts[k] > 0)) {
+      colours[part] = await page.$eval(`.entry.${part}`, (e) => getComputedStyle(e).backgroundColor);
+    }
+    check(new Set(Object.values(colours)).size === Object.keys(colours).length, `each kind of entry has its own highlight: ${JSON.stringify(colours)}`);
+    const tokens = await page.$$eval('section.part', (ss) => Object.fromEntries(ss.map((s) => [s.dataset.part, Number(s.dataset.tokens)])));
+    check(tokens.summarized + tokens.elided + tokens.dropped + tokens.kept > 0, `tokens per part: ${JSON.stringify(tokens)}`);
+    return counts;
   }
-  check(new Set(Object.values(colours)).size === Object.keys(colours).length, `each kind of entry has its own highlight: ${JSON.stringify(colours)}`);
-  const tokens = await page.$$eval('section.part', (ss) => Object.fromEntries(ss.map((s) => [s.dataset.part, Number(s.dataset.tokens)])));
-  check(tokens.summarized + tokens.elided + tokens.dropped + tokens.kept > 0, `tokens per part: ${JSON.stringify(tokens)}`);
-  // The smallest replaced entry, to pin once the undo has put it back in the context.
-  const toPin = await page.$$eval('.entry.summarized, .entry.elided, .entry.dropped, .entry.kept', (es) =>
-    es.map((e) => ({ id: e.dataset.id, tokens: Number(e.dataset.tokens) })).sort((a, b) => a.tokens - b.tokens)[0]);
+  const firstCompaction = moments.find((m) => m.id !== committed.id);
+  const counts = await openCompaction(firstCompaction.id);
+  check(counts.summarized + counts.elided > 0 && counts.summary > 0, `the first compaction's summarized entries and its summary: ${JSON.stringify(counts)}`);
   const link = await page.$eval('a.artifact', (a) => ({ href: a.href, uri: a.dataset.uri }));
   check(link.uri.startsWith('artifact://'), `an artifact link: ${link.uri}`);
   await shot(page, '3-compaction.png');
+  const dropped = await openCompaction(committed.id);
+  check(dropped.dropped > 0, `the last resort's dropped entries are shown: ${JSON.stringify(dropped)}`);
+  // The smallest dropped entry, to pin once the undo has put it back in the context.
+  const toPin = await page.$$eval('.entry.dropped', (es) => es.map((e) => ({ id: e.dataset.id, tokens: Number(e.dataset.tokens) })).sort((a, b) => a.tokens - b.tokens)[0]);
+  await shot(page, '3b-dropped.png');
 
   // The artifact opens: its bytes, as text/plain.
   const tab = await browser.newPage();
@@ -118,7 +124,7 @@ try {
   check(undone.split(' ').includes(committed.id), `the timeline shows the undo of ${committed.id}`);
   const status = await page.$eval(`li.moment.compaction[data-archive-id="${committed.id}"]`, (li) => li.dataset.status);
   check(status === 'undone', `${committed.id} is now ${status}`);
-  check(await page.$eval('#undo', (b) => b.disabled), 'nothing is left to undo');
+  check((await page.$eval(`li.moment.compaction[data-archive-id="${firstCompaction.id}"]`, (li) => li.dataset.status)) === 'committed', 'the compaction before it stands');
   check((await page.$eval('li.moment.undo a', (a) => a.textContent)) === committed.id, 'the undo links the compaction it took back');
 
   // Pin an entry the undo brought back (the API, as the compaction view's button does), then
