@@ -32,14 +32,13 @@ fn s(p: &Path) -> &str {
 }
 
 /// The largest Pi session of the shared transcripts.
-fn largest_pi() -> PathBuf {
-    let dir = shared("pi");
-    std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
-        .expect("a Pi session in the shared transcripts")
+/// Both recorded Pi sessions (`pi-mono__large-session.jsonl` and the larger
+/// `pi-mono__before-compaction.jsonl`).
+fn pi_sessions() -> Vec<PathBuf> {
+    let mut sessions: Vec<PathBuf> = std::fs::read_dir(shared("pi")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")).collect();
+    sessions.sort();
+    assert!(sessions.iter().any(|p| p.ends_with("pi-mono__large-session.jsonl")), "the large Pi session is in the shared transcripts: {sessions:?}");
+    sessions
 }
 
 fn parse_file(path: &Path) -> Transcript {
@@ -85,8 +84,13 @@ fn compactions(timeline: &Value) -> Vec<(String, String)> {
 #[test]
 #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
 fn undoing_two_compactions_of_the_large_pi_session_restores_it_byte_for_byte() {
-    let session = largest_pi();
-    let full = parse_file(&session);
+    for session in pi_sessions() {
+        undo_two_compactions(&session);
+    }
+}
+
+fn undo_two_compactions(session: &Path) {
+    let full = parse_file(session);
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let [start, c1, more, c2, restored] = ["start.jsonl", "c1.jsonl", "more.jsonl", "c2.jsonl", "r.jsonl"].map(|f| dir.path().join(f));
@@ -132,8 +136,13 @@ fn undoing_two_compactions_of_the_large_pi_session_restores_it_byte_for_byte() {
 #[test]
 #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
 fn a_pinned_first_turn_entry_survives_three_compactions_verbatim() {
-    let session = largest_pi();
-    let original = parse_file(&session);
+    for session in pi_sessions() {
+        pin_through_three_compactions(&session);
+    }
+}
+
+fn pin_through_three_compactions(session: &Path) {
+    let original = parse_file(session);
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let k = "pi-pinned";
