@@ -1,12 +1,12 @@
 //! The operator's verbs: `cairn show`, `cairn undo`, `cairn pin`/`unpin`, `--dry-run` on
 //! `compact` and `boundary`, and the same over MCP.
 
+use crate::support::mcp::Mcp;
 use crate::support::shared;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use cairn::tokenizer::Tokenizer;
 use cairn::transcript::{formats, Entry, Part, Transcript};
@@ -295,64 +295,6 @@ fn a_dry_run_writes_nothing_to_the_home() {
     let nowhere = dir.path().join("no-home");
     ok_json(&["compact", s(&file), "--home", s(&nowhere), "--json", "--dry-run"]);
     assert!(!nowhere.exists(), "a dry run created its home");
-}
-
-/// A client of `cairn serve` over stdio: newline-delimited JSON-RPC (as `window.rs`'s).
-struct Mcp {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    stdout: BufReader<std::process::ChildStdout>,
-    next: u64,
-}
-
-impl Mcp {
-    fn start(home: &Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .args(["serve", "--home", s(home), "--no-watch"])
-            .env("CAIRN_LOG", "error")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let (stdin, stdout) = (child.stdin.take().unwrap(), BufReader::new(child.stdout.take().unwrap()));
-        let mut mcp = Mcp { child, stdin, stdout, next: 1 };
-        mcp.call("initialize", json!({"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "cairn-operator-test", "version": "0"}}));
-        writeln!(mcp.stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
-        mcp
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next;
-        self.next += 1;
-        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
-        self.stdin.flush().unwrap();
-        loop {
-            let mut line = String::new();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "cairn serve closed its output");
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == id {
-                assert!(message.get("error").is_none(), "{method}: {message}");
-                return message["result"].clone();
-            }
-        }
-    }
-
-    /// A tool's structured result; `Err` with its text when the tool failed.
-    fn tool(&mut self, name: &str, arguments: Value) -> Result<Value, String> {
-        let result = self.call("tools/call", json!({"name": name, "arguments": arguments}));
-        if result["isError"] == true {
-            return Err(result["content"][0]["text"].as_str().unwrap_or_default().to_string());
-        }
-        Ok(result.get("structuredContent").cloned().unwrap_or_else(|| serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()))
-    }
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]

@@ -4,12 +4,12 @@
 //! tool of `cairn serve`; and a compaction that commits nothing says so (`cairn compact` exits
 //! 3, `"committed": false`, `"archive_id": null`). Each case prints its tokens before → after.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
+use crate::support::mcp::Mcp;
 use crate::support::shared;
 
 const WINDOW: u64 = 128_000;
@@ -186,69 +186,6 @@ fn a_compaction_that_commits_nothing_exits_3_and_says_so() {
     assert!(stdout.contains("nothing committed, no archive written"), "{stdout}");
 }
 
-/// A client of `cairn serve` over stdio: newline-delimited JSON-RPC.
-struct Mcp {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    stdout: BufReader<std::process::ChildStdout>,
-    next: u64,
-}
-
-impl Mcp {
-    fn start(home: &Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .args(["serve", "--home", s(home), "--no-watch"])
-            .env("CAIRN_LOG", "error")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let (stdin, stdout) = (child.stdin.take().unwrap(), BufReader::new(child.stdout.take().unwrap()));
-        let mut mcp = Mcp { child, stdin, stdout, next: 1 };
-        mcp.call("initialize", json!({"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "cairn-window-test", "version": "0"}}));
-        mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        mcp
-    }
-
-    fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next;
-        self.next += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "cairn serve closed its output");
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == id {
-                assert!(message.get("error").is_none(), "{method}: {message}");
-                return message["result"].clone();
-            }
-        }
-    }
-
-    /// The `compact` tool's structured result.
-    fn compact(&mut self, conversation: &str, transcript: &str) -> Value {
-        let result = self.call("tools/call", json!({"name": "compact", "arguments": {"conversation": conversation, "transcript": transcript, "window": WINDOW}}));
-        assert_ne!(result["isError"], true, "{result}");
-        match result.get("structuredContent") {
-            Some(content) => content.clone(),
-            None => serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap(),
-        }
-    }
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
 fn the_mcp_compact_tool_holds_the_result_to_its_window_and_reports_nothing_committed() {
@@ -257,7 +194,7 @@ fn the_mcp_compact_tool_holds_the_result_to_its_window_and_reports_nothing_commi
     let home = dir.path().join("home");
     let mut mcp = Mcp::start(&home);
 
-    let result = mcp.compact("mcp-window", &serde_json::to_string(&with_recent_giant(&log)).unwrap());
+    let result = mcp.tool("compact", json!({"conversation": "mcp-window", "transcript": serde_json::to_string(&with_recent_giant(&log)).unwrap(), "window": WINDOW})).unwrap();
     let (before, after) = (result["tokens_before"].as_u64().unwrap(), result["tokens_after"].as_u64().unwrap());
     eprintln!("(d) MCP compact window {WINDOW}: {before} → {after} tokens (committed by {})", result["committed_by"]);
     assert_eq!(result["committed"], true, "{}", result["not_committed"]);
@@ -268,7 +205,7 @@ fn the_mcp_compact_tool_holds_the_result_to_its_window_and_reports_nothing_commi
     check_giant_recoverable("(d) MCP", &messages, GIANT_CALL, &home, "mcp-window", &log);
 
     let small = json!([{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the failing test."}]).to_string();
-    let result = mcp.compact("mcp-small", &small);
+    let result = mcp.tool("compact", json!({"conversation": "mcp-small", "transcript": small, "window": WINDOW})).unwrap();
     eprintln!("(d) MCP compact (nothing to do): {} → {} tokens, committed {}", result["tokens_before"], result["tokens_after"], result["committed"]);
     assert_eq!(result["committed"], false, "{result:#}");
     assert!(result["archive_id"].is_null(), "{result:#}");

@@ -1,5 +1,7 @@
 //! Shared by the CLI's integration tests.
 
+pub mod mcp;
+
 use std::path::{Path, PathBuf};
 
 /// `../shared/transcripts/<dir>`. Tests using it carry
