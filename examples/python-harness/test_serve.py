@@ -42,6 +42,10 @@ HARNESS_TOOLS = {
     "plugins_list",
     "policy_reload",
     "policy_set",
+    "undo",
+    "pin",
+    "unpin",
+    "show",
 }
 AGENT_TOOLS = {"session_history", "context_maintenance"}
 
@@ -252,6 +256,27 @@ class ServeTest(unittest.IsolatedAsyncioTestCase):
                     checked += 1
             self.assertGreater(checked, 0, "the compacted transcript names its artifacts in placeholders")
             self.assertIn("artifact", (await c.error("artifact_get", uri="artifact://a-0000000000000000/1")).lower())
+
+            # A dry run writes nothing; show lists the compaction; a pin; undo gives the
+            # OpenHands context back as it was, in its own format.
+            dry = await c.call("compact", conversation="tools-openhands", transcript=self.openhands, dry_run=True)
+            self.assertTrue(dry["dry_run"] and dry["committed"], dry)
+            shown = await c.call("show", conversation="tools-openhands")
+            self.assertEqual([m["archive_id"] for m in shown["timeline"]["moments"] if m["kind"] == "compaction"], [oh["archive_id"]], "the dry run is not in the record")
+            view = (await c.call("show", conversation="tools-openhands", archive_id=oh["archive_id"]))["compaction"]
+            elided = view["elided"]["entries"]
+            self.assertTrue(elided and all(e["uris"] for e in elided), "the view names what was elided, with its URIs")
+            pinned = await c.call("pin", conversation="tools-openhands", ids=[elided[0]["id"]])
+            self.assertEqual(pinned["pinned"], [elided[0]["id"]])
+            undone = await c.call("undo", conversation="tools-openhands", transcript=oh["transcript"])
+            self.assertEqual(undone["undone"], [oh["archive_id"]])
+            restored = json.loads(undone["transcript"])
+            restored = restored["messages"] if isinstance(restored, dict) else restored
+            # (The OpenAI writer answers the session's last, unanswered call with a placeholder
+            # result; that came back in the harness's context and stays after the undo.)
+            self.assertEqual([m.get("content") or "" for m in restored[: len(moto)]], [m.get("content") or "" for m in moto], "undo restores every message")
+            self.assertTrue(all(m.get("content") == "[no result recorded]" for m in restored[len(moto) :]), restored[len(moto) :])
+            self.assertIn("no compaction to undo", await c.error("undo", conversation="tools-openhands"))
 
             # Errors are tool results naming what was wrong.
             broken = "\n".join(pi_text.splitlines()[:3] + ['{"type": "message", broken'] + pi_text.splitlines()[3:6])

@@ -127,6 +127,10 @@ pub fn restore(context: &[Entry], compaction: &CompactionEvent, originals: Vec<E
     let (first, last) = match (compaction.replacement.first(), compaction.replacement.last()) {
         (Some(first), Some(last)) => match (position(&first.id), position(&last.id)) {
             (Some(f), Some(l)) if f <= l => (f, l + 1),
+            // Formats without ids of their own (OpenAI chat) name entries by their content, so a
+            // context written out and read back names changed entries anew: find the run the
+            // model would read the same.
+            _ if let Some(f) = same_run(context, &compaction.replacement) => (f, f + compaction.replacement.len()),
             _ => bail!(
                 "the context no longer holds compaction {}'s outcome (entries {}…{}): it changed since (another compaction, or the harness's own)",
                 compaction.archive_id,
@@ -141,6 +145,12 @@ pub fn restore(context: &[Entry], compaction: &CompactionEvent, originals: Vec<E
     restored.extend(originals);
     restored.extend_from_slice(&context[last..]);
     Ok(restored)
+}
+
+/// Where `run` stands in `context` as the model reads it (same roles, same text), if it does.
+fn same_run(context: &[Entry], run: &[Entry]) -> Option<usize> {
+    let reads = |a: &Entry, b: &Entry| a.role == b.role && a.model_text() == b.model_text();
+    (0..=context.len().checked_sub(run.len())?).find(|&at| context[at..at + run.len()].iter().zip(run).all(|(a, b)| reads(a, b)))
 }
 
 fn state_document<T: serde::de::DeserializeOwned>(key: &ConversationKey, bytes: Option<Vec<u8>>) -> Result<Option<T>> {
@@ -628,6 +638,17 @@ mod tests {
             assert_eq!(s.pinned_ids().into_iter().collect::<Vec<_>>(), ["e1"]);
             assert_eq!(s.archived_originals(id.as_str()).unwrap(), &originals[1..3], "byte for byte as recorded");
         }
+    }
+
+    #[test]
+    fn an_outcome_read_back_under_new_ids_is_found_by_what_the_model_reads() {
+        let mut event = committed_compaction(&"a-0000000000000001".parse().unwrap(), vec![]);
+        event.replacement = vec![Entry::text("s1", Role::User, Origin::Summary, "summary")];
+        let renamed = vec![entry("e1"), Entry::text("m-9f2c", Role::User, Origin::Summary, "summary"), entry("e4")];
+        let restored = restore(&renamed, &event, vec![entry("e2"), entry("e3")]).unwrap();
+        assert_eq!(restored.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["e1", "e2", "e3", "e4"]);
+        let changed = vec![entry("e1"), Entry::text("m-9f2c", Role::User, Origin::Summary, "edited"), entry("e4")];
+        assert!(restore(&changed, &event, vec![entry("e2")]).unwrap_err().to_string().contains("no longer holds"));
     }
 
     #[test]
