@@ -147,6 +147,23 @@ pub fn restore(context: &[Entry], compaction: &CompactionEvent, originals: Vec<E
     Ok(restored)
 }
 
+/// About the bytes of an entry's JSON line: its texts, escaped a little, plus the keys.
+fn serialized_estimate(entry: &Entry) -> usize {
+    use crate::transcript::Part;
+    let text: usize = entry
+        .parts
+        .iter()
+        .map(|part| match part {
+            Part::Text { text } | Part::Thinking { text } => text.len(),
+            Part::ToolCall { id, name, args } => id.len() + name.len() + args.len() + args.len() / 8,
+            Part::ToolResult { call_id, content, elided, .. } => call_id.len() + content.len() + elided.as_ref().map_or(0, String::len),
+            Part::Image { reference } => reference.len(),
+            Part::Placeholder { text, uri } => text.len() + uri.as_ref().map_or(0, String::len),
+        })
+        .sum();
+    text + text / 16 + 160 + entry.id.len() + entry.response.as_ref().map_or(0, String::len)
+}
+
 /// Where `run` stands in `context` as the model reads it (same roles, same text), if it does.
 fn same_run(context: &[Entry], run: &[Entry]) -> Option<usize> {
     let reads = |a: &Entry, b: &Entry| a.role == b.role && a.model_text() == b.model_text();
@@ -414,7 +431,9 @@ impl ConversationStore {
     /// artifact URIs. Called before the compaction event that commits it; until then readers
     /// do not see it.
     pub fn write_archive(&mut self, archive_id: &ArchiveId, originals: &[Entry], artifacts: &[String]) -> Result<Vec<String>> {
-        let mut lines = Vec::new();
+        // Sized up front from the text it holds: growing by doubling would hold up to twice the
+        // archive at the peak of a large compaction.
+        let mut lines = Vec::with_capacity(originals.iter().map(serialized_estimate).sum());
         for entry in originals {
             serde_json::to_writer(&mut lines, entry)?;
             lines.push(b'\n');
@@ -454,7 +473,8 @@ impl ConversationStore {
     }
 
     /// The entries the record holds under these ids, in the order given (for resuming work
-    /// that was prepared before a crash).
+    /// that was prepared before a crash, or rebuilding what a harness holds): recorded ones,
+    /// else those a committed compaction put in.
     pub fn recorded_entries(&self, ids: &[String]) -> Result<Vec<Entry>> {
         let mut by_id = std::collections::HashMap::new();
         for event in &self.log.events {
@@ -462,6 +482,11 @@ impl ConversationStore {
                 for entry in entries {
                     by_id.insert(entry.id.as_str(), entry);
                 }
+            }
+        }
+        for compaction in self.committed() {
+            for entry in &compaction.replacement {
+                by_id.entry(entry.id.as_str()).or_insert(entry);
             }
         }
         ids.iter()

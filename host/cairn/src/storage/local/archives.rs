@@ -34,12 +34,14 @@ pub fn write(dir: &Dir, archive_id: &ArchiveId, entries: &[u8], artifacts: &[Str
     let archive = open_real_dir(dir, &folder)?;
     files::replace(&archive, ENTRIES, entries).with_context(|| format!("writing archive {archive_id}"))?;
     if !artifacts.is_empty() {
-        let mut pack = serde_json::to_vec(&PackHeader { lengths: artifacts.iter().map(|a| a.len() as u64).collect() })?;
-        pack.push(b'\n');
-        for content in artifacts {
-            pack.extend_from_slice(content.as_bytes());
-        }
-        files::replace(&archive, ARTIFACTS, &pack).with_context(|| format!("writing the artifacts of archive {archive_id}"))?;
+        // Streamed: the artifacts are already in memory once; the pack is not built whole.
+        let header = serde_json::to_vec(&PackHeader { lengths: artifacts.iter().map(|a| a.len() as u64).collect() })?;
+        files::replace_with(&archive, ARTIFACTS, |file| {
+            file.write_all(&header)?;
+            file.write_all(b"\n")?;
+            artifacts.iter().try_for_each(|content| file.write_all(content.as_bytes()))
+        })
+        .with_context(|| format!("writing the artifacts of archive {archive_id}"))?;
     }
     // One sync makes every name in the archive durable, before the event that commits it.
     files::sync_dir(&archive).with_context(|| format!("writing archive {archive_id}"))?;

@@ -78,8 +78,17 @@ pub fn write_atomically(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<
 /// [`write_atomically`] without the directory sync, for a caller writing several files into
 /// one directory that syncs it once after the last.
 pub fn replace(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    replace_with(dir, name, |file| file.write_all(bytes))
+}
+
+/// [`replace`] with the content written piece by piece by `write` (nothing held whole in memory).
+pub fn replace_with(dir: &Dir, name: &str, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
     let mut temp = cap_tempfile::TempFile::new(dir)?;
-    temp.as_file_mut().write_all(bytes)?;
+    {
+        let mut buffered = std::io::BufWriter::new(temp.as_file_mut());
+        write(&mut buffered)?;
+        buffered.flush()?;
+    }
     temp.as_file_mut().sync_all()?;
     temp.replace(name)
 }
