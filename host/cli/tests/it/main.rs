@@ -18,6 +18,7 @@ mod opencode;
 mod operator;
 mod polyglot;
 mod serve_http;
+mod size_limit;
 mod support;
 mod ui;
 mod window;

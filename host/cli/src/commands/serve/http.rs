@@ -4,7 +4,8 @@
 //! - `/mcp`: every request needs `Authorization: Bearer <token>`. The token is checked before
 //!   any rmcp or Cairn code runs (401 with `WWW-Authenticate: Bearer` otherwise), and its tenant
 //!   rides in the request's extensions to the tools, which resolve everything inside it;
-//! - bodies over `--max-request-bytes` are refused with 413 and a JSON body naming the limit;
+//! - bodies over `--max-request-bytes` are refused with 413 and a JSON-RPC error naming the
+//!   limit (with the request's id when its head was read);
 //! - SIGTERM or Ctrl-C: no new connections, the calls in flight finish, then exit 0.
 //!
 //! Storage calls (token checks, health) run on the blocking pool, as the tools' do.
@@ -26,6 +27,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::signal::unix::{signal, SignalKind};
 
+use super::limit;
 use super::tools::{self, Caller, Tenancy};
 use super::{Expose, Serve};
 
@@ -171,42 +173,62 @@ fn json_error(status: StatusCode, body: serde_json::Value) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
 }
 
-fn too_large(limit: usize) -> Response {
-    json_error(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        serde_json::json!({ "error": format!("the request body is larger than the limit of {limit} bytes (--max-request-bytes)"), "limit_bytes": limit }),
-    )
+/// 413 with the JSON-RPC error of a body of `bytes` bytes (if known) whose first bytes are `head`.
+fn too_large(head: &[u8], bytes: Option<u64>, limit: usize) -> Response {
+    json_error(StatusCode::PAYLOAD_TOO_LARGE, limit::over_limit(limit::request_id(head), bytes, limit))
 }
 
 /// Refuses bodies over the limit: at once when `Content-Length` says so (after draining what
-/// was sent), and while streaming otherwise (rmcp counts; its 413 gets our JSON body).
+/// was sent), and while streaming otherwise (rmcp counts; its 413 gets our body). Either way
+/// the body's head is kept for the request's id.
 async fn limit_body(State(state): State<Arc<Http>>, request: Request, next: Next) -> Response {
     let limit = state.max_request_bytes;
     let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
         tracing::warn!(declared, limit, "refused a request body over the limit");
-        drain(request.into_body(), DRAIN_BYTES).await;
-        return too_large(limit);
+        let head = drain(request.into_body(), DRAIN_BYTES).await;
+        return too_large(&head, declared, limit);
     }
+    let head = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = head.clone();
+    let request = request.map(|body| {
+        Body::new(body.map_frame(move |frame| {
+            if let Some(data) = frame.data_ref() {
+                keep_head(&mut kept.lock().expect("body head"), data);
+            }
+            frame
+        }))
+    });
     let response = next.run(request).await;
     if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        return too_large(limit);
+        let head = head.lock().expect("body head").clone();
+        return too_large(&head, None, limit);
     }
     response
 }
 
-/// Reads and discards a body, up to `most` bytes or `DRAIN_TIME`.
-async fn drain(mut body: Body, most: u64) {
+fn keep_head(head: &mut Vec<u8>, data: &[u8]) {
+    let room = limit::HEAD_BYTES.saturating_sub(head.len());
+    head.extend_from_slice(&data[..room.min(data.len())]);
+}
+
+/// Reads and discards a body, up to `most` bytes or `DRAIN_TIME`; returns its head.
+async fn drain(mut body: Body, most: u64) -> Vec<u8> {
+    let mut head = Vec::new();
     let discard = async {
         let mut seen = 0u64;
         while let Some(Ok(frame)) = body.frame().await {
-            seen += frame.data_ref().map_or(0, |d| d.len() as u64);
+            if let Some(data) = frame.data_ref() {
+                keep_head(&mut head, data);
+                seen += data.len() as u64;
+            }
             if seen > most {
                 break;
             }
         }
     };
     let _ = tokio::time::timeout(DRAIN_TIME, discard).await;
+    head
 }
 
 /// Counts the MCP POSTs (the calls) until their response has been sent in full, so shutdown

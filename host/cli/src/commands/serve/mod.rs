@@ -5,7 +5,9 @@
 //! persist across calls, and the policy can be swapped while it runs:
 //! - `tools.rs`: the tools (harness and agent), their typed arguments and results, shared by
 //!   both transports;
+//! - `stdio.rs`: the stdio transport (one line a request, the request limit);
 //! - `http.rs`: the HTTP transport (bearer tokens, tenants, body limit, graceful shutdown);
+//! - `limit.rs`: the JSON-RPC error both answer a request over `--max-request-bytes` with;
 //! - `watch.rs`: the policy file and plugin directories, watched for changes.
 //!
 //! Calls for one conversation are serialized (a mutex here, the conversation's lock across
@@ -13,6 +15,8 @@
 //! policy generation current when it started, so a swap never changes a call in flight.
 
 mod http;
+mod limit;
+mod stdio;
 mod tools;
 mod watch;
 
@@ -75,8 +79,9 @@ pub struct Args {
     /// conversations. `/healthz` answers without a token. Prints `{"listening":"ADDR"}` first.
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
-    /// With --http: larger request bodies are refused (413).
-    #[arg(long, default_value_t = 32 * 1024 * 1024, requires = "http")]
+    /// Larger requests are refused with a JSON-RPC error naming the limit (over HTTP, with
+    /// status 413): a line on stdio, a request body over HTTP.
+    #[arg(long, default_value_t = 32 * 1024 * 1024)]
     max_request_bytes: usize,
     /// With --http: no MCP sessions, every POST stands alone, so any node of a fleet behind a
     /// load balancer can serve any call (no sticky sessions needed).
@@ -233,6 +238,6 @@ pub fn run(args: Args) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match &args.http {
         Some(addr) => runtime.block_on(http::serve_http(serve, args.expose, addr, args.max_request_bytes, args.stateless)),
-        None => runtime.block_on(tools::serve_stdio(serve, args.expose)),
+        None => runtime.block_on(stdio::serve(tools::server(serve, args.expose, tools::Tenancy::Home), args.max_request_bytes)),
     }
 }

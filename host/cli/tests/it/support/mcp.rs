@@ -17,8 +17,14 @@ pub struct Mcp {
 impl Mcp {
     /// `cairn serve --home HOME --no-watch`, initialized.
     pub fn start(home: &Path) -> Self {
+        Self::start_with(home, &[])
+    }
+
+    /// The same with more arguments.
+    pub fn start_with(home: &Path, extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
             .args(["serve", "--home", home.to_str().unwrap(), "--no-watch"])
+            .args(extra)
             .env("CAIRN_LOG", "error")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -37,15 +43,27 @@ impl Mcp {
         self.stdin.flush().unwrap();
     }
 
+    /// Writes `line` as it is, then a newline: a request built by hand, of any size.
+    pub fn send_line(&mut self, line: &[u8]) {
+        self.stdin.write_all(line).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next message the server writes.
+    pub fn receive(&mut self) -> Value {
+        let mut line = String::new();
+        assert!(self.stdout.read_line(&mut line).unwrap() > 0, "cairn serve closed its output");
+        serde_json::from_str(&line).unwrap()
+    }
+
     /// A request's result; panics on a JSON-RPC error.
     pub fn call(&mut self, method: &str, params: Value) -> Value {
         let id = self.next;
         self.next += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
-            let mut line = String::new();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "cairn serve closed its output");
-            let message: Value = serde_json::from_str(&line).unwrap();
+            let message = self.receive();
             if message["id"] == id {
                 assert!(message.get("error").is_none(), "{method}: {message}");
                 return message["result"].clone();
