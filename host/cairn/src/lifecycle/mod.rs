@@ -7,9 +7,11 @@
 
 mod fallback;
 mod headroom;
+mod incremental;
 mod state;
 
 pub use crate::record::{AgentRequest, Boundary, CommitDecision, Proposal, RequestKind, TriggerDecision, TriggerInput};
+pub use incremental::Diverged;
 pub use state::{ConversationState, Overlay, Prepared};
 
 use std::sync::Arc;
@@ -93,6 +95,12 @@ pub struct BoundaryOutcome {
     /// The working context after this boundary.
     #[serde(skip)]
     pub transcript: Transcript,
+    /// The id of that context's last entry: the next incremental boundary's `since`. None when
+    /// the context is empty, or when the record cannot rebuild it (send it whole again).
+    pub acknowledged: Option<String>,
+    /// The context maintenance started from, when it replaced it (to compare the two).
+    #[serde(skip)]
+    pub before: Option<Transcript>,
 }
 
 /// The lifecycle API a harness embeds. Cheap to clone; every method is async and runs the
@@ -155,6 +163,16 @@ impl Lifecycle {
         tokio::task::spawn_blocking(move || this.boundary_blocking(report)).await?
     }
 
+    /// An incremental boundary: `report.transcript` holds only the entries appended since the
+    /// context the previous boundary acknowledged, and `since` names that context's last entry
+    /// (None only for a conversation nothing is recorded for yet). The record rebuilds the rest.
+    /// Fails with [`Diverged`] (nothing merged or recorded) when the harness's history is not
+    /// the one acknowledged: the harness then sends its whole transcript once.
+    pub async fn boundary_since(&self, report: BoundaryReport, since: Option<String>) -> Result<BoundaryOutcome> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.boundary_since_blocking(report, since)).await?
+    }
+
     /// Records an agent request; it runs at the next boundary the cooldown allows.
     pub async fn request(&self, conversation: ConversationKey, request: AgentRequest) -> Result<()> {
         let this = self.clone();
@@ -209,16 +227,26 @@ impl Lifecycle {
 
     /// The synchronous core of [`Lifecycle::boundary`].
     pub fn boundary_blocking(&self, report: BoundaryReport) -> Result<BoundaryOutcome> {
-        self.run_boundary(report, false)
+        self.run_boundary(report, Sent::Whole, false)
+    }
+
+    /// The synchronous core of [`Lifecycle::boundary_since`].
+    pub fn boundary_since_blocking(&self, report: BoundaryReport, since: Option<String>) -> Result<BoundaryOutcome> {
+        self.run_boundary(report, Sent::Since(since), false)
     }
 
     /// The synchronous core of [`Lifecycle::dry_run`]: the conversation is opened to read (a
     /// new one only in memory), so any write would fail rather than happen.
     pub fn dry_run_blocking(&self, report: BoundaryReport) -> Result<BoundaryOutcome> {
-        self.run_boundary(report, true)
+        self.run_boundary(report, Sent::Whole, true)
     }
 
-    fn run_boundary(&self, report: BoundaryReport, dry: bool) -> Result<BoundaryOutcome> {
+    /// [`Lifecycle::dry_run_blocking`] for an incremental report (see [`Lifecycle::boundary_since`]).
+    pub fn dry_run_since_blocking(&self, report: BoundaryReport, since: Option<String>) -> Result<BoundaryOutcome> {
+        self.run_boundary(report, Sent::Since(since), true)
+    }
+
+    fn run_boundary(&self, report: BoundaryReport, sent: Sent, dry: bool) -> Result<BoundaryOutcome> {
         let Inner { cairn, home, policy, workspace } = self.inner.as_ref();
         let (mut store, mut state) = if dry {
             let store = home.preview(&report.conversation)?;
@@ -232,7 +260,11 @@ impl Lifecycle {
         if let Some(run) = resumed.filter(|r| r.purpose == Purpose::Handover && r.committed_by.is_some()) {
             // The harness never saw this handover's outcome: it gets it now, in place of
             // whatever it reported against the old session.
+            (state.acknowledged, state.held) = incremental::follow(&store, &run.transcript.entries)?;
+            store.save_state(&state)?;
             return Ok(BoundaryOutcome {
+                acknowledged: state.acknowledged.clone(),
+                before: None,
                 turn: report.turn,
                 advice: None,
                 action: Action::HandedOver,
@@ -261,8 +293,32 @@ impl Lifecycle {
             }
         }
 
-        let mut transcript = report.transcript;
-        cairn.tokenizer().count_transcript(&mut transcript);
+        // The whole working context, recorded at every boundary (entries the record lacks), so
+        // the record's context is the harness's and the next boundary may send only what is new.
+        let transcript = match &sent {
+            Sent::Whole => {
+                let mut transcript = report.transcript;
+                cairn.tokenizer().count_transcript(&mut transcript);
+                if !dry {
+                    store.record_snapshot("boundary", &transcript.entries)?;
+                    (state.acknowledged, state.held) = incremental::follow(&store, &transcript.entries)?;
+                }
+                transcript
+            }
+            Sent::Since(since) => {
+                let appended = report.transcript.entries.len();
+                let transcript = incremental::rebuild(&store, &state, since.as_deref(), report.transcript, &cairn.tokenizer())?;
+                let new = &transcript.entries[transcript.entries.len() - appended..];
+                if !dry && !new.is_empty() {
+                    store.record_snapshot("boundary", new)?;
+                    if !state.held.is_empty() {
+                        state.held.extend(new.iter().map(|e| e.id.clone()));
+                    }
+                    state.acknowledged = new.last().map(|e| e.id.clone());
+                }
+                transcript
+            }
+        };
         let usage = match report.usage {
             Usage::Unknown => None,
             Usage::Counted => Some(transcript.total_tokens()),
@@ -293,7 +349,8 @@ impl Lifecycle {
             recent: state.recent.clone(),
         };
         // The counted context is the outcome's unless maintenance replaces it.
-        let mut outcome = BoundaryOutcome { turn: report.turn, advice: None, action: Action::None, usage, report: None, notices: Vec::new(), stale_files, transcript };
+        let acknowledged = if dry { transcript.entries.last().map(|e| e.id.clone()) } else { state.acknowledged.clone() };
+        let mut outcome = BoundaryOutcome { turn: report.turn, advice: None, action: Action::None, usage, report: None, notices: Vec::new(), stale_files, transcript, acknowledged, before: None };
         let transcript = &outcome.transcript;
 
         let overlaid = overlay_trigger_config(policy, state.overlay);
@@ -351,7 +408,8 @@ impl Lifecycle {
                 (Some(_), Purpose::Compact) => Action::Compacted,
                 (Some(_), Purpose::Handover) => Action::HandedOver,
             };
-            outcome.transcript = run.transcript.clone();
+            outcome.before = Some(std::mem::replace(&mut outcome.transcript, run.transcript.clone()));
+            outcome.acknowledged = outcome.transcript.entries.last().map(|e| e.id.clone());
             outcome.report = Some(run);
             return Ok(outcome);
         }
@@ -390,7 +448,13 @@ impl Lifecycle {
             (Some(_), Purpose::Handover) => Action::HandedOver,
         };
         if run.committed_by.is_some() {
-            outcome.transcript = run.transcript.clone();
+            outcome.before = Some(std::mem::replace(&mut outcome.transcript, run.transcript.clone()));
+            let followed = incremental::follow(&store, &outcome.transcript.entries)?;
+            if (&state.acknowledged, &state.held) != (&followed.0, &followed.1) {
+                (state.acknowledged, state.held) = followed;
+                store.save_state(&state)?;
+            }
+            outcome.acknowledged = state.acknowledged.clone();
         }
         outcome.report = Some(run);
         outcome.notices = notices;
@@ -538,6 +602,13 @@ impl Lifecycle {
         store.commit()?;
         Ok((notices, Some(run)))
     }
+}
+
+/// How much of the working context a boundary report's transcript holds.
+enum Sent {
+    Whole,
+    /// The entries appended after the acknowledged context that ended with this entry.
+    Since(Option<String>),
 }
 
 /// A conversation opened to write, with its lifecycle state (the default before any).

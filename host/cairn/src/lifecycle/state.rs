@@ -36,6 +36,13 @@ pub struct ConversationState {
     pub handover_next: Option<String>,
     /// Undo events the lifecycle has seen in the record: a new one starts a cooldown.
     pub undos_seen: usize,
+    /// The last entry of the context the last boundary left the harness with: an incremental
+    /// boundary's `since` must name it. None when the record cannot rebuild that context.
+    pub acknowledged: Option<String>,
+    /// That context's entry ids when the record's own context differs from it (a harness that
+    /// rewound or rewrote its history and sent it whole); empty: the record's context.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<String>,
 }
 
 /// Per-conversation switches over the policy (`cairn serve`'s `policy_set`); unset follows

@@ -53,7 +53,9 @@ async fn unknown_usage_means_no_automatic_action() {
     assert_eq!(outcome.action, Action::None);
     assert_eq!(outcome.usage, None);
     let store = Home::open(dir.path()).unwrap().existing_conversation(&key()).unwrap();
-    assert!(store.events().is_empty(), "nothing ran");
+    // Every boundary records the entries it is new to; nothing else ran.
+    assert!(store.events().iter().all(|e| matches!(e, Event::Snapshot { .. })), "nothing ran");
+    assert_eq!(store.context().unwrap().len(), t.entries.len());
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@ mod archive;
 mod chain;
 mod fact_check;
 mod hostile;
+mod incremental;
 mod lifecycle;
 mod model;
 mod operator;
