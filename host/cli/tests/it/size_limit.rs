@@ -82,11 +82,19 @@ fn http_answers_a_body_over_the_limit_with_413_and_a_json_rpc_error() {
 fn report_of(result: &Value) -> Value {
     let archive = result["archive_id"].as_str().unwrap();
     let unnamed = |text: &Value| text.as_str().unwrap().replace(archive, "ARCHIVE");
+    let entries: Vec<Value> = unnamed(&result["transcript"])
+        .lines()
+        .map(|line| {
+            let mut entry: Value = serde_json::from_str(line).unwrap();
+            entry.as_object_mut().unwrap().remove("tokens");
+            entry
+        })
+        .collect();
     let steps: Vec<Value> = result["steps"].as_array().unwrap().iter().map(|s| json!([s["plugin"], s["outcome"]])).collect();
     json!({
         "tokens_before": result["tokens_before"], "steps": steps,
         "committed_by": result["committed_by"], "committed": result["committed"], "format": result["format"],
-        "transcript": unnamed(&result["transcript"]), "first_kept_entry_id": result["first_kept_entry_id"], "prefix_summary": unnamed(&result["prefix_summary"]),
+        "entries": entries, "first_kept_entry_id": result["first_kept_entry_id"], "prefix_summary": unnamed(&result["prefix_summary"]),
     })
 }
 
