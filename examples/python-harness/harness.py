@@ -19,7 +19,9 @@ is safe.
 
 At every boundary the harness:
   1. appends the step's messages to its working context (what the model would see next);
-  2. calls `boundary` with that context; Cairn's trigger and commit policy decide;
+  2. calls `boundary` with that context — the first time whole, then only the messages
+     appended since the entry Cairn acknowledged (`since`), and whole once more when Cairn
+     answers `diverged`; Cairn's trigger and commit policy decide;
   3. acts on the decision: prints advice (a real harness appends it to the turn), replaces
      its working context with the returned `transcript` when Cairn compacted or handed over,
      and takes, shows and acknowledges notices when the boundary names some.
@@ -137,12 +139,17 @@ def pick_query(texts: list[str], working: list[dict[str, Any]]) -> str | None:
 
 
 class Harness:
-    def __init__(self, cairn: Cairn, conversation: str, window: int, say) -> None:
+    def __init__(self, cairn: Cairn, conversation: str, window: int, say, incremental: bool = True) -> None:
         self.cairn = cairn
         self.conversation = conversation
         self.window = window
         self.say = say
         self.working: list[dict[str, Any]] = []
+        # Incremental boundaries: the last entry Cairn acknowledged, and how many messages of
+        # `working` it holds; from then on only the messages after them are sent.
+        self.incremental = incremental
+        self.acknowledged: str | None = None
+        self.acknowledged_messages: list[dict[str, Any]] = []
         self.elided_texts: list[str] = []
         self.report: dict[str, Any] = {
             "conversation": conversation,
@@ -155,19 +162,42 @@ class Harness:
             "peak_tokens": 0,
             "request": None,
             "history": None,
+            "bytes_sent": 0,
+            "whole_calls": 0,
+            "diverged": 0,
         }
 
-    async def boundary(self, turn: int) -> None:
-        out = await self.cairn.call(
-            "boundary",
+    async def report_boundary(self, turn: int) -> dict[str, Any]:
+        """One `boundary` call: after the first, only the messages appended since the context
+        Cairn acknowledged (`since`); on `diverged` (the history is not the acknowledged one),
+        the whole transcript once."""
+        common = dict(
             conversation=self.conversation,
             turn=turn,
-            transcript=json.dumps(self.working),
             window=self.window,
             usage="counted",  # a replay has no provider usage; let Cairn count the context
             turn_complete=True,
             tool_call_outstanding=False,
         )
+        held = len(self.acknowledged_messages)
+        # Only a pure append goes incrementally: a harness that edited or dropped what Cairn
+        # holds sends the whole transcript (Cairn would answer `diverged` or, worse, not know).
+        if self.incremental and self.acknowledged is not None and self.working[:held] == self.acknowledged_messages:
+            appended = json.dumps(self.working[held:])
+            self.report["bytes_sent"] += len(appended)
+            try:
+                return await self.cairn.call("boundary", transcript=appended, since=self.acknowledged, **common)
+            except CairnError as error:
+                if "diverged:" not in str(error):
+                    raise
+                self.report["diverged"] += 1
+        whole = json.dumps(self.working)
+        self.report["bytes_sent"] += len(whole)
+        self.report["whole_calls"] += 1
+        return await self.cairn.call("boundary", transcript=whole, **common)
+
+    async def boundary(self, turn: int) -> None:
+        out = await self.report_boundary(turn)
         kind = out["action"]["kind"]
         self.report["actions"][kind] = self.report["actions"].get(kind, 0) + 1
         tokens = out.get("usage")
@@ -202,6 +232,9 @@ class Harness:
             request = self.report["request"]
             if request and request["ran_at_turn"] is None and turn > request["turn"]:
                 request["ran_at_turn"] = turn
+        # What Cairn holds now ends with this entry: the next call sends only what follows.
+        self.acknowledged = out.get("acknowledged")
+        self.acknowledged_messages = list(self.working)
         self.say(line)
 
         if out.get("advice"):
@@ -291,7 +324,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         async with stdio_client(server_parameters(args.cairn, home, conversation)) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
-                harness = Harness(Cairn(session), conversation, args.window, say)
+                harness = Harness(Cairn(session), conversation, args.window, say, incremental=not args.whole)
                 report = await harness.run(messages)
     finally:
         if args.home is None:
@@ -308,6 +341,7 @@ def main() -> int:
     parser.add_argument("--window", type=int, default=DEFAULT_WINDOW, help="the model's context window in tokens (small, so maintenance happens)")
     parser.add_argument("--home", help="keep Cairn's records here (default: a temporary home, removed afterwards)")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object (progress goes to stderr)")
+    parser.add_argument("--whole", action="store_true", help="send the whole transcript at every boundary (default: only what is new, with `since`)")
     args = parser.parse_args()
     report = asyncio.run(main_async(args))
     if args.json:
@@ -317,7 +351,8 @@ def main() -> int:
         print(
             f"\n{report['turns']} turns: {report['compactions']} compaction(s), {report['handovers']} handover(s), "
             f"{len(report['advice'])} advice, {len(report['notices'])} notice(s); peak {report['peak_tokens']} tokens; "
-            f"{report['messages']} messages replayed, {report['final_messages']} in the final context"
+            f"{report['messages']} messages replayed, {report['final_messages']} in the final context; "
+            f"{report['bytes_sent']} bytes of transcript sent ({report['whole_calls']} whole call(s))"
         )
         request = report["request"]
         if request:

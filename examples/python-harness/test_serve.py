@@ -393,6 +393,55 @@ class ServeTest(unittest.IsolatedAsyncioTestCase):
         self.assertLess(time.monotonic() - started, 60)
 
     # ------------------------------------------------------------------------------------------
+    async def test_incremental_boundaries_send_less_and_decide_alike(self) -> None:
+        await within(120, self._incremental())
+
+    async def _replay(self, incremental: bool) -> dict[str, Any]:
+        sys.path.insert(0, str(HERE))
+        import harness
+
+        home = self.tmp / ("incremental" if incremental else "whole")
+        messages = harness.load_messages(openhands_session())
+        async with stdio_client(harness.server_parameters(CAIRN, str(home), "replay")) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                h = harness.Harness(harness.Cairn(session), "replay", harness.DEFAULT_WINDOW, lambda line: None, incremental=incremental)
+                return await h.run(messages)
+
+    async def _incremental(self) -> None:
+        whole, incremental = await self._replay(False), await self._replay(True)
+        print(f"\nbytes of transcript sent over {whole['turns']} boundaries: {whole['bytes_sent']} whole, {incremental['bytes_sent']} incremental", file=sys.stderr)
+        self.assertEqual(incremental["whole_calls"], 1, incremental)
+        self.assertEqual(incremental["diverged"], 0)
+        self.assertLess(incremental["bytes_sent"] * 3, whole["bytes_sent"])
+        self.assertEqual(whole["actions"], incremental["actions"])
+        self.assertGreaterEqual(whole["compactions"], 1)
+        pick = lambda report: [(m["turn"], m["kind"], m["committed_by"]) for m in report["maintenance"]]
+        self.assertEqual(pick(whole), pick(incremental))
+        self.assertEqual(whole["final_messages"], incremental["final_messages"])
+
+        # An earlier message edited: resent from there with `since`, its successors are known
+        # entries: `diverged`; the whole transcript once, then incremental again.
+        messages = json.loads(self.openhands)["messages"][:6]
+        common = dict(conversation="edit", window=10_000_000, usage="counted")
+        async with self.serve() as c:
+            out = await c.call("boundary", turn=1, transcript=json.dumps(messages[:4]), **common)
+            out = await c.call("boundary", turn=2, transcript=json.dumps(messages[4:5]), since=out["acknowledged"], **common)
+            self.assertEqual(out["transcript"], "", "nothing changed: no context comes back")
+            edited = [dict(messages[1], content="Something else entirely.")] + messages[2:6]
+            error = await c.error("boundary", turn=3, transcript=json.dumps(edited), since=out["acknowledged"], **common)
+            self.assertTrue(error.startswith("diverged:"), error)
+            self.assertIn("send the whole transcript once", error)
+            history = [messages[0]] + edited
+            out = await c.call("boundary", turn=3, transcript=json.dumps(history), **common)
+            extra = {"role": "user", "content": "Carry on."}
+            out = await c.call("boundary", turn=4, transcript=json.dumps([extra]), since=out["acknowledged"], include_transcript=True, **common)
+            context = json.loads(out["transcript"])
+            context = context["messages"] if isinstance(context, dict) else context
+            self.assertEqual(context[1]["content"], "Something else entirely.")
+            self.assertEqual(len(context), len(history) + 1)
+
+    # ------------------------------------------------------------------------------------------
     async def test_a_workspace_file_changed_after_compaction_is_stale(self) -> None:
         await within(60, self._stale_files())
 
