@@ -13,6 +13,7 @@ mod embedding;
 mod eval;
 mod fleet;
 mod gemini;
+mod incremental;
 mod lifecycle;
 mod opencode;
 mod operator;

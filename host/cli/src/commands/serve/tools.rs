@@ -20,7 +20,7 @@ use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{CallToolResult, Extensions, Implementation, ServerCapabilities, ServerConfig, Tool};
-use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
+use rmcp::{tool, tool_handler, tool_router, ServerHandler};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -69,12 +69,6 @@ pub fn server(serve: Arc<Serve>, expose: Expose, tenancy: Tenancy) -> Server {
         }
     }
     Server { serve, expose, tenancy, bound: Arc::default(), tool_router }
-}
-
-pub async fn serve_stdio(serve: Arc<Serve>, expose: Expose) -> Result<()> {
-    let running = server(serve, expose, Tenancy::Home).serve(rmcp::transport::stdio()).await.context("starting the MCP session")?;
-    running.waiting().await.context("serving MCP")?;
-    Ok(())
 }
 
 impl Server {
@@ -155,7 +149,11 @@ struct RunArgs {
     /// Conversation key: 1-64 chars of a-z 0-9 - _ . (its record, archive and lock).
     conversation: String,
     /// The session file's text: Pi, Claude Code, Codex or Gemini CLI session JSONL, an OpenCode export, OpenAI or Anthropic JSON, or Cairn JSONL (auto-detected).
-    transcript: String,
+    /// Exactly one of `transcript` and `path`.
+    transcript: Option<String>,
+    /// The session file itself, read by the server instead of `transcript` (no size limit on
+    /// the request). Only over stdio, where harness and server share a disk; refused over HTTP.
+    path: Option<String>,
     /// What must survive, verbatim.
     preserve: Option<String>,
     /// How to resume afterwards.
@@ -285,8 +283,11 @@ enum UsageArg {
 struct BoundaryArgs {
     conversation: String,
     turn: u32,
-    /// The working context as the model would see it next.
-    transcript: String,
+    /// The working context as the model would see it next. Exactly one of `transcript` and `path`.
+    transcript: Option<String>,
+    /// A file holding the working context, read by the server instead of `transcript`. Only
+    /// over stdio, where harness and server share a disk; refused over HTTP.
+    path: Option<String>,
     /// The model's context window in tokens.
     window: u64,
     /// Tokens kept free for the reply [default 16384].
@@ -301,6 +302,13 @@ struct BoundaryArgs {
     include_transcript: Option<bool>,
     /// Decide and run as this boundary would, writing nothing (no record, state or notices) [default false].
     dry_run: Option<bool>,
+    /// The `acknowledged` entry id the previous boundary returned: `transcript` then holds only
+    /// the entries appended after it, and the server rebuilds the rest from its record. A
+    /// history that is no longer the acknowledged one fails with `diverged: …`: send it whole once.
+    since: Option<String>,
+    /// With `since`: the entries' format, when a fragment does not show it (`pi`: session lines
+    /// without the header, each with its `id`) [default: detected].
+    format: Option<String>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -336,6 +344,9 @@ struct BoundaryOut {
     /// A dry run: nothing was written. Absent otherwise.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     dry_run: bool,
+    /// The last entry of the working context after this boundary: the next call's `since`.
+    /// Null when the context cannot be followed incrementally (send it whole next time).
+    acknowledged: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -346,6 +357,9 @@ struct UndoArgs {
     archive_id: Option<String>,
     /// The working context now, in any format Cairn reads [default: the context the record knows].
     transcript: Option<String>,
+    /// A file holding the working context now, read by the server instead of `transcript`.
+    /// Only over stdio, where harness and server share a disk; refused over HTTP.
+    path: Option<String>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -582,10 +596,14 @@ impl Server {
     }
 
     #[tool(description = "Report a turn boundary: the trigger, commit policy and chain decide what happens; returns the action and the working context after it")]
-    async fn boundary(&self, extensions: Extensions, Parameters(args): Parameters<BoundaryArgs>) -> Result<Json<BoundaryOut>, String> {
+    async fn boundary(&self, extensions: Extensions, Parameters(mut args): Parameters<BoundaryArgs>) -> Result<Json<BoundaryOut>, String> {
         let conversation = key(&args.conversation)?;
+        let source = self.source(args.transcript.take(), args.path.take())?.ok_or(NO_TRANSCRIPT)?;
         self.locked(self.tenant(&extensions)?, conversation.clone(), move |lifecycle| {
-            let (transcript, format) = formats::parse(&args.transcript, "transcript")?;
+            let (transcript, format) = match &args.since {
+                None => source.parse()?,
+                Some(_) => source.parse_appended(args.format.as_deref())?,
+            };
             let input = transcript.clone();
             let usage = match args.usage.unwrap_or(UsageArg::Word(UsageWord::Counted)) {
                 UsageArg::Word(UsageWord::Counted) => Usage::Counted,
@@ -604,10 +622,19 @@ impl Server {
                 transcript,
             };
             let dry_run = args.dry_run.unwrap_or(false);
-            let outcome = if dry_run { lifecycle.dry_run_blocking(reported)? } else { lifecycle.boundary_blocking(reported)? };
+            let incremental = args.since.is_some();
+            let outcome = match (args.since, dry_run) {
+                (None, false) => lifecycle.boundary_blocking(reported)?,
+                (None, true) => lifecycle.dry_run_blocking(reported)?,
+                (Some(since), false) => lifecycle.boundary_since_blocking(reported, Some(since))?,
+                (Some(since), true) => lifecycle.dry_run_since_blocking(reported, Some(since))?,
+            };
             let action = serde_json::to_value(&outcome.action)?;
-            let kept = outcome.report.as_ref().map(|run| Kept::of(&input, run)).unwrap_or_default();
-            let (format, transcript) = write(&outcome.transcript, format, args.include_transcript);
+            let kept = outcome.report.as_ref().map(|run| Kept::of(outcome.before.as_ref().unwrap_or(&input), run)).unwrap_or_default();
+            // An incremental call gets the context back only when maintenance changed it.
+            let changed = outcome.before.is_some() || matches!(outcome.action, lifecycle::Action::HandedOver);
+            let wanted = args.include_transcript.or(incremental.then_some(changed));
+            let (format, transcript) = write(&outcome.transcript, format, wanted);
             Ok(BoundaryOut {
                 turn: outcome.turn,
                 action: ActionOut {
@@ -625,6 +652,7 @@ impl Server {
                 prefix_summary: kept.prefix_summary,
                 unrecognized: UnrecognizedOut::of(&input),
                 dry_run,
+                acknowledged: outcome.acknowledged,
             })
         })
         .await
@@ -672,10 +700,11 @@ impl Server {
     }
 
     #[tool(description = "Undo a compaction (default the latest) and every later one; returns the restored context in the caller's format. The lifecycle's cooldown starts again at the next boundary")]
-    async fn undo(&self, extensions: Extensions, Parameters(args): Parameters<UndoArgs>) -> Result<Json<UndoOut>, String> {
+    async fn undo(&self, extensions: Extensions, Parameters(mut args): Parameters<UndoArgs>) -> Result<Json<UndoOut>, String> {
         let conversation = key(&args.conversation)?;
+        let source = self.source(args.transcript.take(), args.path.take())?;
         self.locked(self.tenant(&extensions)?, conversation.clone(), move |lifecycle| {
-            let current = args.transcript.as_deref().map(|text| formats::parse(text, "transcript")).transpose()?;
+            let current = source.map(|source| source.parse()).transpose()?;
             let mut store = crate::commands::undo::open_existing(lifecycle.home(), &conversation)?;
             let undone = cairn::undo::undo(&mut store, &lifecycle.cairn().tokenizer(), current.as_ref().map(|(t, _)| t), args.archive_id.as_deref())?;
             let format = current.map(|(_, f)| f).unwrap_or(formats::Format::Cairn);
@@ -855,10 +884,11 @@ impl Server {
         blocking(move || work(&scoped(&generation.lifecycle, &tenant))).await
     }
 
-    async fn run(&self, tenant: Tenant, args: RunArgs, handover: bool) -> Answer<Compacted> {
+    async fn run(&self, tenant: Tenant, mut args: RunArgs, handover: bool) -> Answer<Compacted> {
         let conversation = key(&args.conversation)?;
+        let source = self.source(args.transcript.take(), args.path.take())?.ok_or(NO_TRANSCRIPT)?;
         self.locked(tenant, conversation.clone(), move |lifecycle| {
-            let (transcript, format) = formats::parse(&args.transcript, "transcript")?;
+            let (transcript, format) = source.parse()?;
             let dry_run = args.dry_run.unwrap_or(false);
             let mut store = if dry_run { lifecycle.home().preview(&conversation)? } else { lifecycle.home().conversation(&conversation)? };
             let options = RunOptions {
@@ -878,6 +908,19 @@ impl Server {
             Ok(compacted(&transcript, &run, format, args.include_transcript))
         })
         .await
+    }
+
+    /// Where a harness call's transcript comes from: its `transcript` text or its `path`, not
+    /// both (None: neither). A `path` only over stdio: a remote client never makes the server
+    /// read a file.
+    fn source(&self, text: Option<String>, path: Option<String>) -> Result<Option<Source>, String> {
+        match (text, path) {
+            (Some(_), Some(_)) => Err("give the transcript either as `transcript` (its text) or as `path` (its file), not both".into()),
+            (_, Some(_)) if self.tenancy != Tenancy::Home => Err("`path` is only accepted over stdio, where harness and server share a disk; send the `transcript` text".into()),
+            (_, Some(path)) => Ok(Some(Source::File(std::path::PathBuf::from(path)))),
+            (Some(text), None) => Ok(Some(Source::Text(text))),
+            (None, None) => Ok(None),
+        }
     }
 
     /// `pin` and `unpin`: checked against the pin budget of the policy in force.
@@ -964,6 +1007,65 @@ fn step(step: &StepReport) -> Step {
 }
 
 /// The caller's format when Cairn writes it, else Cairn JSONL ("" when not wanted).
+const NO_TRANSCRIPT: &str = "no transcript: give its text as `transcript`, or (over stdio) its file as `path`";
+
+/// A harness call's transcript: the text it sent, or a file on the server's disk (stdio only).
+enum Source {
+    Text(String),
+    File(std::path::PathBuf),
+}
+
+impl Source {
+    fn parse(&self) -> Result<(Transcript, formats::Format)> {
+        match self {
+            Source::Text(text) => Ok(formats::parse(text, "transcript")?),
+            Source::File(path) => {
+                let name = path.display().to_string();
+                let text = std::fs::read_to_string(path).with_context(|| format!("reading the transcript file {name} (`path`)"))?;
+                Ok(formats::parse(&text, &name)?)
+            }
+        }
+    }
+}
+
+impl Source {
+    /// An incremental boundary's entries (see `BoundaryArgs::since`): read in `format` when
+    /// named, else detected. A Pi fragment gets the session header it lacks, and each of its
+    /// entries must carry its `id` (session version 2 on): ids by line position would restart.
+    fn parse_appended(&self, format: Option<&str>) -> Result<(Transcript, formats::Format)> {
+        let text = match self {
+            Source::Text(text) => std::borrow::Cow::Borrowed(text.as_str()),
+            Source::File(path) => std::borrow::Cow::Owned(std::fs::read_to_string(path).with_context(|| format!("reading the transcript file {} (`path`)", path.display()))?),
+        };
+        let format = format.map(format_named).transpose()?;
+        if text.trim().is_empty() {
+            return Ok((Transcript::default(), format.unwrap_or(formats::Format::Cairn)));
+        }
+        match format {
+            Some(formats::Format::Pi) => {
+                let mut lines = text.lines().filter(|l| !l.trim().is_empty()).peekable();
+                let has_header = lines.peek().and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok()).is_some_and(|v| v["type"] == "session");
+                for (n, line) in lines.enumerate().skip(usize::from(has_header)) {
+                    let value: serde_json::Value = serde_json::from_str(line).with_context(|| format!("appended Pi entry {}", n + 1))?;
+                    if !value["id"].is_string() {
+                        anyhow::bail!("appended Pi entry {} has no `id`: a Pi fragment needs session version 2 or later (send the whole transcript)", n + 1);
+                    }
+                }
+                let text = if has_header { text } else { std::borrow::Cow::Owned(format!("{{\"type\":\"session\",\"version\":3,\"id\":\"appended\"}}\n{text}")) };
+                Ok((formats::parse_as(formats::Format::Pi, &text, "transcript")?, formats::Format::Pi))
+            }
+            Some(format) => Ok((formats::parse_as(format, &text, "transcript")?, format)),
+            None => Ok(formats::parse(&text, "transcript")?),
+        }
+    }
+}
+
+/// A format by the name `formats::Format::name` gives it.
+fn format_named(name: &str) -> Result<formats::Format> {
+    use formats::Format::*;
+    [Cairn, Pi, ClaudeCode, Codex, Gemini, OpenCode, OpenAi, Anthropic].into_iter().find(|f| f.name() == name).with_context(|| format!("unknown format {name:?}: cairn, pi, claude-code, codex, gemini, opencode, openai or anthropic"))
+}
+
 fn write(transcript: &Transcript, format: formats::Format, wanted: Option<bool>) -> (&'static str, String) {
     let format = if format.writable() { format } else { formats::Format::Cairn };
     let text = if wanted.unwrap_or(true) { formats::write(format, transcript).unwrap_or_default() } else { String::new() };
