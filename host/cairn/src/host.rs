@@ -298,7 +298,7 @@ impl Cairn {
         let originals = &transcript.entries[applied.first..=applied.last];
         // The archive and the event that commits it are one unit.
         let artifacts = if options.dry_run {
-            (1..=committed.artifacts.len()).map(|index| crate::storage::ArtifactUri { archive_id: archive_id.to_string(), index: index as u32 }.to_string()).collect()
+            crate::storage::ArtifactUri::numbered(&archive_id, committed.artifacts.len())
         } else {
             store.begin()?;
             store.write_archive(&archive_id, originals, &committed.artifacts)?

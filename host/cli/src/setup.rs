@@ -49,8 +49,7 @@ impl SessionArgs {
     /// `dry_run`: the conversation opened to read, or an empty one in memory (see [`preview`]).
     pub fn open_as(&self, dry_run: bool) -> Result<Session> {
         let name = self.file.display().to_string();
-        let text = std::fs::read_to_string(&self.file).with_context(|| format!("reading {name}"))?;
-        let (transcript, format) = formats::parse(&text, &name)?;
+        let (transcript, format) = read_transcript(&self.file)?;
         let (cairn, policy) = host_and_policy(&self.plugin_dir, self.policy.as_deref())?;
         let key = match &self.conversation {
             Some(key) => ConversationKey::parse(key)?,
@@ -82,6 +81,13 @@ pub fn preview(home: Option<PathBuf>, key: &ConversationKey) -> Result<(Home, Co
     };
     let store = home.preview(key)?;
     Ok((home, store, scratch))
+}
+
+/// A transcript file in any format Cairn reads; errors name the file (and line).
+pub fn read_transcript(path: &Path) -> Result<(Transcript, Format)> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
+    Ok(formats::parse(&text, &name)?)
 }
 
 /// A host with every bundled plugin, then those in `plugin_dirs` (which may override them).

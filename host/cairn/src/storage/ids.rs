@@ -160,6 +160,13 @@ pub struct ArtifactUri {
 
 pub const MAX_ARTIFACTS_PER_ARCHIVE: u32 = 1_000_000;
 
+impl ArtifactUri {
+    /// The URIs of an archive's first `count` artifacts, as its compaction names them.
+    pub fn numbered(archive_id: &ArchiveId, count: usize) -> Vec<String> {
+        (1..=count).map(|index| ArtifactUri { archive_id: archive_id.to_string(), index: index as u32 }.to_string()).collect()
+    }
+}
+
 impl FromStr for ArtifactUri {
     type Err = IdError;
     fn from_str(s: &str) -> Result<Self, IdError> {

@@ -439,7 +439,7 @@ impl ConversationStore {
             lines.push(b'\n');
         }
         self.writable()?.write_archive(archive_id, lines, artifacts)?;
-        Ok((1..=artifacts.len()).map(|index| ArtifactUri { archive_id: archive_id.to_string(), index: index as u32 }.to_string()).collect())
+        Ok(ArtifactUri::numbered(archive_id, artifacts.len()))
     }
 
     /// The conversation's state document, if one was saved.

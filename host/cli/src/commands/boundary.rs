@@ -98,9 +98,7 @@ pub struct BoundaryArgs {
 }
 
 pub fn boundary(args: BoundaryArgs) -> Result<()> {
-    let name = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {name}"))?;
-    let (transcript, _) = formats::parse(&text, &name)?;
+    let (transcript, _) = setup::read_transcript(&args.file)?;
     let unrecognized = transcript.unrecognized.clone();
     let (lifecycle, key, _scratch) = if args.dry_run {
         args.common.preview_lifecycle()?

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use cairn::storage::{ConversationKey, ConversationStore, Home};
 use serde_json::json;
 
@@ -62,12 +62,10 @@ fn open(args: &Args) -> Result<(ConversationKey, ConversationStore)> {
     let key = ConversationKey::parse(&args.conversation)?;
     let home = Home::open(&setup::home_path(args.home.clone()))?;
     let Some(file) = &args.transcript else { return Ok((key.clone(), open_existing(&home, &key)?)) };
-    let name = file.display().to_string();
-    let text = std::fs::read_to_string(file).with_context(|| format!("reading {name}"))?;
-    let (mut transcript, _) = cairn::transcript::formats::parse(&text, &name)?;
+    let (mut transcript, _) = setup::read_transcript(file)?;
     cairn::tokenizer::Tokenizer::default().count_transcript(&mut transcript);
     let mut store = home.conversation(&key)?;
-    store.record_snapshot(&name, &transcript.entries)?;
+    store.record_snapshot(&file.display().to_string(), &transcript.entries)?;
     Ok((key, store))
 }
 

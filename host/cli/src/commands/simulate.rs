@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use cairn::lifecycle::{Action, BoundaryReport, Usage};
 use cairn::storage::{ConversationKey, Home};
-use cairn::transcript::{formats, Entry, Transcript};
+use cairn::transcript::{Entry, Transcript};
 use cairn::Lifecycle;
 use serde::Serialize;
 
@@ -73,8 +73,7 @@ pub struct Simulation {
 
 pub fn run(args: Args) -> Result<()> {
     let name = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {name}"))?;
-    let (transcript, _) = formats::parse(&text, &name)?;
+    let (transcript, _) = setup::read_transcript(&args.file)?;
     let temp = tempfile::tempdir()?;
     let home = Home::open(args.home.as_deref().unwrap_or(temp.path()))?;
     let (cairn, policy) = setup::host_and_policy(&args.plugin_dir, args.policy.as_deref())?;

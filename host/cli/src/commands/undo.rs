@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use cairn::storage::{ConversationKey, ConversationStore, Home};
 use cairn::tokenizer::Tokenizer;
-use cairn::transcript::formats;
 use serde_json::json;
 
 use super::compact::OutFormat;
@@ -41,14 +40,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let current = match &args.transcript {
-        Some(path) => {
-            let name = path.display().to_string();
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
-            Some(formats::parse(&text, &name)?.0)
-        }
-        None => None,
-    };
+    let current = args.transcript.as_deref().map(setup::read_transcript).transpose()?.map(|(transcript, _)| transcript);
     let key = ConversationKey::parse(&args.conversation)?;
     let home = Home::open(&setup::home_path(args.home))?;
     let mut store = open_existing(&home, &key)?;

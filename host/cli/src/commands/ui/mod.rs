@@ -15,7 +15,7 @@
 //! run on the blocking pool; writes go one at a time.
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -82,7 +82,7 @@ fn loopback(addr: &str) -> Result<SocketAddr> {
 /// 128 random bits, as 32 hex digits.
 fn random_token() -> Result<String> {
     let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).context("no randomness for the page's token (/dev/urandom)")?;
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness for the page's token: {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
