@@ -39,3 +39,33 @@ fn bench_prints_every_figure_beside_its_baseline() {
     let exact = rows.iter().find(|r| r["figure"] == "tokenizer exactness (1 MiB session)").unwrap();
     assert_eq!(exact["cairn"], 100.0, "Cairn's token counts are tiktoken-rs's: {exact}");
 }
+
+/// `cairn bench --long --quick`: a recorded Pi session grown to 2 MB and 100 turns through
+/// `cairn serve`, incremental against whole. Every boundary of the incremental replay must be
+/// accepted (a `diverged` one fails the bench), and it must move about the session's bytes
+/// once while the whole replay moves them at every turn.
+#[test]
+#[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
+fn long_bench_replays_a_grown_session_incrementally_and_whole() {
+    let file = shared("pi").join("pi-mono__large-session.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["bench", "--long", "--quick", "--json"]).arg(&file).env("CAIRN_LOG", "error").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let turns = report["turns"].as_u64().unwrap();
+    assert!(turns >= 100 && report["session_mb"].as_f64().unwrap() >= 2.0, "grown to 2 MB and 100 turns: {report}");
+    let at: Vec<u64> = report["at"].as_array().unwrap().iter().map(|a| a["turn"].as_u64().unwrap()).collect();
+    assert_eq!(at, [10, 100, turns], "{report}");
+    for a in report["at"].as_array().unwrap() {
+        for mode in ["incremental", "whole"] {
+            let (p50, p99) = (a[mode]["p50_ms"].as_f64().unwrap(), a[mode]["p99_ms"].as_f64().unwrap());
+            assert!(p50 > 0.0 && p99 >= p50, "{mode} at turn {}: {a}", a["turn"]);
+        }
+    }
+    let (incremental, whole) = (report["incremental_mb_sent"].as_f64().unwrap(), report["whole_mb_sent"].as_f64().unwrap());
+    let per_byte = report["incremental_sent_per_session_byte"].as_f64().unwrap();
+    assert!((1.0..3.0).contains(&per_byte), "the incremental replay sends the session about once: {per_byte}×");
+    assert!(whole > 20.0 * incremental, "whole {whole} MB vs incremental {incremental} MB");
+    for peak in ["incremental_peak_mib", "whole_peak_mib"] {
+        assert!(report[peak].as_f64().unwrap() > 1.0, "{peak}: {report}");
+    }
+}

@@ -6,10 +6,14 @@
 //! - warm instantiation, a 1 MiB transcript across the component boundary, start-up with every
 //!   bundled plugin from the code cache, the tokenizer against raw tiktoken-rs.
 //!
+//! `cairn bench --long SESSION` grows one session to 30 MB through `cairn serve`, incremental
+//! boundaries against whole ones (`long.rs`).
+//!
 //! `cairn bench --fleet` measures `serve --http` nodes instead (`fleet.rs`): compactions per
 //! second and per-call latency, PostgreSQL on 1–3 nodes beside the local directory on one.
 
 mod fleet;
+mod long;
 mod native;
 mod pi;
 
@@ -44,6 +48,17 @@ pub struct Args {
     /// With --fleet: the nodes run `serve --http --stateless` (no MCP sessions, JSON responses).
     #[arg(long, requires = "fleet")]
     stateless: bool,
+    /// Instead: the first session grown turn by turn (its turns repeated under fresh ids) and
+    /// reported at every turn to `cairn serve`, incremental against whole: bytes sent, time
+    /// per boundary at turns 10, 100 and 1,000, the server's peak memory.
+    #[arg(long, conflicts_with = "fleet")]
+    long: bool,
+    /// With --long: grow the session to this many MB [default: 30; 2 with --quick].
+    #[arg(long, value_name = "MB", requires = "long")]
+    long_mb: Option<usize>,
+    /// With --long: and to at least this many turns [default: 1000; 100 with --quick].
+    #[arg(long, value_name = "TURNS", requires = "long")]
+    long_turns: Option<usize>,
     /// Fewer iterations (CI).
     #[arg(long)]
     quick: bool,
@@ -87,6 +102,14 @@ impl Bench {
 pub fn run(args: Args) -> Result<()> {
     if args.fleet {
         return fleet::run(fleet::Options { postgres: args.postgres, stateless: args.stateless, quick: args.quick, json: args.json });
+    }
+    if args.long {
+        let options = long::Options {
+            target_bytes: args.long_mb.unwrap_or(if args.quick { 2 } else { 30 }) * 1_000_000,
+            min_turns: args.long_turns.unwrap_or(if args.quick { 100 } else { 1_000 }),
+            json: args.json,
+        };
+        return long::run(&std::env::current_exe()?, &args.files[0], options);
     }
     if cfg!(debug_assertions) {
         eprintln!("note: a debug build; the native baselines are unoptimized here. Measure with `cargo run --release -- bench …`.");
