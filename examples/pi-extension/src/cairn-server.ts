@@ -26,9 +26,10 @@ export interface CairnServerOptions {
 export class CairnToolError extends Error {
 	constructor(
 		readonly tool: string,
-		message: string,
+		/** The server's message (or why the call failed), without the `cairn TOOL: ` prefix. */
+		readonly reason: string,
 	) {
-		super(`cairn ${tool}: ${message}`);
+		super(`cairn ${tool}: ${reason}`);
 		this.name = "CairnToolError";
 	}
 }

@@ -9,8 +9,9 @@
  *   (AgentEndEvent) and `session_shutdown` (SessionShutdownEvent);
  * - `ExtensionAPI.registerTool(ToolDefinition)` for `session_history` and `context_maintenance`;
  * - `ExtensionAPI.sendMessage` (a `cairn` custom message carrying Cairn's advice to the model);
- * - `ExtensionAPI.events` (EventBus): each boundary's result is emitted on `cairn:boundary`;
- *   `cairn:settle` (data: a callback) calls back once the background work has finished;
+ * - `ExtensionAPI.events` (EventBus): each boundary's result is emitted on `cairn:boundary`
+ *   (with how it was sent: whole or incremental, bytes); `cairn:settle` (data: a callback) calls
+ *   back once the background work has finished;
  * - `ExtensionContext`: `sessionManager` (ReadonlySessionManager: getSessionId, getHeader,
  *   getBranch), `ui.notify` (ExtensionUIContext), `hasUI`, `cwd`, `model`, `getContextUsage`,
  *   `isIdle`, `hasPendingMessages`, `compact(CompactOptions)`;
@@ -23,17 +24,20 @@ import type {
 	CompactionResult,
 	SessionBeforeCompactEvent,
 	SessionEntry,
+	SessionHeader,
 	TurnEndEvent,
 } from "@mariozechner/pi-coding-agent";
 import { SettingsManager, calculateContextTokens } from "@mariozechner/pi-coding-agent";
 import { StringEnum } from "@mariozechner/pi-ai";
 import { Type } from "typebox";
-import { CairnServer, cairnBinary, describe, errorMessage, firstText, serveArgsFromEnv } from "./cairn-server.js";
+import { CairnServer, CairnToolError, cairnBinary, describe, errorMessage, firstText, serveArgsFromEnv } from "./cairn-server.js";
 import {
 	type CairnReport,
+	appendedSince,
 	boundaryUsage,
 	compactionFromReport,
 	conversationKey,
+	fragmentText,
 	sessionText,
 	turnNumber,
 } from "./pi-session.js";
@@ -52,6 +56,59 @@ interface BoundaryResult {
 	/** As `compact`'s, when this boundary compacted or handed over (beside `report`, not in it). */
 	first_kept_entry_id?: string | null;
 	prefix_summary?: string | null;
+	/** The last entry of the working context after this boundary: the next call's `since` (null: send whole). */
+	acknowledged?: string | null;
+}
+
+/** How a boundary was sent (on `cairn:boundary` as `sent`). */
+export interface BoundarySent {
+	/** Only the entries appended after `since` (`format: "pi"`), not the whole branch. */
+	incremental: boolean;
+	/** UTF-8 bytes of the `transcript` argument of the call that answered. */
+	bytes: number;
+	/** The acknowledged entry the fragment follows; null when sent whole. */
+	since: string | null;
+	/** An incremental call was refused as `diverged: …`, and this boundary was sent again whole. */
+	resent_after_diverged: boolean;
+}
+
+/** Counts since the current server started (on `cairn:boundary` as `totals`). */
+export interface BoundaryTotals {
+	/** Boundaries answered. */
+	boundaries: number;
+	/** Of those, answered to an incremental call. */
+	incremental: number;
+	/** UTF-8 bytes of every `transcript` sent to `boundary`, the refused calls' included. */
+	bytes: number;
+	/** Incremental calls refused as `diverged` (each then sent whole once). */
+	diverged: number;
+}
+
+/** What `cairn:boundary` carries. */
+export interface BoundaryEvent {
+	conversation: string;
+	result: BoundaryResult;
+	sent: BoundarySent;
+	totals: BoundaryTotals;
+}
+
+/** The server of this session and what it acknowledged last: where the next boundary may start. */
+interface Link {
+	server: CairnServer;
+	/** The last entry of the working context it acknowledged; undefined: the next boundary is sent whole. */
+	acknowledged: string | undefined;
+	/** +1 at each reset (a compaction): an answer to a call made before it acknowledges nothing. */
+	resets: number;
+	totals: BoundaryTotals;
+}
+
+/** A turn boundary as Pi's session stood at turn_end (entries are immutable); sent later. */
+interface TurnSnapshot {
+	/** `boundary`'s arguments but the conversation and the transcript (`transcript`, `since`, `format`). */
+	args: Record<string, unknown>;
+	branch: SessionEntry[];
+	header: SessionHeader | null;
+	fallback: { id: string; cwd: string };
 }
 
 interface Notice {
@@ -100,6 +157,8 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 		let pending: Pending | undefined;
 		let compacting = false;
 		let lastWarning: string | undefined;
+		/** The server's last `acknowledged` (incremental boundaries); reset whenever the server changes. */
+		let link: Link | undefined;
 		// Shutdown. In print and JSON mode (`pi -p`, `--mode json`) Pi emits `session_shutdown` as
 		// soon as the prompt returns, while its queue of agent events (turn_end, agent_end, and the
 		// automatic compaction Pi checks after agent_end) may still be running; once the shutdown
@@ -168,6 +227,7 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 			const old = server;
 			serverKey = key;
 			pending = undefined;
+			link = undefined;
 			server = CairnServer.start({
 				bin: cairnBinary(env),
 				conversation: key,
@@ -199,6 +259,7 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 			server = undefined;
 			serverKey = undefined;
 			pending = undefined;
+			link = undefined;
 			if (s) await s.then((x) => x.close()).catch(() => {});
 		}
 
@@ -246,6 +307,7 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 		pi.on("session_start", async () => {
 			// The server starts lazily, on the first call that needs it.
 			pending = undefined;
+			link = undefined;
 			closing = false;
 			closed = false;
 			agentRunning = false;
@@ -300,6 +362,8 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 						include_transcript: false,
 					};
 					if (event.customInstructions) args.preserve = event.customInstructions;
+					// `compact` rewrites the record and acknowledges nothing: the next boundary goes whole.
+					forgetAcknowledged();
 					const report = await cairn.call<CairnReport>("compact", args, { signal: event.signal });
 					const mapped = compactionFromReport(report, event.branchEntries, cairn.conversation);
 					if (!mapped.ok) {
@@ -319,14 +383,25 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 		pi.on("session_compact", async () => {
 			pending = undefined;
 			compactionDueUntil = 0;
+			// Pi wrote its compaction entry: the context Cairn acknowledged is not Pi's any more.
+			forgetAcknowledged();
 		});
+
+		function forgetAcknowledged(): void {
+			if (link) {
+				link.acknowledged = undefined;
+				link.resets++;
+			}
+		}
 
 		pi.on("turn_end", async (event: TurnEndEvent, ctx: ExtensionContext) => {
 			if (closed || !isLive(ctx)) return; // queued behind the shutdown: nothing to report to
-			// The boundary as of this turn, taken now: the session goes on while the call runs.
-			let args: Record<string, unknown>;
+			// The boundary as of this turn, taken now: the session goes on while the call runs. The
+			// transcript is written when the call is made: by then the previous boundary answered,
+			// and its `acknowledged` says where this one may start.
+			let turn: TurnSnapshot;
 			try {
-				args = boundaryArgs(event, ctx);
+				turn = boundarySnapshot(event, ctx);
 			} catch (error) {
 				warn(ctx, `turn boundary failed: ${describe(error)}`);
 				return;
@@ -335,19 +410,18 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 			boundaries = inBackground(async () => {
 				await previous;
 				if (closed || !isLive(ctx)) return;
-				await turnEnd(args, ctx);
+				await turnEnd(turn, ctx);
 			});
 		});
 
-		/** `boundary`'s arguments for this turn (all but the conversation). */
-		function boundaryArgs(event: TurnEndEvent, ctx: ExtensionContext): Record<string, unknown> {
+		/** This turn's boundary: the branch and `boundary`'s arguments but the transcript. */
+		function boundarySnapshot(event: TurnEndEvent, ctx: ExtensionContext): TurnSnapshot {
 			const branch = ctx.sessionManager.getBranch();
 			const message = event.message as { role?: string; stopReason?: string };
 			const window =
 				ctx.model?.contextWindow ?? ctx.getContextUsage()?.contextWindow ?? numberFrom(env.CAIRN_WINDOW) ?? DEFAULT_WINDOW;
-			return {
+			const args = {
 				turn: turnNumber(branch),
-				transcript: transcriptOf(ctx, branch),
 				window,
 				reserve: numberFrom(env.CAIRN_RESERVE) ?? DEFAULT_RESERVE,
 				usage: boundaryUsage(branch, calculateContextTokens),
@@ -357,13 +431,61 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 				// Pi holds the context itself; a compaction comes back as first_kept_entry_id + prefix_summary.
 				include_transcript: false,
 			};
+			const header = ctx.sessionManager.getHeader();
+			return { args, branch, header, fallback: { id: ctx.sessionManager.getSessionId(), cwd: ctx.cwd } };
 		}
 
-		async function turnEnd(args: Record<string, unknown>, ctx: ExtensionContext): Promise<void> {
+		/**
+		 * Calls `boundary`: only the entries appended since the entry this server acknowledged last
+		 * when that entry is on the branch, else the whole branch. A fragment the server refuses as
+		 * `diverged` (its record is not the history acknowledged) is sent again whole, once.
+		 */
+		async function sendBoundary(cairn: CairnServer, turn: TurnSnapshot): Promise<{ result: BoundaryResult; sent: BoundarySent; totals: BoundaryTotals }> {
+			if (!link || link.server !== cairn) {
+				link = { server: cairn, acknowledged: undefined, resets: 0, totals: { boundaries: 0, incremental: 0, bytes: 0, diverged: 0 } };
+			}
+			const current = link;
+			const resets = current.resets;
+			const args = { ...turn.args, conversation: cairn.conversation };
+			const since = current.acknowledged;
+			const appended = appendedSince(turn.branch, since);
+			// Until an answer names the next one: a call that fails leaves the next boundary whole.
+			current.acknowledged = undefined;
+			const answered = (result: BoundaryResult, sent: BoundarySent) => {
+				current.totals.boundaries++;
+				if (sent.incremental) current.totals.incremental++;
+				if (link === current && current.resets === resets) {
+					current.acknowledged = typeof result.acknowledged === "string" ? result.acknowledged : undefined;
+				}
+				return { result, sent, totals: { ...current.totals } };
+			};
+			let resent = false;
+			if (since !== undefined && appended) {
+				const transcript = fragmentText(appended);
+				const bytes = Buffer.byteLength(transcript, "utf8");
+				current.totals.bytes += bytes;
+				try {
+					const result = await cairn.call<BoundaryResult>("boundary", { ...args, transcript, since, format: "pi" });
+					return answered(result, { incremental: true, bytes, since, resent_after_diverged: false });
+				} catch (error) {
+					if (!(error instanceof CairnToolError && error.reason.startsWith("diverged:"))) throw error;
+					current.totals.diverged++;
+					resent = true;
+				}
+			}
+			const transcript = sessionText(turn.header, turn.branch, turn.fallback);
+			const bytes = Buffer.byteLength(transcript, "utf8");
+			current.totals.bytes += bytes;
+			const result = await cairn.call<BoundaryResult>("boundary", { ...args, transcript });
+			return answered(result, { incremental: false, bytes, since: null, resent_after_diverged: resent });
+		}
+
+		async function turnEnd(turn: TurnSnapshot, ctx: ExtensionContext): Promise<void> {
 			try {
 				const cairn = await serverFor(ctx);
-				const result = await cairn.call<BoundaryResult>("boundary", { ...args, conversation: cairn.conversation });
-				pi.events.emit("cairn:boundary", { conversation: cairn.conversation, result });
+				const { result, sent, totals } = await sendBoundary(cairn, turn);
+				const emitted: BoundaryEvent = { conversation: cairn.conversation, result, sent, totals };
+				pi.events.emit("cairn:boundary", emitted);
 				const kind = result.action?.kind;
 				if (kind === "compacted" && result.report) {
 					// Pi applies it at agent_end (compaction hook), from the kept tail and summary the

@@ -59,6 +59,30 @@ export function sessionText(header: SessionHeader | null, entries: readonly Sess
 	return `${lines.join("\n")}\n`;
 }
 
+/**
+ * The branch entries appended after `acknowledged` (the last entry of the working context Cairn
+ * acknowledged at the previous boundary), for an incremental `boundary` call; possibly none.
+ * Undefined when the branch must be sent whole: the entry is not on this branch (a rewind, a
+ * move in the session tree, another session), or a Pi compaction entry follows it (Pi rewrote
+ * the context; Cairn would answer `diverged`).
+ */
+export function appendedSince(branch: readonly SessionEntry[], acknowledged: string | null | undefined): SessionEntry[] | undefined {
+	if (!acknowledged) return undefined;
+	const at = branch.findIndex((e) => e.id === acknowledged);
+	if (at < 0) return undefined;
+	const appended = branch.slice(at + 1);
+	if (appended.some((e) => e.type === "compaction")) return undefined;
+	return appended;
+}
+
+/**
+ * Session entries as a Pi fragment (`format: "pi"`, no header): one JSON object per line, each
+ * with its `id`; "" for none.
+ */
+export function fragmentText(entries: readonly SessionEntry[]): string {
+	return entries.length === 0 ? "" : `${entries.map((e) => JSON.stringify(e)).join("\n")}\n`;
+}
+
 export type Mapped =
 	| { ok: true; compaction: CompactionResult<CairnCompactionDetails> }
 	| { ok: false; reason: string };

@@ -10,7 +10,10 @@
  * - the session grows again (replayed tool work) and a second `session_before_compact` gives a
  *   second Cairn compaction, appended and rebuilt the same way;
  * - `session_history` finds text that Cairn elided; `turn_end` feeds `boundary`, and the
- *   compaction Cairn commits there is the one Pi applies (no second `compact`).
+ *   compaction Cairn commits there is the one Pi applies (no second `compact`);
+ * - boundaries are incremental: the whole branch once, then only the entries appended after the
+ *   one Cairn acknowledged; whole again after a move in Pi's session tree and after `diverged`,
+ *   with the same decisions as a whole replay.
  *
  * Environment: CAIRN_SHARED (required: the shared transcripts folder, holding pi/*.jsonl),
  * CAIRN_BIN (the cairn binary; `cairn` on PATH otherwise).
@@ -55,7 +58,7 @@ if (!process.env.CAIRN_BIN) console.log("# CAIRN_BIN is not set: using `cairn` o
 const piRoot = import.meta.resolve("@mariozechner/pi-coding-agent");
 const deep = (rel: string) => import(new URL(rel, piRoot).href);
 const pi = await import("@mariozechner/pi-coding-agent");
-const { SessionManager, buildSessionContext, DEFAULT_COMPACTION_SETTINGS } = pi;
+const { SessionManager, buildSessionContext, DEFAULT_COMPACTION_SETTINGS, calculateContextTokens } = pi;
 const compaction = await deep("./core/compaction/compaction.js");
 const prepareCompaction = compaction.prepareCompaction as (entries: SessionEntry[], settings: unknown) => any;
 const estimateTokens = compaction.estimateTokens as (m: AgentMessage) => number;
@@ -304,6 +307,18 @@ test("conversation keys and the session text", () => {
 	assert.equal(JSON.parse(text.trim()).type, "session");
 });
 
+test("appendedSince: the entries after the acknowledged one, or none to follow", () => {
+	const e = (id: string, type = "message") => ({ type, id, parentId: null, timestamp: "t", message: { role: "user", content: id } }) as unknown as SessionEntry;
+	const branch = [e("a"), e("b"), e("c")];
+	assert.deepEqual(ext.appendedSince(branch, "a")?.map((x) => x.id), ["b", "c"]);
+	assert.deepEqual(ext.appendedSince(branch, "c"), [], "nothing appended: an empty fragment");
+	assert.equal(ext.appendedSince(branch, "x"), undefined, "not on the branch: whole");
+	assert.equal(ext.appendedSince(branch, undefined), undefined, "nothing acknowledged: whole");
+	assert.equal(ext.appendedSince([...branch, e("k", "compaction"), e("d")], "b"), undefined, "a Pi compaction after it: whole");
+	assert.equal(ext.fragmentText([]), "");
+	assert.deepEqual(ext.fragmentText(branch.slice(1)).split("\n").filter(Boolean).map((l) => JSON.parse(l).id), ["b", "c"]);
+});
+
 test("compactionFromReport: Pi's rules for the kept tail", () => {
 	const msg = (id: string, parentId: string | null, message: unknown) => ({ type: "message", id, parentId, timestamp: "t", message }) as SessionEntry;
 	const branch: SessionEntry[] = [
@@ -431,6 +446,161 @@ test("cairn serve --expose all: the tools, structured errors, session_history be
 		assert.equal(typeof (history.structuredContent as any)?.text, "string");
 	} finally {
 		await server.close();
+	}
+});
+
+test("incremental boundaries on a recorded Pi session: whole once, then the appended entries; whole after a move in the tree and after diverged", async () => {
+	const file = sessionFiles.includes("pi-mono__large-session.jsonl") ? "pi-mono__large-session.jsonl" : sessionFiles[0]!;
+	const loaded = await loadWithPi(path.join(root, "dist", "src", "index.js"));
+	loaded.runtime.sendMessage = () => {};
+	// A copy under a session id of its own: its own Cairn conversation.
+	const dir = mkdtempSync(path.join(scratch, "incremental-"));
+	const [head, ...rest] = readFileSync(path.join(sessionsDir, file), "utf8").split("\n");
+	writeFileSync(path.join(dir, file), [JSON.stringify({ ...JSON.parse(head!), id: randomUUID() }), ...rest].join("\n"));
+	const sm = SessionManager.open(path.join(dir, file), dir);
+	const key = ext.conversationKey(sm.getSessionId());
+	const rec: Recorded = { notices: [], compactCalls: 0 };
+	const events: any[] = [];
+	const off = loaded.events.on("cairn:boundary", (data) => events.push(data));
+	// A window the context fills to ~68%: Cairn advises every 5th turn and compacts never.
+	const window = Math.ceil((estimate(sm.buildSessionContext().messages) + 20) / 0.68);
+	const ctx = contextFor(sm, dir, rec, window);
+	/** The branch at each turn_end and the turn_end's message, for the whole replay. */
+	const turns: Array<{ branch: SessionEntry[]; message: any }> = [];
+	const turnEnd = (message: any) => {
+		turns.push({ branch: sm.getBranch(), message });
+		return handler(loaded, "turn_end")({ type: "turn_end", turnIndex: 0, message, toolResults: [] }, ctx);
+	};
+	/** A turn that calls a tool: the assistant's call and its result. */
+	const toolTurn = (n: number) => {
+		const tokens = estimate(sm.buildSessionContext().messages);
+		const now = Date.now();
+		const reply = assistantMessage([{ type: "toolCall", id: `toolu_inc_${n}`, name: "bash", arguments: { command: `ls step${n}` } }], "toolUse", tokens, now);
+		sm.appendMessage(reply as any);
+		sm.appendMessage({ role: "toolResult", toolCallId: `toolu_inc_${n}`, toolName: "bash", content: [{ type: "text", text: `step${n}.txt` }], isError: false, timestamp: now + 1 } as any);
+		return reply;
+	};
+	const fail = (what: string) => `${what}\nevents: ${JSON.stringify(events.map((e) => ({ sent: e.sent, kind: e.result.action.kind, acknowledged: e.result.acknowledged })))}\nnotices: ${JSON.stringify(rec.notices)}`;
+	try {
+		const forkAt = sm.getLeafId()!; // the recorded session's last entry: the move in the tree goes back here
+		// 1. Six turns: an exchange, a tool turn, its answer; then two turn_ends back to back (the
+		//    second's `since` is known only once the first answered); then a turn_end with nothing new.
+		await turnEnd(exchange(sm, "Check the build.").reply);
+		await settled(loaded);
+		await turnEnd(toolTurn(1));
+		await turnEnd(exchange(sm, "Now the tests.").reply);
+		await settled(loaded);
+		await turnEnd(exchange(sm, "And the docs.").reply);
+		await turnEnd(exchange(sm, "And the changelog.").reply);
+		await turnEnd(turns.at(-1)!.message);
+		await settled(loaded);
+		assert.equal(events.length, 6, fail("every turn_end reached boundary"));
+		const [first, ...later] = events.slice(0, 6);
+		assert.equal(first.conversation, key);
+		assert.deepEqual(first.sent, { incremental: false, bytes: first.sent.bytes, since: null, resent_after_diverged: false }, fail("the first boundary is whole"));
+		const whole = ext.sessionText(sm.getHeader(), turns[0]!.branch, { id: sm.getSessionId(), cwd: dir });
+		assert.equal(first.sent.bytes, Buffer.byteLength(whole, "utf8"), "bytes: the whole session text");
+		for (const [i, e] of events.slice(0, 6).entries()) {
+			const last = turns[i]!.branch.at(-1)!;
+			assert.equal(e.result.acknowledged, last.id, fail(`boundary ${i + 1} acknowledges the branch's last entry`));
+			if (i === 0) continue;
+			assert.equal(e.sent.incremental, true, fail(`boundary ${i + 1} is incremental`));
+			assert.equal(e.sent.since, events[i - 1].result.acknowledged, fail(`boundary ${i + 1} follows the entry acknowledged before it`));
+			const appended = turns[i]!.branch.slice(turns[i - 1]!.branch.length);
+			assert.equal(e.sent.bytes, Buffer.byteLength(ext.fragmentText(appended), "utf8"), `boundary ${i + 1} sends the ${appended.length} entries appended`);
+			assert.ok(e.sent.bytes * 50 < first.sent.bytes, fail(`boundary ${i + 1}: ${e.sent.bytes} bytes, a small fraction of ${first.sent.bytes}`));
+		}
+		assert.equal(events[5].sent.bytes, 0, "a turn_end with nothing appended sends an empty fragment");
+		const incrementalBytes = later.reduce((sum, e) => sum + e.sent.bytes, 0);
+		console.log(`# ${file}: boundary bytes: whole ${first.sent.bytes}, then ${later.map((e) => e.sent.bytes).join(", ")} incremental (${incrementalBytes} in all)`);
+
+		// 2. A move in Pi's session tree: back to the recorded session's end, and on from there. The
+		//    acknowledged entry is off the branch: whole, and no error.
+		sm.branch(forkAt);
+		await turnEnd(exchange(sm, "Another way: start over from the recorded end.").reply);
+		await settled(loaded);
+		const moved = events[6];
+		assert.ok(moved, fail("the boundary after the move ran"));
+		assert.deepEqual([moved.sent.incremental, moved.sent.resent_after_diverged, moved.totals.diverged], [false, false, 0], fail("after the move: whole, not after a diverged call"));
+		assert.equal(moved.result.acknowledged, turns[6]!.branch.at(-1)!.id);
+		await turnEnd(exchange(sm, "Go on on the new branch.").reply);
+		await settled(loaded);
+		assert.equal(events[7]?.sent.incremental, true, fail("incremental again on the new branch"));
+
+		// 3. The record changes behind the extension's back: another server on the same home and
+		//    conversation reports a whole, different history (the branch without its last exchange).
+		//    The next incremental call diverges; the extension sends that boundary whole at once.
+		const other = await ext.CairnServer.start({ bin: ext.cairnBinary(), conversation: key, cwd: dir });
+		const replay = await ext.CairnServer.start({ bin: ext.cairnBinary(), conversation: `pi-whole-${randomUUID()}`, cwd: dir });
+		try {
+			const shorter = sm.getBranch().slice(0, -2);
+			const behind = await other.call<any>("boundary", {
+				conversation: key,
+				turn: ext.turnNumber(shorter),
+				transcript: ext.sessionText(sm.getHeader(), shorter, { id: sm.getSessionId(), cwd: dir }),
+				window,
+				include_transcript: false,
+			});
+			assert.equal(behind.acknowledged, shorter.at(-1)!.id);
+			await turnEnd(exchange(sm, "And after the other client.").reply);
+			await settled(loaded);
+			const resent = events[8];
+			assert.ok(resent, fail("the boundary after the other client ran"));
+			assert.deepEqual(
+				[resent.sent.incremental, resent.sent.since, resent.sent.resent_after_diverged, resent.totals.diverged],
+				[false, null, true, 1],
+				fail("a diverged fragment is sent again whole, once"),
+			);
+			assert.equal(resent.result.acknowledged, turns[8]!.branch.at(-1)!.id, "the turn is recorded all the same");
+			await turnEnd(exchange(sm, "And one more.").reply);
+			await settled(loaded);
+			assert.deepEqual([events[9]?.sent.incremental, events[9]?.sent.resent_after_diverged], [true, false], fail("incremental again after it"));
+
+			// Pi compacts by itself (its compaction entry, then session_compact): whole again.
+			const branchNow = sm.getBranch();
+			sm.appendCompaction("Pi's own summary of the work so far.", branchNow.at(-2)!.id, 1000, undefined, false);
+			await handler(loaded, "session_compact")({ type: "session_compact", compactionEntry: sm.getLeafEntry(), fromExtension: false }, ctx);
+			await turnEnd(exchange(sm, "Go on after Pi's compaction.").reply);
+			await settled(loaded);
+			assert.deepEqual([events[10]?.sent.incremental, events[10]?.sent.resent_after_diverged], [false, false], fail("after Pi's compaction: whole"));
+			await turnEnd(exchange(sm, "And on.").reply);
+			await settled(loaded);
+			assert.equal(events[11]?.sent.incremental, true, fail("incremental again after Pi's compaction"));
+			assert.ok(!rec.notices.some((n) => n.level === "warning" || n.level === "error"), fail("no boundary failed"));
+
+			// 4. The same turns, each sent whole to a conversation of its own: the same decisions.
+			const kinds: string[] = [];
+			for (const [i, t] of turns.entries()) {
+				const m = t.message as { role?: string; stopReason?: string };
+				const out = await replay.call<any>("boundary", {
+					conversation: replay.conversation,
+					turn: ext.turnNumber(t.branch),
+					transcript: ext.sessionText(sm.getHeader(), t.branch, { id: sm.getSessionId(), cwd: dir }),
+					window,
+					reserve: 16_384,
+					usage: ext.boundaryUsage(t.branch, calculateContextTokens),
+					turn_complete: m.role !== "assistant" || m.stopReason !== "toolUse",
+					tool_call_outstanding: false,
+					include_transcript: false,
+				});
+				const got = events[i].result;
+				kinds.push(got.action.kind);
+				assert.deepEqual(
+					[got.action.kind, got.usage, got.advice, got.acknowledged],
+					[out.action.kind, out.usage, out.advice, out.acknowledged],
+					fail(`boundary ${i + 1} decides as the whole replay`),
+				);
+			}
+			console.log(`# ${file}: ${events.length} boundaries (${kinds.join(", ")}), as a whole replay decides`);
+			assert.ok(kinds.includes("advised") && kinds.includes("none"), `the replay has decisions to compare: ${kinds.join(", ")}`);
+			assert.ok(!kinds.includes("compacted"), "Cairn compacted nothing");
+		} finally {
+			await other.close();
+			await replay.close();
+		}
+	} finally {
+		off();
+		await handler(loaded, "session_shutdown")({ type: "session_shutdown", reason: "quit" }, ctx);
 	}
 });
 
@@ -721,6 +891,7 @@ for (const file of sessionFiles) {
 				const out = boundaries[0].result;
 				assert.equal(out.action.kind, "none", `a roomy window needs nothing: ${JSON.stringify(out.action)}`);
 				assert.equal(out.usage, first.tokens, "the usage Pi reported reaches Cairn");
+				assert.equal(boundaries[0].sent.incremental, false, "the first boundary sends the whole branch");
 				assert.ok(!rec.notices.some((n) => n.level === "warning" || n.level === "error"), JSON.stringify(rec.notices));
 
 				// A window the context fills to 85%: Cairn's trigger compacts at this boundary.
@@ -730,6 +901,11 @@ for (const file of sessionFiles) {
 				await settled(loaded);
 				const out2 = boundaries[1]?.result;
 				assert.ok(out2, "second boundary ran");
+				assert.deepEqual(
+					[boundaries[1].sent.incremental, boundaries[1].sent.since],
+					[true, out.acknowledged],
+					"the second boundary sends only the exchange appended after the acknowledged entry",
+				);
 				console.log(
 					`# ${file}: boundary at 85% → ${JSON.stringify(out2.action)}, ` +
 						`report ${out2.report ? `${out2.report.tokens_before} → ${out2.report.tokens_after} by ${out2.report.committed_by}` : "none"}, ` +

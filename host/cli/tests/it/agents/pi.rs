@@ -5,9 +5,12 @@
 //! (the session file's compaction entry carries Cairn's `archive_id`, Pi's own summarization
 //! prompt never reaches the model); the next request starts with Cairn's summary with every tool
 //! call paired; `session_history` finds what was compacted away; and `--mode json` prints the
-//! event stream Pi prints without extensions (every `turn_end`, `agent_end`). The TUI (in tmux):
-//! a turn, Pi's automatic compaction answered by Cairn, `/quit` leaves cleanly.
+//! event stream Pi prints without extensions (every `turn_end`, `agent_end`); and the extension's
+//! `boundary` calls are incremental (whole once per `pi` run, then only the entries Pi appended
+//! after the one Cairn acknowledged: a wrapper around `cairn serve` records the MCP traffic). The
+//! TUI (in tmux): a turn, Pi's automatic compaction answered by Cairn, `/quit` leaves cleanly.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -67,9 +70,42 @@ struct Pi {
     home: tempfile::TempDir,
     project: tempfile::TempDir,
     cairn_home: tempfile::TempDir,
+    /// `cairn` as the extension starts it (CAIRN_BIN): the real binary behind a recording wrapper.
+    recorder: tempfile::TempDir,
     _extension: tempfile::TempDir,
     server: ModelServer,
     runs: Vec<Run>,
+}
+
+/// One `boundary` call the extension made, and the server's answer.
+struct BoundaryCall {
+    since: Option<String>,
+    format: Option<String>,
+    /// UTF-8 bytes of the `transcript` argument.
+    bytes: usize,
+    /// The JSON-RPC `result` (null when no answer was recorded).
+    answer: Value,
+}
+
+impl BoundaryCall {
+    fn failed(&self) -> bool {
+        self.answer.is_null() || self.answer["isError"] == true
+    }
+
+    fn acknowledged(&self) -> Option<&str> {
+        self.answer["structuredContent"]["acknowledged"].as_str()
+    }
+
+    fn describe(&self) -> String {
+        let outcome = if self.answer.is_null() {
+            "no answer".to_string()
+        } else if self.failed() {
+            format!("error {}", tail(&self.answer["content"].to_string(), 300))
+        } else {
+            format!("{} → acknowledged {:?}", self.answer["structuredContent"]["action"]["kind"], self.acknowledged())
+        };
+        format!("since {:?} format {:?} transcript {} bytes: {outcome}", self.since, self.format, self.bytes)
+    }
 }
 
 impl Pi {
@@ -115,6 +151,7 @@ impl Pi {
             home,
             project,
             cairn_home: tempfile::tempdir().unwrap(),
+            recorder: recording_cairn(),
             _extension: extension,
             server,
             runs: Vec::new(),
@@ -135,7 +172,7 @@ impl Pi {
         cmd.args(args)
             .current_dir(self.project.path())
             .env("HOME", self.home.path())
-            .env("CAIRN_BIN", env!("CARGO_BIN_EXE_cairn"))
+            .env("CAIRN_BIN", self.recorder.path().join("cairn"))
             .env("CAIRN_HOME", self.cairn_home.path())
             .env("PI_OFFLINE", "1")
             .env("PI_SKIP_VERSION_CHECK", "1")
@@ -223,6 +260,85 @@ impl Pi {
         std::fs::read_to_string(&files[0]).unwrap().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
     }
 
+    /// The `boundary` calls each `cairn serve` the extension started received (one server per
+    /// `pi` run), servers in the order they started, calls in the order they were sent.
+    fn boundary_calls(&self) -> Vec<(String, Vec<BoundaryCall>)> {
+        let mut inputs: Vec<PathBuf> = std::fs::read_dir(self.recorder.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "in"))
+            .collect();
+        inputs.sort();
+        let lines = |path: &Path| -> Vec<Value> {
+            std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+        };
+        inputs
+            .iter()
+            .map(|input| {
+                let answers: HashMap<String, Value> = lines(&input.with_extension("out"))
+                    .into_iter()
+                    .filter(|m| !m["id"].is_null() && m.get("result").is_some())
+                    .map(|m| (m["id"].to_string(), m["result"].clone()))
+                    .collect();
+                let calls = lines(input)
+                    .into_iter()
+                    .filter(|m| m["method"] == "tools/call" && m["params"]["name"] == "boundary")
+                    .map(|m| {
+                        let args = &m["params"]["arguments"];
+                        BoundaryCall {
+                            since: args["since"].as_str().map(str::to_string),
+                            format: args["format"].as_str().map(str::to_string),
+                            bytes: args["transcript"].as_str().map_or(0, str::len),
+                            answer: answers.get(&m["id"].to_string()).cloned().unwrap_or(Value::Null),
+                        }
+                    })
+                    .collect();
+                (input.file_stem().unwrap().to_string_lossy().into_owned(), calls)
+            })
+            .collect()
+    }
+
+    /// Within each `pi` run the extension sends the whole branch once, then only what Pi
+    /// appended: a later `boundary` names the entry the previous answer acknowledged (`since`),
+    /// sends a Pi fragment (`format: "pi"`) smaller than the whole, and is answered.
+    fn expect_incremental_boundaries(&self) {
+        let servers = self.boundary_calls();
+        let mut report = String::new();
+        for (name, calls) in &servers {
+            report.push_str(&format!("{name}:\n"));
+            for (n, call) in calls.iter().enumerate() {
+                report.push_str(&format!("  #{n} {}\n", call.describe()));
+            }
+        }
+        eprintln!("boundary calls per `cairn serve`:\n{report}");
+        let fail = |what: String| -> ! { self.fail(&format!("{what}\n=== boundary calls per `cairn serve` (recorded by {})\n{report}", self.recorder.path().display())) };
+        let mut followed = 0;
+        for (name, calls) in &servers {
+            let Some(first) = calls.first() else { continue };
+            if first.since.is_some() || first.failed() {
+                fail(format!("{name}: the first boundary is not an answered whole transcript"));
+            }
+            if calls.len() < 2 {
+                continue;
+            }
+            let incremental = calls
+                .windows(2)
+                .filter(|pair| {
+                    let (before, call) = (&pair[0], &pair[1]);
+                    call.since.is_some() && call.since.as_deref() == before.acknowledged() && call.format.as_deref() == Some("pi") && call.bytes < first.bytes && !call.failed()
+                })
+                .count();
+            if incremental == 0 {
+                fail(format!("{name}: {} boundaries in one `pi` run, none of them incremental", calls.len()));
+            }
+            followed += 1;
+        }
+        if followed == 0 {
+            fail("no `pi` run made two boundaries".into());
+        }
+    }
+
     /// Fails with everything needed to see why: each run's output, the session file, the requests.
     fn fail(&self, message: &str) -> ! {
         let mut report = format!("{message}\n");
@@ -257,6 +373,22 @@ impl Pi {
         }
         panic!("{report}");
     }
+}
+
+/// A `cairn` for CAIRN_BIN that runs the real binary (same argv, same process: `exec`) and
+/// records one server's MCP traffic: what the extension sends (stdin) in `serve-<time>-<pid>.in`,
+/// what the server answers (stdout) in `….out`. The `tee`s end with the pipes they copy.
+fn recording_cairn() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "#!/bin/bash\nlog='{}'/serve-$(date +%s%N)-$$\nexec '{}' \"$@\" < <(exec tee -a \"$log.in\") > >(exec tee -a \"$log.out\")\n",
+        dir.path().display(),
+        env!("CARGO_BIN_EXE_cairn")
+    );
+    let path = dir.path().join("cairn");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    dir
 }
 
 /// The extension packaged as `pi install PATH` takes it: the checked-in package (package.json
@@ -393,6 +525,9 @@ fn print_and_json_mode_compaction_is_cairns_and_pi_exits() {
     if let Some(n) = pi.server.requests().iter().position(chat::is_pi_summarization) {
         pi.fail(&format!("request #{n} is Pi's own summarization (SUMMARIZATION_SYSTEM_PROMPT)"));
     }
+
+    // 5. The boundaries of every run were incremental after the first (whole) one.
+    pi.expect_incremental_boundaries();
 }
 
 /// Pi's TUI in a pseudo-terminal (a private tmux server), driven as a user types.
