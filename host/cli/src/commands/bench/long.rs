@@ -164,11 +164,12 @@ struct Server {
 }
 
 impl Server {
-    fn start(exe: &Path, home: &Path) -> Result<Server> {
+    fn start(exe: &Path, home: &Path, extra: &[&str]) -> Result<Server> {
         let log = home.with_extension("log");
         let mut child = Command::new(exe)
             .args(["serve", "--no-watch", "--home"])
             .arg(home)
+            .args(extra)
             .env("CAIRN_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -310,7 +311,7 @@ pub fn run(exe: &Path, file: &Path, options: Options) -> Result<()> {
 
     // Incremental: every turn; the first whole, then what was appended since `acknowledged`.
     progress.set_message("incremental");
-    let mut server = Server::start(exe, &temp.path().join("incremental"))?;
+    let mut server = Server::start(exe, &temp.path().join("incremental"), &[])?;
     let mut incremental = vec![Vec::new(); reported.len()];
     let mut acknowledged: Option<String> = None;
     for turn in 1..=last {
@@ -337,7 +338,8 @@ pub fn run(exe: &Path, file: &Path, options: Options) -> Result<()> {
 
     // Whole: the session at every call, on the reported turns only (see the module doc).
     progress.set_message("whole");
-    let mut server = Server::start(exe, &temp.path().join("whole"))?;
+    // A whole 30 MB session escaped into JSON is over the server's default request limit.
+    let mut server = Server::start(exe, &temp.path().join("whole"), &["--max-request-bytes", "1073741824"])?;
     let mut whole = Vec::new();
     for &r in &reported {
         let first = r.saturating_sub(SAMPLES).max(1);
