@@ -215,14 +215,14 @@ mod tests {
 
     fn call(id: &str, call: &str, name: &str, args: &str) -> Entry {
         let mut e = Entry::text(id, Role::Assistant, Origin::Agent, "");
-        e.parts = vec![Part::ToolCall { id: call.into(), name: name.into(), args: args.into() }];
+        e.parts = vec![Part::ToolCall { id: call.into(), name: name.into(), args: args.into() }].into();
         e.tokens = 10;
         e
     }
 
     fn result(id: &str, call: &str, text: &str, tokens: u32) -> Entry {
         let mut e = Entry::text(id, Role::Tool, Origin::Tool, "");
-        e.parts = vec![Part::ToolResult { call_id: call.into(), content: text.into(), is_error: false, elided: None }];
+        e.parts = vec![Part::ToolResult { call_id: call.into(), content: text.into(), is_error: false, elided: None }].into();
         e.tokens = tokens;
         e
     }

@@ -130,7 +130,7 @@ mod tests {
     use crate::transcript::{Origin, Role};
 
     fn call(args: &str) -> Entry {
-        Entry { parts: vec![Part::ToolCall { id: "c".into(), name: "read".into(), args: args.into() }], ..Entry::text("a", Role::Assistant, Origin::Agent, "") }
+        Entry { parts: vec![Part::ToolCall { id: "c".into(), name: "read".into(), args: args.into() }].into(), ..Entry::text("a", Role::Assistant, Origin::Agent, "") }
     }
 
     #[test]

@@ -119,11 +119,11 @@ mod tests {
     }
 
     fn call(id: &str) -> Entry {
-        Entry { parts: vec![Part::ToolCall { id: id.into(), name: "bash".into(), args: "{}".into() }], ..Entry::text(format!("c-{id}"), Role::Assistant, Origin::Agent, "") }
+        Entry { parts: vec![Part::ToolCall { id: id.into(), name: "bash".into(), args: "{}".into() }].into(), ..Entry::text(format!("c-{id}"), Role::Assistant, Origin::Agent, "") }
     }
 
     fn result(id: &str, content: String) -> Entry {
-        Entry { parts: vec![Part::ToolResult { call_id: id.into(), content, is_error: false, elided: None }], ..Entry::text(format!("r-{id}"), Role::Tool, Origin::Tool, "") }
+        Entry { parts: vec![Part::ToolResult { call_id: id.into(), content, is_error: false, elided: None }].into(), ..Entry::text(format!("r-{id}"), Role::Tool, Origin::Tool, "") }
     }
 
     #[test]

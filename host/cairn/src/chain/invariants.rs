@@ -83,6 +83,11 @@ pub fn apply(entries: &[Entry], window: &Window, output: StrategyOutput, archive
             if let Some(original) = at.map(|i| &entries[i]) {
                 entry.response.clone_from(&original.response);
                 entry.reported_tokens = original.reported_tokens;
+                // An entry handed back unchanged shares the original's text again: the copy
+                // that crossed the Wasm boundary is dropped here, not carried through the run.
+                if entry.parts == original.parts {
+                    entry.parts = original.parts.clone();
+                }
             }
         }
         tokenizer.count_entry(entry);
@@ -193,8 +198,8 @@ mod tests {
 
     #[test]
     fn a_result_must_directly_follow_its_call() {
-        let call = |id: &str| Entry { parts: vec![Part::ToolCall { id: "c".into(), name: "bash".into(), args: "{}".into() }], ..text(id, Role::Assistant) };
-        let result = |id: &str| Entry { parts: vec![Part::ToolResult { call_id: "c".into(), content: "ok".into(), is_error: false, elided: None }], ..text(id, Role::Tool) };
+        let call = |id: &str| Entry { parts: vec![Part::ToolCall { id: "c".into(), name: "bash".into(), args: "{}".into() }].into(), ..text(id, Role::Assistant) };
+        let result = |id: &str| Entry { parts: vec![Part::ToolResult { call_id: "c".into(), content: "ok".into(), is_error: false, elided: None }].into(), ..text(id, Role::Tool) };
         let adjacent = [call("1"), result("2"), text("3", Role::User)];
         assert!(pairing_problems(&adjacent).is_empty());
         let apart = [call("1"), text("3", Role::User), result("2")];
@@ -209,11 +214,11 @@ mod tests {
     }
 
     fn call(id: &str, call: &str) -> Entry {
-        Entry { parts: vec![Part::ToolCall { id: call.into(), name: "read".into(), args: "{}".into() }], ..text(id, Role::Assistant) }
+        Entry { parts: vec![Part::ToolCall { id: call.into(), name: "read".into(), args: "{}".into() }].into(), ..text(id, Role::Assistant) }
     }
 
     fn result(id: &str, call: &str) -> Entry {
-        Entry { parts: vec![Part::ToolResult { call_id: call.into(), content: "x".repeat(400), is_error: false, elided: None }], ..text(id, Role::Tool) }
+        Entry { parts: vec![Part::ToolResult { call_id: call.into(), content: "x".repeat(400), is_error: false, elided: None }].into(), ..text(id, Role::Tool) }
     }
 
     fn entries() -> Vec<Entry> {
@@ -315,7 +320,7 @@ mod tests {
         assert_eq!(kept(dropped.clone()), verbatim, "a dropped pin is carried back");
         assert!(!dropped.forgotten.contains(&carried.id));
         let mut changed = carried.clone();
-        changed.parts = vec![Part::Text { text: "rewritten".into() }];
+        changed.parts = vec![Part::Text { text: "rewritten".into() }].into();
         assert_eq!(kept(check(&pinned, output("u1", "a2", vec![summary(), changed])).unwrap()), verbatim, "a changed pin is restored");
         let mut claimed = summary();
         claimed.pinned = true;

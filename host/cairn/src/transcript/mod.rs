@@ -4,6 +4,8 @@
 pub mod formats;
 pub mod sample;
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// Who speaks in an entry.
@@ -50,6 +52,98 @@ pub enum Part {
     Placeholder { text: String, uri: Option<String> },
 }
 
+/// An entry's parts, shared by every copy of the entry: the record's snapshot, the chain's
+/// working context and a compaction's kept entries hold the same text, not copies of it
+/// (a 30 MB session is held once). Reading goes through `Deref`; changing one copy's parts
+/// (`DerefMut`) copies that entry's parts first, and only those. Serialized as the list
+/// itself, so the record and every format read and write it as they did a `Vec<Part>`.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Parts(Arc<Vec<Part>>);
+
+impl Parts {
+    /// Whether both share one list (a copy of the same entry, not merely equal text).
+    pub fn shares(&self, other: &Parts) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::ops::Deref for Parts {
+    type Target = Vec<Part>;
+    fn deref(&self) -> &Vec<Part> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Parts {
+    fn deref_mut(&mut self) -> &mut Vec<Part> {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl From<Vec<Part>> for Parts {
+    fn from(parts: Vec<Part>) -> Self {
+        Parts(Arc::new(parts))
+    }
+}
+
+impl FromIterator<Part> for Parts {
+    fn from_iter<I: IntoIterator<Item = Part>>(iter: I) -> Self {
+        Parts(Arc::new(iter.into_iter().collect()))
+    }
+}
+
+impl<'a> IntoIterator for &'a Parts {
+    type Item = &'a Part;
+    type IntoIter = std::slice::Iter<'a, Part>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a mut Parts {
+    type Item = &'a mut Part;
+    type IntoIter = std::slice::IterMut<'a, Part>;
+    fn into_iter(self) -> Self::IntoIter {
+        Arc::make_mut(&mut self.0).iter_mut()
+    }
+}
+
+impl PartialEq<Vec<Part>> for Parts {
+    fn eq(&self, other: &Vec<Part>) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl PartialEq<[Part]> for Parts {
+    fn eq(&self, other: &[Part]) -> bool {
+        self.0.as_slice() == other
+    }
+}
+
+impl<const N: usize> PartialEq<[Part; N]> for Parts {
+    fn eq(&self, other: &[Part; N]) -> bool {
+        self.0.as_slice() == other
+    }
+}
+
+impl std::fmt::Debug for Parts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for Parts {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Parts {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<Part>::deserialize(deserializer).map(Parts::from)
+    }
+}
+
 /// One message or event of the conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
@@ -58,7 +152,7 @@ pub struct Entry {
     pub id: String,
     pub role: Role,
     pub origin: Origin,
-    pub parts: Vec<Part>,
+    pub parts: Parts,
     /// Tokens by the host tokenizer; filled in by `Transcript::count_tokens`.
     #[serde(default)]
     pub tokens: u32,
@@ -147,7 +241,7 @@ impl Entry {
             id: id.into(),
             role,
             origin,
-            parts: vec![Part::Text { text: text.into() }],
+            parts: vec![Part::Text { text: text.into() }].into(),
             tokens: 0,
             turn: 0,
             pinned: false,

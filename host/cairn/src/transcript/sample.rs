@@ -60,14 +60,14 @@ const MODULES: [&str; 5] = ["accounts", "journal", "ledger", "reports", "currenc
 
 fn assistant(id: String, text: String, call_id: &str, name: &str, args: &str) -> Entry {
     Entry {
-        parts: vec![Part::Text { text }, Part::ToolCall { id: call_id.into(), name: name.into(), args: args.into() }],
+        parts: vec![Part::Text { text }, Part::ToolCall { id: call_id.into(), name: name.into(), args: args.into() }].into(),
         ..Entry::text(id, Role::Assistant, Origin::Agent, "")
     }
 }
 
 fn tool_result(id: String, call_id: &str, content: String) -> Entry {
     Entry {
-        parts: vec![Part::ToolResult { call_id: call_id.into(), content, is_error: false, elided: None }],
+        parts: vec![Part::ToolResult { call_id: call_id.into(), content, is_error: false, elided: None }].into(),
         ..Entry::text(id, Role::Tool, Origin::Tool, "")
     }
 }

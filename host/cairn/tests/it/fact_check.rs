@@ -30,13 +30,13 @@ impl ModelProvider for Canned {
 
 fn call(id: &str, text: &str, call_id: &str, name: &str, args: &str) -> Entry {
     Entry {
-        parts: vec![Part::Text { text: text.into() }, Part::ToolCall { id: call_id.into(), name: name.into(), args: args.into() }],
+        parts: vec![Part::Text { text: text.into() }, Part::ToolCall { id: call_id.into(), name: name.into(), args: args.into() }].into(),
         ..Entry::text(id, Role::Assistant, Origin::Agent, "")
     }
 }
 
 fn result(id: &str, call_id: &str, content: String) -> Entry {
-    Entry { parts: vec![Part::ToolResult { call_id: call_id.into(), content, is_error: false, elided: None }], ..Entry::text(id, Role::Tool, Origin::Tool, "") }
+    Entry { parts: vec![Part::ToolResult { call_id: call_id.into(), content, is_error: false, elided: None }].into(), ..Entry::text(id, Role::Tool, Origin::Tool, "") }
 }
 
 fn test_run(passing: bool) -> String {

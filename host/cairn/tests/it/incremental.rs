@@ -129,7 +129,7 @@ async fn a_history_that_is_not_the_acknowledged_one_diverges_and_records_nothing
 
     // An earlier entry edited and sent again under its id.
     let mut edited = turns[1][0].clone();
-    edited.parts = vec![Part::Text { text: "something else entirely".into() }];
+    edited.parts = vec![Part::Text { text: "something else entirely".into() }].into();
     let text = diverged(life.boundary_since(report("div", 4, window, vec![edited]), Some(since.clone())).await);
     assert!(text.contains("sent again"), "{text}");
     assert_eq!(recorded(dir.path(), "div"), before);

@@ -51,7 +51,7 @@ fn giant_call_entry(turn: u32) -> Entry {
         parts: vec![
             Part::Text { text: "Reading the whole build log.".into() },
             Part::ToolCall { id: GIANT_CALL.into(), name: "bash".into(), args: r#"{"command":"cat target/build.log"}"#.into() },
-        ],
+        ].into(),
         turn,
         ..Entry::text("cairn-giant-call", Role::Assistant, Origin::Agent, "")
     }
@@ -59,7 +59,7 @@ fn giant_call_entry(turn: u32) -> Entry {
 
 fn giant_result_entry(turn: u32) -> Entry {
     Entry {
-        parts: vec![Part::ToolResult { call_id: GIANT_CALL.into(), content: giant_log().to_string(), is_error: false, elided: None }],
+        parts: vec![Part::ToolResult { call_id: GIANT_CALL.into(), content: giant_log().to_string(), is_error: false, elided: None }].into(),
         turn,
         ..Entry::text("cairn-giant-result", Role::Tool, Origin::Tool, "")
     }

@@ -119,7 +119,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
     let mut seen = HashMap::new();
     let mut push = |entries: &mut Vec<Entry>, role: Role, origin: Origin, parts: Vec<Part>| {
         let id = content_id(role, &parts, &mut seen);
-        entries.push(Entry { parts, ..Entry::text(id, role, origin, "") });
+        entries.push(Entry { parts: parts.into(), ..Entry::text(id, role, origin, "") });
     };
     if let Some(system) = &document.system {
         let split = split_content(system).map_err(|m| TranscriptError::new(source_name, None, format!("system: {m}")))?;
@@ -271,7 +271,7 @@ mod tests {
     #[test]
     fn an_orphan_call_is_answered_and_the_first_message_is_the_users() {
         let t = Transcript::new(vec![
-            Entry { parts: vec![Part::ToolCall { id: "c1".into(), name: "ls".into(), args: "not json".into() }], ..Entry::text("a", Role::Assistant, Origin::Agent, "") },
+            Entry { parts: vec![Part::ToolCall { id: "c1".into(), name: "ls".into(), args: "not json".into() }].into(), ..Entry::text("a", Role::Assistant, Origin::Agent, "") },
             Entry::text("u", Role::User, Origin::Operator, "next"),
         ]);
         let body: Value = serde_json::from_str(&write(&t)).unwrap();

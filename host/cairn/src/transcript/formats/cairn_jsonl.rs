@@ -86,7 +86,7 @@ mod tests {
                     id: "c1".into(),
                     name: "ls".into(),
                     args: r#"{"path":"."}"#.into(),
-                }],
+                }].into(),
                 tokens: 12,
                 ..Entry::text("a", Role::Assistant, Origin::Agent, "")
             },
@@ -105,7 +105,7 @@ mod tests {
                     Part::Image {
                         reference: "image/png image, 8 bytes base64".into(),
                     },
-                ],
+                ].into(),
                 pinned: true,
                 ..Entry::text("r", Role::Tool, Origin::Tool, "")
             },

@@ -195,7 +195,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                             response_at.insert(r.clone(), entries.len());
                         }
                         entries.push(Entry {
-                            parts: split.parts,
+                            parts: split.parts.into(),
                             response: m.id,
                             reported_tokens: tokens,
                             ..Entry::text(id(), Role::Assistant, Origin::Agent, "")
@@ -209,7 +209,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                 let results = split.results.len();
                 for (k, result) in split.results.into_iter().enumerate() {
                     let rid = if k == 0 { base.clone() } else { format!("{base}-{}", k + 1) };
-                    entries.push(Entry { parts: vec![result], ..Entry::text(rid, Role::Tool, Origin::Tool, "") });
+                    entries.push(Entry { parts: vec![result].into(), ..Entry::text(rid, Role::Tool, Origin::Tool, "") });
                 }
                 if !split.parts.is_empty() {
                     let origin = match (line.is_compact_summary, line.is_meta || injected(&split.parts)) {
@@ -219,7 +219,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                     };
                     // The line's id went to its first result, if it had any.
                     let id = if results > 0 { format!("{base}-text") } else { base };
-                    entries.push(Entry { parts: split.parts, ..Entry::text(id, Role::User, origin, "") });
+                    entries.push(Entry { parts: split.parts.into(), ..Entry::text(id, Role::User, origin, "") });
                 }
             }
             ("system", _) if line.subtype.as_deref() == Some("local_command") => {

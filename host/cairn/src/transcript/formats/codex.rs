@@ -267,7 +267,7 @@ impl Reader<'_> {
             None if parts.is_empty() => {}
             None => {
                 self.open = Some(self.entries.len());
-                self.entries.push(Entry { parts, ..Entry::text(id, Role::Assistant, Origin::Agent, "") });
+                self.entries.push(Entry { parts: parts.into(), ..Entry::text(id, Role::Assistant, Origin::Agent, "") });
             }
         }
     }
@@ -276,7 +276,7 @@ impl Reader<'_> {
     fn push(&mut self, id: String, role: Role, origin: Origin, parts: Vec<Part>) {
         self.open = None;
         if !parts.is_empty() {
-            self.entries.push(Entry { parts, ..Entry::text(id, role, origin, "") });
+            self.entries.push(Entry { parts: parts.into(), ..Entry::text(id, role, origin, "") });
         }
     }
 }

@@ -130,7 +130,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                     continue;
                 }
                 entries.push(Entry {
-                    parts,
+                    parts: parts.into(),
                     reported_tokens: message.get("tokens").and_then(reported_tokens),
                     ..Entry::text(id.clone(), Role::Assistant, Origin::Agent, "")
                 });
@@ -140,7 +140,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                         (format!("[no result recorded; status: {}]", status.as_deref().unwrap_or("unknown")), true)
                     });
                     let result = Part::ToolResult { call_id: call_id.clone(), content, is_error, elided: None };
-                    entries.push(Entry { parts: vec![result], ..Entry::text(format!("{id}/{call_id}"), Role::Tool, Origin::Tool, "") });
+                    entries.push(Entry { parts: vec![result].into(), ..Entry::text(format!("{id}/{call_id}"), Role::Tool, Origin::Tool, "") });
                     answered.insert(call_id);
                 }
             }
@@ -169,10 +169,10 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                         Some(Part::Text { text }) if text.trim_start().starts_with("<session_context>") => Origin::Harness,
                         _ => Origin::Operator,
                     };
-                    entries.push(Entry { parts: kept, ..Entry::text(id.clone(), Role::User, origin, "") });
+                    entries.push(Entry { parts: kept.into(), ..Entry::text(id.clone(), Role::User, origin, "") });
                 }
                 if !hooked.is_empty() {
-                    entries.push(Entry { parts: hooked, ..Entry::text(format!("{id}/hook_context"), Role::User, Origin::Harness, "") });
+                    entries.push(Entry { parts: hooked.into(), ..Entry::text(format!("{id}/hook_context"), Role::User, Origin::Harness, "") });
                 }
             }
             other => {

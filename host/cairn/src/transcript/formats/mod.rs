@@ -12,6 +12,7 @@ mod openai;
 mod opencode;
 mod pi;
 mod pi_writeback;
+mod probe;
 
 pub use pi_writeback::iso8601;
 
@@ -231,7 +232,8 @@ fn detect(text: &str, source_name: &str) -> Result<Format, TranscriptError> {
         .enumerate()
         .find(|(_, l)| !l.trim().is_empty())
         .expect("text has a non-blank line");
-    match serde_json::from_str::<serde_json::Value>(first) {
+    // Only what detection reads: a one-line chat document is the whole session.
+    match probe::reduced(first) {
         Ok(serde_json::Value::Object(header)) if header.contains_key("cairn") => Ok(Format::Cairn),
         Ok(serde_json::Value::Object(header)) if header.get("type").and_then(|t| t.as_str()) == Some("session") => Ok(Format::Pi),
         Ok(serde_json::Value::Object(header)) if claude_code::detect(&header) => Ok(Format::ClaudeCode),
@@ -260,27 +262,10 @@ fn detect(text: &str, source_name: &str) -> Result<Format, TranscriptError> {
 /// top-level `system`, or blocks only it knows (`tool_use`, `tool_result`, `thinking`). A
 /// document that does not parse goes to the OpenAI reader, which names the error's line.
 fn chat_api(text: &str) -> Format {
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum Shape {
-        Document { system: Option<serde::de::IgnoredAny>, messages: Vec<Probe> },
-        Messages(Vec<Probe>),
-    }
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        #[serde(default)]
-        content: Option<serde_json::Value>,
-    }
-    const ANTHROPIC_BLOCKS: &[&str] = &["tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"];
-    let anthropic_blocks = |messages: &[Probe]| {
-        messages.iter().filter_map(|m| m.content.as_ref()?.as_array()).flatten().any(|b| {
-            b.get("type").and_then(|t| t.as_str()).is_some_and(|t| ANTHROPIC_BLOCKS.contains(&t))
-        })
-    };
-    match serde_json::from_str::<Shape>(text) {
-        Ok(Shape::Document { system: Some(_), .. }) => Format::Anthropic,
-        Ok(Shape::Document { messages, .. } | Shape::Messages(messages)) if anthropic_blocks(&messages) => Format::Anthropic,
-        _ => Format::OpenAi,
+    if probe::is_anthropic(text) {
+        Format::Anthropic
+    } else {
+        Format::OpenAi
     }
 }
 
@@ -464,7 +449,7 @@ mod tests {
                         name: "ls".into(),
                         args: "{}".into(),
                     },
-                ],
+                ].into(),
                 tokens: 7,
                 pinned: true,
                 ..Entry::text("b", Role::Assistant, Origin::Agent, "")

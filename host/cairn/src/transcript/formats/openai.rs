@@ -136,7 +136,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
         }
         let id = content_id(role, &parts, &mut seen);
         entries.push(Entry {
-            parts,
+            parts: parts.into(),
             ..Entry::text(id, role, origin, "")
         });
     }
@@ -235,7 +235,7 @@ mod tests {
 
     fn entry(id: &str, role: Role, origin: Origin, parts: Vec<Part>) -> Entry {
         Entry {
-            parts,
+            parts: parts.into(),
             ..Entry::text(id, role, origin, "")
         }
     }

@@ -33,7 +33,7 @@ pub(super) fn detect(doc: &Map<String, Value>) -> bool {
 
 /// `detect` for a document spread over lines (`opencode export` pretty-prints).
 pub(super) fn detect_text(text: &str) -> bool {
-    serde_json::from_str::<Map<String, Value>>(text).is_ok_and(|doc| detect(&doc))
+    matches!(super::probe::reduced(text), Ok(Value::Object(doc)) if detect(&doc))
 }
 
 #[derive(Deserialize)]
@@ -119,7 +119,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                 }
                 if !parts.is_empty() {
                     let origin = if operator { Origin::Operator } else { Origin::Harness };
-                    entries.push(Entry { parts, ..Entry::text(id, Role::User, origin, "") });
+                    entries.push(Entry { parts: parts.into(), ..Entry::text(id, Role::User, origin, "") });
                 }
             }
             "assistant" => {
@@ -142,7 +142,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                             parts.push(Part::ToolCall { id: call_id.clone(), name: field("tool").to_string(), args });
                             let (content, is_error) = result(state);
                             results.push(Entry {
-                                parts: vec![Part::ToolResult { call_id: call_id.clone(), content, is_error, elided: None }],
+                                parts: vec![Part::ToolResult { call_id: call_id.clone(), content, is_error, elided: None }].into(),
                                 ..Entry::text(format!("{id}/{call_id}"), Role::Tool, Origin::Tool, "")
                             });
                         }
@@ -158,7 +158,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                     continue;
                 }
                 entries.push(Entry {
-                    parts,
+                    parts: parts.into(),
                     reported_tokens: message.info.tokens.as_ref().and_then(reported_tokens),
                     ..Entry::text(id, Role::Assistant, Origin::Agent, "")
                 });

@@ -364,7 +364,7 @@ fn convert_message(id: &str, m: &Message) -> Result<Option<Entry>, String> {
 
 fn entry(id: &str, role: Role, origin: Origin, parts: Vec<Part>) -> Entry {
     Entry {
-        parts,
+        parts: parts.into(),
         ..Entry::text(id, role, origin, "")
     }
 }

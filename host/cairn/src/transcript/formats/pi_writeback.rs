@@ -190,8 +190,8 @@ mod tests {
         let t = Transcript::new(vec![
             Entry::text("s1", Role::User, Origin::Summary, "Earlier: the parser was fixed."),
             Entry::text("u1", Role::User, Origin::Operator, "Now add tests."),
-            Entry { parts: vec![Part::ToolCall { id: "c1".into(), name: "bash".into(), args: r#"{"command":"cargo test"}"#.into() }], ..Entry::text("a1", Role::Assistant, Origin::Agent, "") },
-            Entry { parts: vec![Part::ToolResult { call_id: "c1".into(), content: "ok".into(), is_error: false, elided: None }], ..Entry::text("t1", Role::Tool, Origin::Tool, "") },
+            Entry { parts: vec![Part::ToolCall { id: "c1".into(), name: "bash".into(), args: r#"{"command":"cargo test"}"#.into() }].into(), ..Entry::text("a1", Role::Assistant, Origin::Agent, "") },
+            Entry { parts: vec![Part::ToolResult { call_id: "c1".into(), content: "ok".into(), is_error: false, elided: None }].into(), ..Entry::text("t1", Role::Tool, Origin::Tool, "") },
         ]);
         let written = write(&t);
         let lines: Vec<Value> = written.lines().map(|l| serde_json::from_str(l).unwrap()).collect();

@@ -152,7 +152,7 @@ mod tests {
 
     fn entry(role: Role, origin: Origin, parts: Vec<Part>) -> Entry {
         let mut e = Entry::text("e", role, origin, "");
-        e.parts = parts;
+        e.parts = parts.into();
         e
     }
 

@@ -84,7 +84,7 @@ pub fn tool_work(tag: &str, n: usize) -> Vec<Entry> {
             parts: vec![
                 Part::Text { text: format!("Reading {path}.") },
                 Part::ToolCall { id: call.clone(), name: "read".into(), args: format!(r#"{{"path":"{path}"}}"#) },
-            ],
+            ].into(),
             ..Entry::text(format!("{tag}-work-{i}"), Role::Assistant, Origin::Agent, "")
         });
         let body: String = (0..120).map(|l| format!("    def handler_{i}_{l}(self, request):  # {tag}\n        return self.dispatch(request, {l})\n")).collect();
@@ -101,7 +101,7 @@ pub fn plant(entry: &mut Entry, content: String) {
 }
 
 pub fn tool_result(id: &str, call: &str, content: String) -> Entry {
-    Entry { parts: vec![Part::ToolResult { call_id: call.into(), content, is_error: false, elided: None }], ..Entry::text(id, Role::Tool, Origin::Tool, "") }
+    Entry { parts: vec![Part::ToolResult { call_id: call.into(), content, is_error: false, elided: None }].into(), ..Entry::text(id, Role::Tool, Origin::Tool, "") }
 }
 
 /// `t` with `more` appended, turns renumbered.

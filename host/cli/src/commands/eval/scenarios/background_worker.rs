@@ -24,7 +24,7 @@ impl Scenario for BackgroundWorker {
                 parts: vec![
                     Part::Text { text: "Starting the dev server in the background.".into() },
                     Part::ToolCall { id: "bw-call".into(), name: "bash".into(), args: format!(r#"{{"command":"{COMMAND} > /tmp/server.log 2>&1 &"}}"#) },
-                ],
+                ].into(),
                 ..Entry::text("bw-a1", Role::Assistant, Origin::Agent, "")
             },
             tool_result("bw-t1", "bw-call", "[1] 48211".into()),

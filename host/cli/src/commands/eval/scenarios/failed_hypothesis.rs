@@ -24,7 +24,7 @@ impl Scenario for FailedHypothesis {
                 parts: vec![
                     Part::Text { text: format!("Trying a fix: {APPROACH}.") },
                     Part::ToolCall { id: "hyp-call".into(), name: "bash".into(), args: r#"{"command":"pytest tests/test_upload.py"}"#.into() },
-                ],
+                ].into(),
                 ..Entry::text("hyp-a1", Role::Assistant, Origin::Agent, "")
             },
             tool_result("hyp-t1", "hyp-call", "FAILED tests/test_upload.py::test_large_upload - ConnectionResetError\n1 failed, 12 passed".into()),

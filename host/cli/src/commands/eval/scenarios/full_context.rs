@@ -89,7 +89,7 @@ fn newest_call(key: &str, call: &str, output: String) -> Vec<Entry> {
             parts: vec![
                 Part::Text { text: "Reading the whole output.".into() },
                 Part::ToolCall { id: call.into(), name: "bash".into(), args: r#"{"command":"cat output.log"}"#.into() },
-            ],
+            ].into(),
             ..Entry::text(format!("{key}-work"), Role::Assistant, Origin::Agent, "")
         },
         tool_result(&format!("{key}-output"), call, output),

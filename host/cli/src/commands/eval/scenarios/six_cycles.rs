@@ -29,7 +29,7 @@ impl Scenario for SixCycles {
             .unwrap_or_default();
         let status = vec![
             Entry {
-                parts: vec![Part::ToolCall { id: "sc-test".into(), name: "bash".into(), args: r#"{"command":"pytest"}"#.into() }],
+                parts: vec![Part::ToolCall { id: "sc-test".into(), name: "bash".into(), args: r#"{"command":"pytest"}"#.into() }].into(),
                 ..Entry::text("sc-a", Role::Assistant, Origin::Agent, "")
             },
             tool_result("sc-t", "sc-test", format!("FAILED {FAILING} - assert -5 >= 0\n1 failed, 88 passed")),

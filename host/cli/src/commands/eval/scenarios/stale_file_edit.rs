@@ -29,7 +29,7 @@ impl Scenario for StaleFileEdit {
             let call = format!("sf-call-{n}");
             vec![
                 Entry {
-                    parts: vec![Part::ToolCall { id: call.clone(), name: "read".into(), args: format!(r#"{{"path":"{path}"}}"#) }],
+                    parts: vec![Part::ToolCall { id: call.clone(), name: "read".into(), args: format!(r#"{{"path":"{path}"}}"#) }].into(),
                     ..Entry::text(format!("sf-read-{n}"), Role::Assistant, Origin::Agent, "")
                 },
                 tool_result(&format!("sf-content-{n}"), &call, content.into()),
