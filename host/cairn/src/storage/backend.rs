@@ -10,6 +10,7 @@ use anyhow::Result;
 use super::ids::{ArchiveId, ConversationKey, Tenant};
 use super::tokens::StoredToken;
 use crate::record::{Event, Notice};
+use crate::transcript::Entry;
 
 /// A log as parsed: its events, and the ids of every entry its snapshots hold.
 #[derive(Debug, Default, Clone)]
@@ -24,6 +25,41 @@ impl Parsed {
             self.known_entries.extend(entries.iter().map(|e| e.id.clone()));
         }
         self.events.push(event);
+    }
+
+    /// Back to its first `len` events: what a writer appended since its load taken out again.
+    /// A snapshot only ever records entries the log did not know, so their ids leave with it.
+    pub fn truncate(&mut self, len: usize) {
+        for event in self.events.drain(len.min(self.events.len())..) {
+            if let Event::Snapshot { entries, .. } = event {
+                for entry in &entries {
+                    self.known_entries.remove(&entry.id);
+                }
+            }
+        }
+    }
+}
+
+/// The originals an archive sets aside, as the JSON lines (one entry each) it stores: written
+/// straight to where the backend keeps them, and held whole only by a backend that needs the
+/// bytes at once (a database row).
+pub struct ArchiveEntries<'a>(pub &'a [Entry]);
+
+impl ArchiveEntries<'_> {
+    pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        for entry in self.0 {
+            serde_json::to_writer(&mut *out, entry)?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    /// The lines as bytes, sized up front from the text they hold: growing by doubling would
+    /// hold up to twice the archive at the peak of a large compaction.
+    pub fn to_vec(&self) -> std::io::Result<Vec<u8>> {
+        let mut lines = Vec::with_capacity(self.0.iter().map(super::serialized_estimate).sum());
+        self.write_to(&mut lines)?;
+        Ok(lines)
     }
 }
 
@@ -62,13 +98,19 @@ pub trait Backend: Send + Sync {
 
 /// One open conversation's bytes.
 pub trait Conversation: Send {
-    /// The log, parsed (a torn tail a crashed writer left is repaired by a writer).
+    /// The log, parsed (a torn tail a crashed writer left is repaired by a writer). A writer's
+    /// log is its own (the backend keeps no copy until `keep` gives it back), so its appends
+    /// never copy it; a reader's is shared with the backend's kept copy.
     fn load(&mut self) -> Result<Arc<Parsed>>;
+    /// A writer's log handed back when its store closes, exactly as `load` returned it (the
+    /// store's appends taken out again): the backend keeps it, so the next load reads only
+    /// the events appended since.
+    fn keep(&mut self, _log: Arc<Parsed>) {}
     /// Appends one event; `seq` is the number of events the log held before it, plus one.
     fn append(&mut self, event: &Event) -> Result<()>;
     /// Writes (or replaces, for a retried attempt) an archive: the originals as JSON lines
     /// and the artifacts.
-    fn write_archive(&mut self, id: &ArchiveId, entries: Vec<u8>, artifacts: &[String]) -> Result<()>;
+    fn write_archive(&mut self, id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[String]) -> Result<()>;
     /// A reader of the conversation's archives that outlives this store (a plugin call holds it).
     fn archives(&self) -> Result<Arc<dyn ArchiveReader>>;
     fn load_state(&self) -> Result<Option<Vec<u8>>>;

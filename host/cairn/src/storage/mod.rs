@@ -24,7 +24,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::record::{CompactionEvent, Event, Notice};
 use crate::transcript::Entry;
-use backend::{Backend, Conversation, Parsed};
+use backend::{ArchiveEntries, Backend, Conversation, Parsed};
 
 /// The storage home, scoped to one tenant. Cheap to clone; `for_tenant` gives the same home
 /// seen by another tenant.
@@ -185,7 +185,7 @@ impl Conversation for Detached {
     fn append(&mut self, _: &Event) -> Result<()> {
         bail!("a detached conversation is never written")
     }
-    fn write_archive(&mut self, _: &ArchiveId, _: Vec<u8>, _: &[String]) -> Result<()> {
+    fn write_archive(&mut self, _: &ArchiveId, _: &ArchiveEntries<'_>, _: &[String]) -> Result<()> {
         bail!("a detached conversation is never written")
     }
     fn archives(&self) -> Result<Arc<dyn backend::ArchiveReader>> {
@@ -223,8 +223,11 @@ pub struct ConversationStore {
     /// Opened to write (holding the conversation's lock); a reader's writes are refused.
     writer: bool,
     key: ConversationKey,
-    /// The log as parsed, shared with the backend's kept copy until this store appends.
+    /// The log as parsed: a writer's own (its appends are pushed in place, never copying the
+    /// log), a reader's shared with the backend's kept copy.
     log: Arc<Parsed>,
+    /// How many events the log held when loaded.
+    loaded: usize,
     /// Units begun and not yet committed: the outermost commit commits.
     units: usize,
 }
@@ -232,7 +235,8 @@ pub struct ConversationStore {
 impl ConversationStore {
     fn load(mut conversation: Box<dyn Conversation>, key: ConversationKey, writer: bool) -> Result<Self> {
         let log = conversation.load()?;
-        Ok(ConversationStore { conversation, writer, key, log, units: 0 })
+        let loaded = log.events.len();
+        Ok(ConversationStore { conversation, writer, key, log, loaded, units: 0 })
     }
 
     pub fn key(&self) -> &ConversationKey {
@@ -431,14 +435,7 @@ impl ConversationStore {
     /// artifact URIs. Called before the compaction event that commits it; until then readers
     /// do not see it.
     pub fn write_archive(&mut self, archive_id: &ArchiveId, originals: &[Entry], artifacts: &[String]) -> Result<Vec<String>> {
-        // Sized up front from the text it holds: growing by doubling would hold up to twice the
-        // archive at the peak of a large compaction.
-        let mut lines = Vec::with_capacity(originals.iter().map(serialized_estimate).sum());
-        for entry in originals {
-            serde_json::to_writer(&mut lines, entry)?;
-            lines.push(b'\n');
-        }
-        self.writable()?.write_archive(archive_id, lines, artifacts)?;
+        self.writable()?.write_archive(archive_id, &ArchiveEntries(originals), artifacts)?;
         Ok(ArtifactUri::numbered(archive_id, artifacts.len()))
     }
 
@@ -512,6 +509,22 @@ impl ConversationStore {
             bail!("artifact not found: {uri} in conversation {}", self.key);
         }
         self.conversation.archives()?.artifact(&archive_id, uri.index).with_context(|| format!("artifact not found: {uri} in conversation {}", self.key))
+    }
+}
+
+impl Drop for ConversationStore {
+    /// A writer gives its log back to the backend as it loaded it, so that the next store
+    /// of this conversation reads only the events appended since (this one's among them)
+    /// instead of the whole log, and no store ever copies the log to append to it.
+    fn drop(&mut self) {
+        if !self.writer {
+            return;
+        }
+        let mut log = std::mem::take(&mut self.log);
+        // Shared (a view still holds it): the backend reads the log again when next asked.
+        let Some(parsed) = Arc::get_mut(&mut log) else { return };
+        parsed.truncate(self.loaded);
+        self.conversation.keep(log);
     }
 }
 
@@ -843,6 +856,31 @@ mod tests {
         fresh.record_snapshot("c", &[entry("n1")]).unwrap();
         drop(fresh);
         assert_eq!(ids(&store(dir.path())), ["n1"], "a new file");
+    }
+
+    /// Every boundary of `cairn serve` opens its conversation again: the kept log is extended
+    /// in place by each writer, never copied (a copy is O(session) per boundary).
+    #[test]
+    fn a_kept_log_is_extended_in_place_not_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = store(dir.path());
+        s.record_snapshot("a", &[entry("e1"), entry("e2")]).unwrap();
+        drop(s);
+        let mut s = store(dir.path());
+        let loaded = Arc::as_ptr(&s.log);
+        s.record_snapshot("b", &[entry("e2"), entry("e3")]).unwrap();
+        s.record_pins(vec!["e3".into()], true).unwrap();
+        assert_eq!(Arc::as_ptr(&s.log), loaded, "a writer's appends do not copy its log");
+        drop(s);
+        let reader = Home::open(dir.path()).unwrap().existing_conversation(&key("c1")).unwrap();
+        assert_eq!(Arc::as_ptr(&reader.log), loaded, "the next load extends the same log with the lines appended since");
+        drop(reader);
+        let s = store(dir.path());
+        assert_eq!(Arc::as_ptr(&s.log), loaded);
+        assert_eq!(s.events().len(), 3);
+        assert_eq!(snapshot_ids(&s), ["e1", "e2", "e3"]);
+        assert!(["e1", "e2", "e3"].iter().all(|id| s.knows_entry(id)) && !s.knows_entry("e4"));
+        assert_eq!(s.pinned_ids().into_iter().collect::<Vec<_>>(), ["e3"]);
     }
 
     #[test]

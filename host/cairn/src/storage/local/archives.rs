@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use cap_std::fs::Dir;
 
 use super::files::{self, open_real_dir};
-use crate::storage::backend::ArchiveReader;
+use crate::storage::backend::{ArchiveEntries, ArchiveReader};
 use crate::storage::ArchiveId;
 
 const ARCHIVES: &str = "archives";
@@ -27,12 +27,13 @@ struct PackHeader {
 
 /// Writes an archive, each file replaced atomically, then syncs its folder once. Called before
 /// the compaction event that commits it; until then readers do not see it.
-pub fn write(dir: &Dir, archive_id: &ArchiveId, entries: &[u8], artifacts: &[String]) -> Result<()> {
+pub fn write(dir: &Dir, archive_id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[String]) -> Result<()> {
     let folder = format!("{ARCHIVES}/{archive_id}");
     dir.create_dir_all(&folder)?;
     files::sync_dir(dir)?;
     let archive = open_real_dir(dir, &folder)?;
-    files::replace(&archive, ENTRIES, entries).with_context(|| format!("writing archive {archive_id}"))?;
+    // Streamed, as the artifacts are: the originals are in memory once already.
+    files::replace_with(&archive, ENTRIES, |file| entries.write_to(file)).with_context(|| format!("writing archive {archive_id}"))?;
     if !artifacts.is_empty() {
         // Streamed: the artifacts are already in memory once; the pack is not built whole.
         let header = serde_json::to_vec(&PackHeader { lengths: artifacts.iter().map(|a| a.len() as u64).collect() })?;
@@ -104,7 +105,7 @@ mod tests {
         let dir = Dir::open_ambient_dir(temp.path(), cap_std::ambient_authority()).unwrap();
         let id: ArchiveId = "a-0123456789abcdef".parse().unwrap();
         let artifacts = ["first".to_string(), String::new(), "ünïcode\nand lines\n".repeat(100)];
-        write(&dir, &id, b"", &artifacts).unwrap();
+        write(&dir, &id, &ArchiveEntries(&[]), &artifacts).unwrap();
         let files: Vec<_> = std::fs::read_dir(temp.path().join("archives/a-0123456789abcdef")).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(files.len(), 2, "entries and one pack: {files:?}");
         let archives = Archives(dir.try_clone().unwrap());

@@ -8,12 +8,24 @@ use cap_std::fs::{Dir, OpenOptions};
 /// Appends one line (a newline is added) and syncs it to disk; a file created by this call
 /// gets its directory entry synced too.
 pub fn append_line(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let mut line = Vec::with_capacity(bytes.len() + 1);
-    line.extend_from_slice(bytes);
-    line.push(b'\n');
+    append_with(dir, name, |out| out.write_all(bytes))
+}
+
+/// [`append_line`] for a line `write` produces as it goes (a large event is never held whole
+/// in memory). The newline comes last, so a reader sees the line only once it is complete;
+/// if `write` fails, what it wrote is cut off again.
+pub fn append_with(dir: &Dir, name: &str, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
     let created = !dir.exists(name);
-    let mut file = dir.open_with(name, OpenOptions::new().create(true).append(true))?;
-    file.write_all(&line)?;
+    let file = dir.open_with(name, OpenOptions::new().create(true).append(true))?;
+    let before = file.metadata()?.len();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, &file);
+    let written = write(&mut out).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush());
+    drop(out);
+    if let Err(e) = written {
+        // Best effort: a cut that fails leaves a torn line the next writer repairs.
+        let _ = file.set_len(before);
+        return Err(e);
+    }
     file.sync_data()?;
     if created {
         sync_dir(dir)?;
@@ -129,6 +141,21 @@ mod tests {
         assert_eq!(lines.complete_len, 8);
         assert_eq!(lines.torn.as_deref(), Some("thr"));
         assert!(read_lines(&dir, "missing").unwrap().complete.is_empty());
+    }
+
+    #[test]
+    fn a_line_whose_writing_fails_is_cut_off_again() {
+        let (_t, dir) = dir();
+        append_line(&dir, "f", b"one").unwrap();
+        let failed = append_with(&dir, "f", |out| {
+            out.write_all(&[b'x'; 100_000])?;
+            Err(std::io::Error::other("the event cannot be written"))
+        });
+        assert!(failed.is_err());
+        append_with(&dir, "f", |out| out.write_all(b"two")).unwrap();
+        let lines = read_lines(&dir, "f").unwrap();
+        assert_eq!(lines.complete, vec![(1, "one".to_string()), (2, "two".to_string())]);
+        assert!(lines.torn.is_none());
     }
 
     #[test]

@@ -18,10 +18,9 @@ use crate::storage::backend::Parsed;
 
 pub const EVENTS: &str = "events.jsonl";
 
-/// A parsed log and where its parsing stopped.
-#[derive(Clone)]
-struct Kept {
-    parsed: Arc<Parsed>,
+/// Where the parsing of a log stopped, and how to know the file again.
+pub struct Position {
+    log: LogId,
     /// Bytes up to the end of the last complete line parsed.
     len: u64,
     next_line: usize,
@@ -29,6 +28,12 @@ struct Kept {
     /// log (or was rewritten) does not match them.
     head: Vec<u8>,
     tail: Vec<u8>,
+}
+
+/// A parsed log and where its parsing stopped.
+struct Kept {
+    parsed: Arc<Parsed>,
+    at: Position,
 }
 
 const KEPT_LOGS: usize = 64;
@@ -52,18 +57,23 @@ fn ends(file: &std::fs::File, len: u64) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
 /// tore: it is not read, and only a writer (holding the lock, so no write is in progress)
 /// cuts it off. A line of a kind this version does not know is kept and skipped; a line that
 /// is not an event is corruption, an error naming the line.
-pub fn load(dir: &Dir, shown: &Path, writer: bool) -> Result<Arc<Parsed>> {
+///
+/// The kept copy is taken out while the lines appended since are parsed into it, so it is
+/// extended in place rather than copied. A reader's log goes back at once, shared; a writer's
+/// stays its own, with where it stands, until [`keep`] gives it back: its appends never copy
+/// the log either.
+pub fn load(dir: &Dir, shown: &Path, writer: bool) -> Result<(Arc<Parsed>, Option<Position>)> {
     let reading = || format!("reading {}", shown.display());
     let file = match dir.open(EVENTS) {
         Ok(file) => file.into_std(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Arc::default()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Arc::default(), None)),
         Err(e) => return Err(e).with_context(reading),
     };
     let metadata = file.metadata().with_context(reading)?;
     let key = (shown.to_path_buf(), metadata.dev(), metadata.ino());
-    let kept = KEPT.lock().ok().and_then(|kept| kept.get(&key).cloned());
-    let kept = kept.filter(|k| k.len <= metadata.len() && ends(&file, k.len).is_ok_and(|(head, tail)| head == k.head && tail == k.tail));
-    let (mut parsed, start, line) = kept.map_or((Arc::default(), 0, 1), |k| (k.parsed, k.len, k.next_line));
+    let kept = KEPT.lock().ok().and_then(|mut kept| kept.remove(&key));
+    let kept = kept.filter(|k| k.at.len <= metadata.len() && ends(&file, k.at.len).is_ok_and(|(head, tail)| head == k.at.head && tail == k.at.tail));
+    let (mut parsed, start, line) = kept.map_or((Arc::default(), 0, 1), |k| (k.parsed, k.at.len, k.at.next_line));
 
     let lines = files::read_lines_from(&file, start, line).map_err(|e| match e.kind() {
         std::io::ErrorKind::InvalidData => anyhow::anyhow!("{}: corrupt event log ({e})", shown.display()),
@@ -72,6 +82,7 @@ pub fn load(dir: &Dir, shown: &Path, writer: bool) -> Result<Arc<Parsed>> {
     for (number, text) in &lines.complete {
         match serde_json::from_str::<Event>(text) {
             Ok(Event::Unknown) => tracing::debug!(log = %shown.display(), line = number, "skipping an event of a kind this version does not know"),
+            // Copies only while another store of this process still reads the kept copy.
             Ok(event) => Arc::make_mut(&mut parsed).push(event),
             Err(e) => anyhow::bail!("{}:{number}: corrupt event log line (not a Cairn event: {e})", shown.display()),
         }
@@ -80,13 +91,24 @@ pub fn load(dir: &Dir, shown: &Path, writer: bool) -> Result<Arc<Parsed>> {
     if lines.torn.is_some() && writer {
         repair(dir, shown, line, complete)?;
     }
-    if let (Ok((head, tail)), Ok(mut kept)) = (ends(&file, complete), KEPT.lock()) {
+    let position = ends(&file, complete).ok().map(|(head, tail)| Position { log: key, len: complete, next_line: line, head, tail });
+    if writer {
+        return Ok((parsed, position));
+    }
+    if let Some(position) = position {
+        keep(parsed.clone(), position);
+    }
+    Ok((parsed, None))
+}
+
+/// Keeps `parsed`, the log parsed up to `at`, for the next load.
+pub fn keep(parsed: Arc<Parsed>, at: Position) {
+    if let Ok(mut kept) = KEPT.lock() {
         if kept.len() >= KEPT_LOGS {
             kept.clear();
         }
-        kept.insert(key, Kept { parsed: parsed.clone(), len: complete, next_line: line, head, tail });
+        kept.insert(at.log.clone(), Kept { parsed, at });
     }
-    Ok(parsed)
 }
 
 fn repair(dir: &Dir, shown: &Path, line: usize, good_len: u64) -> Result<()> {
@@ -100,6 +122,7 @@ fn repair(dir: &Dir, shown: &Path, line: usize, good_len: u64) -> Result<()> {
 /// One JSON line, then fsync: an event is either wholly in the log or (torn by a crash)
 /// dropped on the next load.
 pub fn append(dir: &Dir, shown: &Path, event: &Event) -> Result<()> {
-    let line = serde_json::to_vec(event)?;
-    files::append_line(dir, EVENTS, &line).with_context(|| format!("appending to {}", shown.display()))
+    // Written as it is serialized: a snapshot of a whole session is never held as one buffer.
+    files::append_with(dir, EVENTS, |out| serde_json::to_writer(out, event).map_err(std::io::Error::from))
+        .with_context(|| format!("appending to {}", shown.display()))
 }

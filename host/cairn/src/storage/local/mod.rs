@@ -26,7 +26,7 @@ use anyhow::{Context, Result};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
-use super::backend::{ArchiveReader, Backend, Conversation, Parsed};
+use super::backend::{ArchiveEntries, ArchiveReader, Backend, Conversation, Parsed};
 use super::tokens::StoredToken;
 use super::{ArchiveId, ConversationKey, Tenant};
 use crate::record::{Event, Notice};
@@ -111,7 +111,7 @@ impl Backend for Local {
                 .with_context(|| format!("no conversation {key} in {}", self.location))?;
             (dir, None)
         };
-        Ok(Box::new(LocalConversation { dir, path, lock }))
+        Ok(Box::new(LocalConversation { dir, path, lock, loaded: None }))
     }
 
     fn conversations(&self, tenant: &Tenant) -> Result<Vec<ConversationKey>> {
@@ -160,19 +160,29 @@ struct LocalConversation {
     path: PathBuf,
     /// Held by a writer; dropping it releases the conversation.
     lock: Option<lock::Writer>,
+    /// Where a writer's load left the log, for giving the log back (`keep`).
+    loaded: Option<log::Position>,
 }
 
 impl Conversation for LocalConversation {
     fn load(&mut self) -> Result<Arc<Parsed>> {
-        log::load(&self.dir, &self.path.join(log::EVENTS), self.lock.is_some())
+        let (parsed, loaded) = log::load(&self.dir, &self.path.join(log::EVENTS), self.lock.is_some())?;
+        self.loaded = loaded;
+        Ok(parsed)
+    }
+
+    fn keep(&mut self, log: Arc<Parsed>) {
+        if let Some(at) = self.loaded.take() {
+            log::keep(log, at);
+        }
     }
 
     fn append(&mut self, event: &Event) -> Result<()> {
         log::append(&self.dir, &self.path.join(log::EVENTS), event)
     }
 
-    fn write_archive(&mut self, id: &ArchiveId, entries: Vec<u8>, artifacts: &[String]) -> Result<()> {
-        archives::write(&self.dir, id, &entries, artifacts)
+    fn write_archive(&mut self, id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[String]) -> Result<()> {
+        archives::write(&self.dir, id, entries, artifacts)
     }
 
     fn archives(&self) -> Result<Arc<dyn ArchiveReader>> {

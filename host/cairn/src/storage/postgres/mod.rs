@@ -24,7 +24,7 @@ use postgres::NoTls;
 use r2d2_postgres::PostgresConnectionManager;
 use sha2::{Digest, Sha256};
 
-use super::backend::{writer_timed_out, ArchiveReader, Backend, Conversation, Parsed, WRITER_WAIT};
+use super::backend::{writer_timed_out, ArchiveEntries, ArchiveReader, Backend, Conversation, Parsed, WRITER_WAIT};
 use super::tokens::StoredToken;
 use super::{ArchiveId, ConversationKey, Tenant};
 use crate::record::{Event, Notice};
@@ -119,7 +119,7 @@ impl Backend for Postgres {
             }
             None
         };
-        Ok(Box::new(PgConversation { pool: self.pool.clone(), tenant: t.to_string(), key: k.to_string(), shown, writer, events: 0, unit: None }))
+        Ok(Box::new(PgConversation { pool: self.pool.clone(), tenant: t.to_string(), key: k.to_string(), shown, writer, events: 0, unit: None, loaded: None }))
     }
 
     fn conversations(&self, tenant: &Tenant) -> Result<Vec<ConversationKey>> {
@@ -185,6 +185,8 @@ struct PgConversation {
     events: i64,
     /// Writes held for one transaction, between `begin` and `commit`.
     unit: Option<Vec<Write>>,
+    /// How many events the last load read (counting kinds this version skips), for `keep`.
+    loaded: Option<i64>,
 }
 
 impl Drop for PgConversation {
@@ -267,8 +269,10 @@ impl PgConversation {
 
 impl Conversation for PgConversation {
     fn load(&mut self) -> Result<Arc<Parsed>> {
+        // Taken out while the events since are added to it, so it is extended in place: a
+        // reader's goes back at once, a writer's when its store gives it back (`keep`).
         let cache = self.shown.clone();
-        let kept = KEPT.lock().ok().and_then(|kept| kept.get(&cache).cloned());
+        let kept = KEPT.lock().ok().and_then(|mut kept| kept.remove(&cache));
         let (mut parsed, mut events) = kept.unwrap_or_default();
         let rows = self.reader()?.query(
             "SELECT seq, body FROM cairn_events WHERE tenant = $1 AND key = $2 AND seq > $3 ORDER BY seq",
@@ -287,13 +291,21 @@ impl Conversation for PgConversation {
             }
         }
         self.events = events;
+        self.loaded = Some(events);
+        if self.writer.is_none() {
+            self.keep(parsed.clone());
+        }
+        Ok(parsed)
+    }
+
+    fn keep(&mut self, log: Arc<Parsed>) {
+        let Some(events) = self.loaded.take() else { return };
         if let Ok(mut kept) = KEPT.lock() {
             if kept.len() >= KEPT_LOGS {
                 kept.clear();
             }
-            kept.insert(cache, (parsed.clone(), events));
+            kept.insert(self.shown.clone(), (log, events));
         }
-        Ok(parsed)
     }
 
     fn append(&mut self, event: &Event) -> Result<()> {
@@ -303,8 +315,8 @@ impl Conversation for PgConversation {
         Ok(())
     }
 
-    fn write_archive(&mut self, id: &ArchiveId, entries: Vec<u8>, artifacts: &[String]) -> Result<()> {
-        self.write(Write::Archive { id: id.to_string(), entries, artifacts: artifacts.to_vec() })
+    fn write_archive(&mut self, id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[String]) -> Result<()> {
+        self.write(Write::Archive { id: id.to_string(), entries: entries.to_vec()?, artifacts: artifacts.to_vec() })
     }
 
     fn archives(&self) -> Result<Arc<dyn ArchiveReader>> {
