@@ -131,8 +131,12 @@ impl Pre {
 
     pub fn compact(&self, store: &mut Store<CallState>, input: &StepInput<'_>, config: &str) -> wasmtime::Result<Result<StrategyOutput, StepError>> {
         let Pre::Strategy(pre) = self else { wasmtime::bail!("not a strategy plugin") };
+        // Looked up by hand, not through the generated `call_compact`, to lower the request
+        // from borrowed entries (`convert::CompactRequest`); the lookup checks its type.
+        let instance = pre.instance_pre().instantiate(&mut *store)?;
+        let compact = instance.get_typed_func::<(&convert::CompactRequest<'_>,), (Result<types::Outcome, types::StrategyError>,)>(&mut *store, "compact")?;
         let request = convert::compact_request(input, config);
-        let answer = pre.instantiate(&mut *store)?.call_compact(&mut *store, &request)?;
+        let (answer,) = compact.call(&mut *store, (&request,))?;
         Ok(convert::strategy_result(answer))
     }
 
