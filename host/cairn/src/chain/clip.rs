@@ -6,7 +6,7 @@
 //! strategies could not reach (the verbatim tail) and inside the last resort.
 
 use super::{Step, StepAnswer, StepError, StepInput, StrategyOutput};
-use crate::transcript::{Entry, Part, Role};
+use crate::transcript::{Artifact, Entry, Part, Role};
 
 pub const CLIP: &str = "clip";
 
@@ -54,16 +54,20 @@ pub(super) fn clip(input: &StepInput<'_>, limit: u64, leave: &std::ops::Range<us
     let mut artifacts = Vec::new();
     let mut replacement = entries[first..=last].to_vec();
     for &i in &over {
+        let original = &entries[i].parts;
         let entry = &mut replacement[i - first];
-        for part in &mut entry.parts {
-            let Part::ToolResult { content, elided: elided @ None, .. } = part else { continue };
+        for (n, part) in original.iter().enumerate() {
+            let Part::ToolResult { content, elided: None, .. } = part else { continue };
             if content.chars().count() <= keep_chars {
                 continue;
             }
             let uri = format!("artifact://{}/{}", input.archive_id, input.artifacts_before + artifacts.len() + 1);
             let clipped = head_and_tail(content, keep_chars, entry.tokens, &uri);
-            artifacts.push(std::mem::replace(content, clipped));
-            *elided = Some(uri);
+            // The artifact is the original's text, shared; the entry gets the clip.
+            artifacts.extend(Artifact::shared(original, n));
+            if let Part::ToolResult { content, elided, .. } = &mut entry.parts[n] {
+                (*content, *elided) = (clipped, Some(uri));
+            }
         }
     }
     if artifacts.is_empty() {
@@ -144,6 +148,7 @@ mod tests {
         let output = answer.output.unwrap();
         assert_eq!((output.first.as_str(), output.last.as_str()), ("r-t1", "r-t1"), "the operator's long message is not touched");
         assert_eq!(answer.artifacts, [log.clone()], "byte for byte");
+        assert_eq!(answer.artifacts[0].as_ptr(), entries[3].parts[0].text().as_ptr(), "the original's own text, not a copy");
         let Part::ToolResult { content, elided, .. } = &output.replacement[0].parts[0] else { panic!() };
         assert_eq!(elided.as_deref(), Some("artifact://a-0123456789abcdef/3"));
         assert!(content.starts_with("line 0: ok") && content.ends_with("line 19999: ok\n"), "head and tail");

@@ -27,7 +27,7 @@ pub use window::{safe_cuts, Window};
 use std::time::Instant;
 
 use crate::record::{OutcomeClass, Purpose, StepReport};
-use crate::transcript::Entry;
+use crate::transcript::{Artifact, Entry};
 
 /// Why a step yielded nothing the host could commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,7 +106,7 @@ pub struct StepInput<'a> {
 #[derive(Debug)]
 pub struct StepAnswer {
     pub output: Result<StrategyOutput, StepError>,
-    pub artifacts: Vec<String>,
+    pub artifacts: Vec<Artifact>,
     pub refused: Vec<String>,
     /// The step's model calls, if it made any.
     pub model: Option<crate::record::ModelUse>,
@@ -134,7 +134,7 @@ pub trait Step: Send + Sync {
 pub struct Committed {
     pub plugin: String,
     pub applied: Applied,
-    pub artifacts: Vec<String>,
+    pub artifacts: Vec<Artifact>,
     pub checkpoint: Option<String>,
     pub seed: Option<String>,
     pub retrospective: Option<String>,

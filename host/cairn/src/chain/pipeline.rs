@@ -133,10 +133,14 @@ fn compose(original: &[Entry], earlier: Option<&Applied>, stage: &Applied) -> Ap
 fn merge(earlier: Option<Committed>, stage: Committed, applied: Applied) -> Committed {
     match earlier {
         None => Committed { applied, ..stage },
-        Some(earlier) => Committed {
+        Some(mut earlier) => Committed {
             plugin: format!("{} + {}", earlier.plugin, stage.plugin),
             applied,
-            artifacts: [earlier.artifacts, stage.artifacts].concat(),
+            // Moved, not copied.
+            artifacts: {
+                earlier.artifacts.extend(stage.artifacts);
+                earlier.artifacts
+            },
             checkpoint: stage.checkpoint.or(earlier.checkpoint),
             seed: stage.seed.or(earlier.seed),
             retrospective: stage.retrospective.or(earlier.retrospective),

@@ -8,6 +8,7 @@ use wasmtime::ResourceLimiter;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxView, WasiView};
 
+use crate::capabilities::archive::Originals;
 use crate::capabilities::{ArchiveCapability, Gate, Grants, LogCapability, ModelCapability, Refusal, TokensCapability};
 use crate::model::ModelProvider;
 use crate::storage::ArchiveView;
@@ -27,12 +28,14 @@ pub struct Services {
     pub model: Option<Arc<dyn ModelProvider>>,
     /// When the call must be over; host calls (the model) stop by then too.
     pub deadline: Instant,
+    /// The parts of the entries the call is given, for sharing the artifacts that are theirs.
+    pub originals: Originals,
 }
 
 impl Services {
     /// Nothing but the deadline (triggers and commit policies import only `log`).
     pub fn none(deadline: Instant) -> Self {
-        Services { tokenizer: Tokenizer::default(), archive_id: String::new(), artifacts_before: 0, archive: None, model: None, deadline }
+        Services { tokenizer: Tokenizer::default(), archive_id: String::new(), artifacts_before: 0, archive: None, model: None, deadline, originals: Originals::default() }
     }
 }
 
@@ -67,7 +70,7 @@ impl CallState {
             log: LogCapability::new(gate()),
             tokens: TokensCapability::new(gate(), services.tokenizer, services.deadline),
             model: ModelCapability::new(gate(), services.model, services.tokenizer, services.deadline),
-            archive: ArchiveCapability::new(gate(), services.archive_id, services.artifacts_before, services.archive),
+            archive: ArchiveCapability::new(gate(), services.archive_id, services.artifacts_before, services.archive, services.originals),
             deadline: services.deadline,
             plugin,
             wasi,

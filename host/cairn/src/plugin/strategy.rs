@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Plugin, StepLimits};
+use crate::capabilities::archive::Originals;
 use crate::capabilities::{Capability, Grants};
 use crate::chain::{Step, StepAnswer, StepError, StepInput};
 use crate::engine::{Engine, Services};
@@ -38,6 +39,11 @@ impl Step for WasmStrategy {
             archive: input.archive.clone(),
             model: self.model.clone(),
             deadline: Instant::now() + timeout,
+            // Shared, not copied: an Arc each.
+            originals: match self.grants.has(Capability::ArchiveWrite) {
+                true => Originals::new(input.entries.iter().map(|e| e.parts.clone()).collect()),
+                false => Originals::default(),
+            },
         };
         let config = self.config_for_call();
         let (answer, state) = self.plugin.call(&self.engine, self.limits.memory_bytes, timeout, &self.grants, services, |pre, store| pre.compact(store, input, &config));

@@ -10,7 +10,7 @@ use anyhow::Result;
 use super::ids::{ArchiveId, ConversationKey, Tenant};
 use super::tokens::StoredToken;
 use crate::record::{Event, Notice};
-use crate::transcript::Entry;
+use crate::transcript::{Artifact, Entry};
 
 /// A log as parsed: its events, and the ids of every entry its snapshots hold.
 #[derive(Debug, Default, Clone)]
@@ -110,7 +110,7 @@ pub trait Conversation: Send {
     fn append(&mut self, event: &Event) -> Result<()>;
     /// Writes (or replaces, for a retried attempt) an archive: the originals as JSON lines
     /// and the artifacts.
-    fn write_archive(&mut self, id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[String]) -> Result<()>;
+    fn write_archive(&mut self, id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[Artifact]) -> Result<()>;
     /// A reader of the conversation's archives that outlives this store (a plugin call holds it).
     fn archives(&self) -> Result<Arc<dyn ArchiveReader>>;
     fn load_state(&self) -> Result<Option<Vec<u8>>>;

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 
 use crate::record::{CompactionEvent, Event, Notice};
-use crate::transcript::Entry;
+use crate::transcript::{Artifact, Entry};
 use backend::{ArchiveEntries, Backend, Conversation, Parsed};
 
 /// The storage home, scoped to one tenant. Cheap to clone; `for_tenant` gives the same home
@@ -185,7 +185,7 @@ impl Conversation for Detached {
     fn append(&mut self, _: &Event) -> Result<()> {
         bail!("a detached conversation is never written")
     }
-    fn write_archive(&mut self, _: &ArchiveId, _: &ArchiveEntries<'_>, _: &[String]) -> Result<()> {
+    fn write_archive(&mut self, _: &ArchiveId, _: &ArchiveEntries<'_>, _: &[Artifact]) -> Result<()> {
         bail!("a detached conversation is never written")
     }
     fn archives(&self) -> Result<Arc<dyn backend::ArchiveReader>> {
@@ -434,7 +434,7 @@ impl ConversationStore {
     /// Writes an archive: the originals of the replaced entries and the artifacts. Returns the
     /// artifact URIs. Called before the compaction event that commits it; until then readers
     /// do not see it.
-    pub fn write_archive(&mut self, archive_id: &ArchiveId, originals: &[Entry], artifacts: &[String]) -> Result<Vec<String>> {
+    pub fn write_archive(&mut self, archive_id: &ArchiveId, originals: &[Entry], artifacts: &[Artifact]) -> Result<Vec<String>> {
         self.writable()?.write_archive(archive_id, &ArchiveEntries(originals), artifacts)?;
         Ok(ArtifactUri::numbered(archive_id, artifacts.len()))
     }

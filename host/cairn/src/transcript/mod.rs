@@ -144,6 +144,76 @@ impl<'de> Deserialize<'de> for Parts {
     }
 }
 
+/// Text a compaction sets aside (an artifact), held once: a part's text set aside whole (an
+/// elided or clipped tool output) is the entry's own, shared with it as its `Parts` are; any
+/// other text is the artifact's own.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Artifact(ArtifactText);
+
+#[derive(Clone, PartialEq, Eq)]
+enum ArtifactText {
+    Own(String),
+    /// The text of part `index` of `parts` (see [`Part::text`]).
+    Shared { parts: Parts, index: usize },
+}
+
+impl Artifact {
+    /// The text of part `index` of `parts`, shared; `None` when there is no such part.
+    pub fn shared(parts: &Parts, index: usize) -> Option<Self> {
+        parts.get(index).map(|_| Artifact(ArtifactText::Shared { parts: parts.clone(), index }))
+    }
+
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            ArtifactText::Own(text) => text,
+            ArtifactText::Shared { parts, index } => parts[*index].text(),
+        }
+    }
+}
+
+impl std::ops::Deref for Artifact {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl From<String> for Artifact {
+    fn from(text: String) -> Self {
+        Artifact(ArtifactText::Own(text))
+    }
+}
+
+impl From<&str> for Artifact {
+    fn from(text: &str) -> Self {
+        Artifact(ArtifactText::Own(text.to_string()))
+    }
+}
+
+impl PartialEq<String> for Artifact {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl std::fmt::Debug for Artifact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_str().fmt(f)
+    }
+}
+
+impl Part {
+    /// The part's text: what a strategy sets aside when it sets the part aside whole.
+    pub fn text(&self) -> &str {
+        match self {
+            Part::Text { text } | Part::Thinking { text } | Part::Placeholder { text, .. } => text,
+            Part::ToolCall { args, .. } => args,
+            Part::ToolResult { content, .. } => content,
+            Part::Image { reference } => reference,
+        }
+    }
+}
+
 /// One message or event of the conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {

@@ -9,6 +9,7 @@ use cap_std::fs::Dir;
 use super::files::{self, open_real_dir};
 use crate::storage::backend::{ArchiveEntries, ArchiveReader};
 use crate::storage::ArchiveId;
+use crate::transcript::Artifact;
 
 const ARCHIVES: &str = "archives";
 const ENTRIES: &str = "entries.jsonl";
@@ -27,7 +28,7 @@ struct PackHeader {
 
 /// Writes an archive, each file replaced atomically, then syncs its folder once. Called before
 /// the compaction event that commits it; until then readers do not see it.
-pub fn write(dir: &Dir, archive_id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[String]) -> Result<()> {
+pub fn write(dir: &Dir, archive_id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[Artifact]) -> Result<()> {
     let folder = format!("{ARCHIVES}/{archive_id}");
     dir.create_dir_all(&folder)?;
     files::sync_dir(dir)?;
@@ -104,7 +105,7 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let dir = Dir::open_ambient_dir(temp.path(), cap_std::ambient_authority()).unwrap();
         let id: ArchiveId = "a-0123456789abcdef".parse().unwrap();
-        let artifacts = ["first".to_string(), String::new(), "ünïcode\nand lines\n".repeat(100)];
+        let artifacts = ["first".into(), "".into(), Artifact::from("ünïcode\nand lines\n".repeat(100))];
         write(&dir, &id, &ArchiveEntries(&[]), &artifacts).unwrap();
         let files: Vec<_> = std::fs::read_dir(temp.path().join("archives/a-0123456789abcdef")).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(files.len(), 2, "entries and one pack: {files:?}");

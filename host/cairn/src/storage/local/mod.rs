@@ -30,6 +30,7 @@ use super::backend::{ArchiveEntries, ArchiveReader, Backend, Conversation, Parse
 use super::tokens::StoredToken;
 use super::{ArchiveId, ConversationKey, Tenant};
 use crate::record::{Event, Notice};
+use crate::transcript::Artifact;
 use files::open_real_dir;
 
 const CONVERSATIONS: &str = "conversations";
@@ -181,7 +182,7 @@ impl Conversation for LocalConversation {
         log::append(&self.dir, &self.path.join(log::EVENTS), event)
     }
 
-    fn write_archive(&mut self, id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[String]) -> Result<()> {
+    fn write_archive(&mut self, id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[Artifact]) -> Result<()> {
         archives::write(&self.dir, id, entries, artifacts)
     }
 

@@ -28,6 +28,7 @@ use super::backend::{writer_timed_out, ArchiveEntries, ArchiveReader, Backend, C
 use super::tokens::StoredToken;
 use super::{ArchiveId, ConversationKey, Tenant};
 use crate::record::{Event, Notice};
+use crate::transcript::Artifact;
 
 type Pool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
 type Connection = r2d2::PooledConnection<PostgresConnectionManager<NoTls>>;
@@ -167,7 +168,7 @@ const KEPT_LOGS: usize = 256;
 
 enum Write {
     Event { seq: i64, body: String },
-    Archive { id: String, entries: Vec<u8>, artifacts: Vec<String> },
+    Archive { id: String, entries: Vec<u8>, artifacts: Vec<Artifact> },
     State(Vec<u8>),
     Notice(Notice),
     Ack(String),
@@ -315,7 +316,7 @@ impl Conversation for PgConversation {
         Ok(())
     }
 
-    fn write_archive(&mut self, id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[String]) -> Result<()> {
+    fn write_archive(&mut self, id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[Artifact]) -> Result<()> {
         self.write(Write::Archive { id: id.to_string(), entries: entries.to_vec()?, artifacts: artifacts.to_vec() })
     }
 
