@@ -38,11 +38,7 @@ fn main() {
             let core = out.join("plugins-target").join(target).join("release").join(format!("{}.wasm", plugin.crate_name.replace('-', "_")));
             let component = out.join(format!("{}.component.wasm", plugin.crate_name));
             fs::write(&component, componentize(&core, plugin.wasi)).unwrap();
-            code.push_str(&format!(
-                "    BundledPlugin {{ manifest: include_str!({:?}), component: include_bytes!({:?}) }},\n",
-                plugin.manifest.display(),
-                component.display()
-            ));
+            code.push_str(&format!("    BundledPlugin {{ manifest: include_str!({:?}), component: include_bytes!({:?}) }},\n", plugin.manifest.display(), component.display()));
         }
         code.push_str("];\n");
     }
@@ -101,10 +97,7 @@ fn build_guests(workspace: &Path, target_dir: &Path, target: &str, wasi: &[&str]
     match toolchain_route(target) {
         Route::Rustup => {}
         Route::DebianBuildStd => {
-            cmd.env("RUSTC", DEBIAN_RUSTC)
-                .env("RUSTC_BOOTSTRAP", "1")
-                .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER", DEBIAN_LINKER)
-                .args(["-Zbuild-std=std,panic_abort"]);
+            cmd.env("RUSTC", DEBIAN_RUSTC).env("RUSTC_BOOTSTRAP", "1").env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER", DEBIAN_LINKER).args(["-Zbuild-std=std,panic_abort"]);
         }
     }
     let status = cmd.status().expect("could not run cargo for the wasm32 plugins");
@@ -140,27 +133,17 @@ fn toolchain_route(target: &str) -> Route {
 
 fn has_rustup_target(target: &str) -> bool {
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let sysroot = Command::new(rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    let sysroot = Command::new(rustc).args(["--print", "sysroot"]).output().ok().filter(|o| o.status.success()).map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
     sysroot.is_some_and(|s| s.join("lib/rustlib").join(target).is_dir())
 }
 
 fn componentize(core: &Path, wasi: bool) -> Vec<u8> {
     let module = fs::read(core).unwrap_or_else(|e| panic!("reading {}: {e}", core.display()));
     let mut encoder = wit_component::ComponentEncoder::default();
-    encoder
-        .module(&module)
-        .unwrap_or_else(|e| panic!("{}: not a plugin module: {e:#}", core.display()))
-        .validate(true);
+    encoder.module(&module).unwrap_or_else(|e| panic!("{}: not a plugin module: {e:#}", core.display())).validate(true);
     if wasi {
         use wasi_preview1_component_adapter_provider as adapter;
-        encoder
-            .adapter(adapter::WASI_SNAPSHOT_PREVIEW1_ADAPTER_NAME, adapter::WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER)
-            .unwrap_or_else(|e| panic!("{}: adapting to WASI 0.2: {e:#}", core.display()));
+        encoder.adapter(adapter::WASI_SNAPSHOT_PREVIEW1_ADAPTER_NAME, adapter::WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER).unwrap_or_else(|e| panic!("{}: adapting to WASI 0.2: {e:#}", core.display()));
     }
     encoder.encode().unwrap_or_else(|e| panic!("{}: component encoding failed: {e:#}", core.display()))
 }

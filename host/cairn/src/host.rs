@@ -194,15 +194,7 @@ impl Cairn {
 
     /// The durable record gets the input's new entries first, then the archive, then the event.
     #[allow(clippy::too_many_arguments)]
-    fn run(
-        &self,
-        purpose: Purpose,
-        policy: &CheckedPolicy,
-        store: &mut ConversationStore,
-        transcript: &Transcript,
-        source: &str,
-        options: RunOptions<'_>,
-    ) -> Result<CompactionReport> {
+    fn run(&self, purpose: Purpose, policy: &CheckedPolicy, store: &mut ConversationStore, transcript: &Transcript, source: &str, options: RunOptions<'_>) -> Result<CompactionReport> {
         // Ids name entries in the record and in every plugin's answer: two entries with one id
         // would be one in the record and blamed on the first plugin that carried either.
         let mut seen = std::collections::HashMap::new();
@@ -228,9 +220,7 @@ impl Cairn {
         let settings = &policy.compaction;
         // Where the usable window is known the verbatim tail is also at most its share of it:
         // a tail larger than the window (a small model's) could not fit whatever ran before it.
-        let keep_recent = options.window.map_or(settings.keep_recent(tokens_before), |usable| {
-            settings.keep_recent(tokens_before).min((usable as f64 * settings.keep_recent_at_most) as u64)
-        });
+        let keep_recent = options.window.map_or(settings.keep_recent(tokens_before), |usable| settings.keep_recent(tokens_before).min((usable as f64 * settings.keep_recent_at_most) as u64));
         let target = options.window.map_or(settings.target(tokens_before), |usable| settings.target(tokens_before).min(usable));
         let window = match purpose {
             Purpose::Compact => Window::compute(&transcript.entries, keep_recent, target),

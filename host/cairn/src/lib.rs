@@ -28,10 +28,10 @@ pub mod record;
 pub mod show;
 pub mod storage;
 pub mod tokenizer;
-pub mod workspace;
 pub mod transcript;
 pub mod undo;
 mod wit_edge;
+pub mod workspace;
 
 pub use capabilities::{Capability, Interface};
 pub use engine::World;

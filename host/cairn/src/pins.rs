@@ -42,11 +42,8 @@ impl Default for PinSettings {
 impl PinSettings {
     /// Compiles the patterns; an invalid one is named by `at` (its `file:line:column`).
     pub fn compile(&mut self, at: impl Fn(std::ops::Range<usize>) -> String) -> Result<()> {
-        self.compiled = self
-            .patterns
-            .iter()
-            .map(|p| regex::Regex::new(p.get_ref()).map_err(|e| anyhow::anyhow!("{}: pins.patterns: not a regular expression: {e}", at(p.span()))))
-            .collect::<Result<_>>()?;
+        self.compiled =
+            self.patterns.iter().map(|p| regex::Regex::new(p.get_ref()).map_err(|e| anyhow::anyhow!("{}: pins.patterns: not a regular expression: {e}", at(p.span())))).collect::<Result<_>>()?;
         Ok(())
     }
 }
@@ -152,9 +149,7 @@ pub fn check_request(entries: &[Entry], already: &BTreeSet<String>, ids: &[Strin
 }
 
 fn is_marked(entry: &Entry) -> bool {
-    entry.role == Role::User
-        && entry.origin == Origin::Operator
-        && entry.parts.iter().any(|p| matches!(p, Part::Text { text } if text.split_whitespace().any(|w| w == MARKER)))
+    entry.role == Role::User && entry.origin == Origin::Operator && entry.parts.iter().any(|p| matches!(p, Part::Text { text } if text.split_whitespace().any(|w| w == MARKER)))
 }
 
 impl PinSettings {

@@ -42,7 +42,13 @@ pub fn rewrite(before: u64, after: u64) -> Vec<CacheRewrite> {
             let (next, uncompacted) = (usd(after, p.write), usd(before, p.cached));
             let saved_per_call = usd(before.saturating_sub(after), p.cached);
             let extra = next - uncompacted;
-            let break_even_calls = if extra <= 0.0 { Some(0) } else if saved_per_call > 0.0 { Some((extra / saved_per_call).ceil() as u64) } else { None };
+            let break_even_calls = if extra <= 0.0 {
+                Some(0)
+            } else if saved_per_call > 0.0 {
+                Some((extra / saved_per_call).ceil() as u64)
+            } else {
+                None
+            };
             CacheRewrite { model: p.model, next_call_usd: next, next_call_uncompacted_usd: uncompacted, break_even_calls }
         })
         .collect()

@@ -97,9 +97,7 @@ pub fn execute(home: &Home, conversation: &ConversationKey, call: &HistoryCall) 
     Ok(match call {
         HistoryCall::Summary => serde_json::to_value(view.summary())?,
         HistoryCall::Search { query, offset, limit } => serde_json::to_value(view.search(query, *offset, *limit)?)?,
-        HistoryCall::Page { archive_id, offset, limit, char_offset } => {
-            serde_json::to_value(view.page(archive_id, *offset, *limit, *char_offset)?)?
-        }
+        HistoryCall::Page { archive_id, offset, limit, char_offset } => serde_json::to_value(view.page(archive_id, *offset, *limit, *char_offset)?)?,
         HistoryCall::Artifact { uri, char_offset } => {
             let uri: ArtifactUri = uri.parse()?;
             let mut text = String::new();

@@ -119,23 +119,13 @@ pub fn mark_told(home: &Path, failures: &[Failure]) {
 /// was archived for that compaction — run `cairn doctor``, with how many more when several.
 pub fn notice(untold: &[Failure]) -> Option<String> {
     let last = untold.last()?;
-    let error: String = if last.error.chars().count() > 400 {
-        last.error.chars().take(400).collect::<String>() + "…"
-    } else {
-        last.error.clone()
-    };
+    let error: String = if last.error.chars().count() > 400 { last.error.chars().take(400).collect::<String>() + "…" } else { last.error.clone() };
     let earlier = match untold.len() - 1 {
         0 => String::new(),
         1 => " (and 1 earlier hook failure)".into(),
         n => format!(" (and {n} earlier hook failures)"),
     };
-    Some(format!(
-        "Cairn: the {} hook failed at {} ({}); {}{earlier} — run `cairn doctor` to see why",
-        last.hook,
-        last.time(),
-        error.replace('\n', " "),
-        last.consequence()
-    ))
+    Some(format!("Cairn: the {} hook failed at {} ({}); {}{earlier} — run `cairn doctor` to see why", last.hook, last.time(), error.replace('\n', " "), last.consequence()))
 }
 
 /// Reads, changes and (when `change` says so) replaces the file under the lock, keeping the

@@ -18,8 +18,7 @@ pub fn root_objective(first_request: &str) -> String {
 }
 
 /// Words that make an operator's sentence a rule.
-pub const CONSTRAINT_MARKERS: &[&str] =
-    &["don't", "dont", "do not", "never", "must not", "mustn't", "avoid", "avoiding", "without", "no longer", "stop", "stopping"];
+pub const CONSTRAINT_MARKERS: &[&str] = &["don't", "dont", "do not", "never", "must not", "mustn't", "avoid", "avoiding", "without", "no longer", "stop", "stopping"];
 
 /// The operator's rules in `message`, verbatim, in order.
 pub fn constraint_sentences(message: &str) -> Vec<String> {
@@ -89,9 +88,7 @@ pub fn word_positions<'a>(lower: &'a str, word: &'a str) -> impl Iterator<Item =
     lower
         .match_indices(word)
         .map(move |(at, _)| (at, at + word.len()))
-        .filter(move |&(at, end)| {
-            lower[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric()) && lower[end..].chars().next().is_none_or(|c| !c.is_alphanumeric())
-        })
+        .filter(move |&(at, end)| lower[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric()) && lower[end..].chars().next().is_none_or(|c| !c.is_alphanumeric()))
         .map(|(_, end)| end)
 }
 

@@ -116,12 +116,7 @@ mod tests {
 
     #[test]
     fn a_model_checkpoint_keeps_verbatim_constraints_and_exact_files() {
-        let model = Checkpoint {
-            task_objective: "Add logging".into(),
-            negative_constraints: vec!["no secrets in logs".into()],
-            files_read: vec!["src/a.rs".into()],
-            ..Default::default()
-        };
+        let model = Checkpoint { task_objective: "Add logging".into(), negative_constraints: vec!["no secrets in logs".into()], files_read: vec!["src/a.rs".into()], ..Default::default() };
         let previous = Checkpoint { negative_constraints: vec!["Stay on stable Rust.".into()], ..Default::default() };
         let reply = format!("```json\n{}\n```", model.to_json());
         let cp = from_model(&reply, &entries(), Some(&previous), 4000, &quarter).unwrap();

@@ -25,10 +25,7 @@ fn decide(boundary: &Boundary, proposal: &Proposal) -> CommitDecision {
         return CommitDecision::Defer("the turn is not complete".into());
     }
     if !proposal.kept_summary_ids.is_empty() {
-        return CommitDecision::Reject(format!(
-            "a stale compaction entry would stay in the kept range: {}",
-            id_list(&proposal.kept_summary_ids)
-        ));
+        return CommitDecision::Reject(format!("a stale compaction entry would stay in the kept range: {}", id_list(&proposal.kept_summary_ids)));
     }
     CommitDecision::Commit
 }

@@ -13,8 +13,8 @@ use cairn_sdk::chunks::{model_context_window, model_or_fallback, Summarizer};
 use cairn_sdk::prompt::{agent_notes, clean_reply, conversation_prompt_start, request_entries, section};
 use cairn_sdk::types::*;
 use cairn_sdk::{
-    ask_model, clip_ellipsis, count_tokens, log_info, export_strategy, is_operator_message, message_text, parse_config, range_of, replaceable_range,
-    summary_replacement, tail_chars, Strategy, SEED_MESSAGES, SEED_MESSAGE_CHARS,
+    ask_model, clip_ellipsis, count_tokens, export_strategy, is_operator_message, log_info, message_text, parse_config, range_of, replaceable_range, summary_replacement, tail_chars, Strategy,
+    SEED_MESSAGES, SEED_MESSAGE_CHARS,
 };
 
 /// Without a `## Checkpoint` section the seed takes this much of the retrospective's end.

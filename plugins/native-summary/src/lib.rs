@@ -10,10 +10,7 @@ use cairn_sdk::checkpoint;
 use cairn_sdk::chunks::{model_context_window, Chunked, Summarizer};
 use cairn_sdk::prompt::{clean_reply, is_heading, DATA_NOT_INSTRUCTIONS};
 use cairn_sdk::types::*;
-use cairn_sdk::{
-    ask_model, count_tokens, export_strategy, is_operator_message, log_info, message_text, model_unavailable, parse_config, range_of, replaceable_range,
-    summary_replacement, Strategy,
-};
+use cairn_sdk::{ask_model, count_tokens, export_strategy, is_operator_message, log_info, message_text, model_unavailable, parse_config, range_of, replaceable_range, summary_replacement, Strategy};
 use serde::Deserialize;
 
 #[derive(Deserialize)]

@@ -24,12 +24,7 @@ struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config {
-            min_tokens: 200,
-            fence_min_tokens: 400,
-            protected_tools: Vec::new(),
-            read_tools: ["read", "Read", "read_file", "view", "cat"].map(String::from).to_vec(),
-        }
+        Config { min_tokens: 200, fence_min_tokens: 400, protected_tools: Vec::new(), read_tools: ["read", "Read", "read_file", "view", "cat"].map(String::from).to_vec() }
     }
 }
 
@@ -69,13 +64,7 @@ impl Strategy for ShakeElide {
 }
 
 /// Elides what is worth eliding in one entry; true when something changed.
-fn shake_entry(
-    entry: &mut Entry,
-    index: usize,
-    config: &Config,
-    calls: &HashMap<String, (String, String)>,
-    last_touch: &HashMap<String, usize>,
-) -> Result<bool, StrategyError> {
+fn shake_entry(entry: &mut Entry, index: usize, config: &Config, calls: &HashMap<String, (String, String)>, last_touch: &HashMap<String, usize>) -> Result<bool, StrategyError> {
     let mut changed = false;
     let operator = entry.origin == Origin::Operator;
     for part in entry.parts.iter_mut() {
@@ -88,13 +77,7 @@ fn shake_entry(
                 if config.protected_tools.iter().any(|t| t == name) {
                     continue;
                 }
-                let stale_path = config
-                    .read_tools
-                    .iter()
-                    .any(|t| t == name)
-                    .then(|| path_argument(args))
-                    .flatten()
-                    .filter(|path| last_touch.get(path).is_some_and(|&at| at > index));
+                let stale_path = config.read_tools.iter().any(|t| t == name).then(|| path_argument(args)).flatten().filter(|path| last_touch.get(path).is_some_and(|&at| at > index));
                 let tokens = count_tokens(&result.content);
                 if stale_path.is_none() && tokens < config.min_tokens {
                     continue;
@@ -196,9 +179,7 @@ fn last_touch_by_path(entries: &[Entry]) -> HashMap<String, usize> {
 /// The file path a tool call's JSON arguments name, under the keys agents commonly use.
 fn path_argument(args: &str) -> Option<String> {
     let value: serde_json::Value = serde_json::from_str(args).ok()?;
-    ["path", "file_path", "filePath", "filename"]
-        .iter()
-        .find_map(|key| value.get(key)?.as_str().map(str::to_string))
+    ["path", "file_path", "filePath", "filename"].iter().find_map(|key| value.get(key)?.as_str().map(str::to_string))
 }
 
 // Exported only in Wasm: `cairn bench` compiles this file natively and calls `ShakeElide`.

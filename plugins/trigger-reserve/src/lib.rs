@@ -45,13 +45,7 @@ fn decide(input: &TriggerInput, config: &Config) -> TriggerDecision {
     let reserve = reserve(config, &input.usage);
     let limit = window.saturating_sub(reserve);
     if tokens > limit {
-        return TriggerDecision::Compact(format!(
-            "context exceeds window minus reserve ({} > {} - {} = {} tokens)",
-            thousands(tokens),
-            thousands(window),
-            thousands(reserve),
-            thousands(limit)
-        ));
+        return TriggerDecision::Compact(format!("context exceeds window minus reserve ({} > {} - {} = {} tokens)", thousands(tokens), thousands(window), thousands(reserve), thousands(limit)));
     }
     TriggerDecision::None
 }

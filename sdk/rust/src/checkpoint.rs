@@ -11,9 +11,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use cairn_rules::intent::{is_constraint, prose, sentences};
 use crate::types::{Entry, Part, Role, ToolResult};
 use crate::{clip_ellipsis, is_operator_message, log_warn, message_text};
+use cairn_rules::intent::{is_constraint, prose, sentences};
 
 /// The JSON Schema every checkpoint must satisfy (the host validates against it).
 pub const SCHEMA: &str = include_str!("../../../wit/0.1.0/checkpoint.schema.json");
@@ -154,8 +154,7 @@ pub fn extract(entries: &[Entry], token_budget: u32) -> Checkpoint {
 /// request, after the latest longer one when it is short) comes first, then constraint
 /// sentences, newest message first; what does not fit is left out.
 pub fn extract_with(entries: &[Entry], token_budget: u32, count: &dyn Fn(&str) -> u32) -> Checkpoint {
-    let operator: Vec<String> =
-        entries.iter().filter(|e| is_operator_message(e)).map(|e| message_text(e).trim().to_string()).filter(|t| !t.is_empty()).collect();
+    let operator: Vec<String> = entries.iter().filter(|e| is_operator_message(e)).map(|e| message_text(e).trim().to_string()).filter(|t| !t.is_empty()).collect();
     let mut budget = token_budget;
 
     let requests = current_requests(&operator);
@@ -386,8 +385,7 @@ const DECISION_MARKERS: &[&str] = &["decided to", "going with", "instead of"];
 const CHOICE_WORDS: &[&str] = &["i'll", "i will", "we'll", "we will", "let's", "let me", "switch", "chose", "choose", "prefer", "decid", "going with"];
 /// The latest this many statements of each kind are kept.
 const MAX_STATEMENTS: usize = 20;
-const REJECTION_MARKERS: &[&str] =
-    &["doesn't work", "doesn’t work", "does not work", "didn't work", "didn’t work", "won't work", "won’t work", "will not work"];
+const REJECTION_MARKERS: &[&str] = &["doesn't work", "doesn’t work", "does not work", "didn't work", "didn’t work", "won't work", "won’t work", "will not work"];
 
 fn agent_statements(entries: &[Entry]) -> AgentStatements {
     let mut out = AgentStatements::default();
@@ -395,9 +393,7 @@ fn agent_statements(entries: &[Entry]) -> AgentStatements {
         for line in text.lines() {
             let bare = strip_bullet(line);
             // "Done: …", "Fixed the parser" — a word of its own, with something after it.
-            let starts = MILESTONE_WORDS.iter().any(|w| {
-                bare.strip_prefix(w).is_some_and(|rest| !rest.starts_with(char::is_alphanumeric) && rest.contains(char::is_alphanumeric))
-            });
+            let starts = MILESTONE_WORDS.iter().any(|w| bare.strip_prefix(w).is_some_and(|rest| !rest.starts_with(char::is_alphanumeric) && rest.contains(char::is_alphanumeric)));
             // "Done! Now:" only introduces a list.
             let title = bare.ends_with(':') && bare.split_whitespace().count() <= 3;
             if starts && !title {
@@ -431,10 +427,7 @@ fn rejection(sentence: &str, at: usize, len: usize) -> RejectedHypothesis {
     // Only "because …" names a reason; otherwise the whole sentence is the best one.
     let reason = reason.strip_prefix("because").map_or("", str::trim);
     let whole = clip_ellipsis(sentence, 300);
-    RejectedHypothesis {
-        approach: if approach.is_empty() { whole.clone() } else { clip_ellipsis(approach, 300) },
-        reason: if reason.is_empty() { whole } else { clip_ellipsis(reason, 300) },
-    }
+    RejectedHypothesis { approach: if approach.is_empty() { whole.clone() } else { clip_ellipsis(approach, 300) }, reason: if reason.is_empty() { whole } else { clip_ellipsis(reason, 300) } }
 }
 
 fn latest<T>(mut items: Vec<T>, max: usize) -> Vec<T> {
@@ -529,11 +522,7 @@ const MAX_RUNS: usize = 10;
 
 impl<'a> Calls<'a> {
     fn new(entries: &'a [Entry]) -> Self {
-        let results: HashMap<&str, &ToolResult> = entries
-            .iter()
-            .flat_map(|e| &e.parts)
-            .filter_map(|p| if let Part::ToolResult(r) = p { Some((r.call_id.as_str(), r)) } else { None })
-            .collect();
+        let results: HashMap<&str, &ToolResult> = entries.iter().flat_map(|e| &e.parts).filter_map(|p| if let Part::ToolResult(r) = p { Some((r.call_id.as_str(), r)) } else { None }).collect();
         let list = entries
             .iter()
             .enumerate()
@@ -632,8 +621,8 @@ fn command_text(args: &str) -> Option<String> {
 }
 
 const CHECK_WORDS: &[&str] = &[
-    "test", "tests", "pytest", "jest", "vitest", "mocha", "nextest", "unittest", "check", "clippy", "lint", "build", "tsc", "make", "ctest",
-    "tox", "rspec", "phpunit", "mypy", "ruff", "eslint", "compile", "verify",
+    "test", "tests", "pytest", "jest", "vitest", "mocha", "nextest", "unittest", "check", "clippy", "lint", "build", "tsc", "make", "ctest", "tox", "rspec", "phpunit", "mypy", "ruff", "eslint",
+    "compile", "verify",
 ];
 const NOT_CHECKS: &[&str] = &["ls", "cat", "head", "tail", "grep", "rg", "find", "sed", "awk", "echo", "cd", "git", "less", "wc", "mkdir", "rm", "cp", "mv", "touch"];
 
@@ -643,9 +632,7 @@ fn is_check_command(command: &str) -> bool {
     command.split(['\n', ';', '|', '&']).any(|segment| {
         let program = segment.split_whitespace().next().unwrap_or("");
         let program = program.rsplit('/').next().unwrap_or(program);
-        !program.is_empty()
-            && !NOT_CHECKS.contains(&program)
-            && segment.split(|c: char| !c.is_alphanumeric()).any(|w| CHECK_WORDS.contains(&w.to_lowercase().as_str()))
+        !program.is_empty() && !NOT_CHECKS.contains(&program) && segment.split(|c: char| !c.is_alphanumeric()).any(|w| CHECK_WORDS.contains(&w.to_lowercase().as_str()))
     })
 }
 
@@ -861,10 +848,7 @@ mod tests {
     fn extracts_intent_files_runs_and_statements() {
         let cp = extract_with(&session(), 4000, &quarter);
         assert_eq!(cp.task_objective, LAST_REQUEST);
-        assert_eq!(
-            cp.negative_constraints,
-            ["Don't touch the public API.", "Never push to main!", "Also avoid adding new dependencies.", "Do not change the lexer."]
-        );
+        assert_eq!(cp.negative_constraints, ["Don't touch the public API.", "Never push to main!", "Also avoid adding new dependencies.", "Do not change the lexer."]);
         assert_eq!(cp.files_read, ["src/lexer.rs"]);
         assert_eq!(cp.files_modified, ["src/parser.rs"]);
         assert_eq!(cp.verification.passed, ["cargo test — test result: ok. 3 passed; 0 failed; 0 ignored"]);
@@ -873,10 +857,7 @@ mod tests {
         assert_eq!(cp.completed_milestones, ["Fixed the parser: nested braces now parse."]);
         assert_eq!(cp.accepted_decisions, ["I decided to write a small recursive descent parser."]);
         assert_eq!(cp.rejected_hypotheses, [RejectedHypothesis { approach: "Using a regex".into(), reason: "nested braces break it.".into() }]);
-        assert_eq!(
-            cp.pending_work,
-            [LAST_REQUEST, "Next: add the test in tests/parser.rs", "TODO: update CHANGELOG", "Unresolved error from Edit `src/missing.rs`: Error: file not found"]
-        );
+        assert_eq!(cp.pending_work, [LAST_REQUEST, "Next: add the test in tests/parser.rs", "TODO: update CHANGELOG", "Unresolved error from Edit `src/missing.rs`: Error: file not found"]);
         assert_eq!(cp.next_immediate_action, "Now add a regression test for nested braces.");
         assert_eq!(cp.external_artifacts, [ExternalArtifact { name: "ch09-00.html".into(), uri: "https://doc.rust-lang.org/book/ch09-00.html".into() }]);
         // What the host will validate: every schema key, nothing else.
@@ -966,10 +947,7 @@ mod tests {
         assert!(is_constraint("Please don’t reformat files"));
         assert!(is_acknowledgement("Thanks!") && is_acknowledgement("OK, cool.") && !is_acknowledgement("Ship it."));
         assert!(!is_constraint("Stopwatch shows the nevermore time"));
-        assert_eq!(
-            find_uris("see (https://x.dev/a/b.md?q=1), and artifact://a-1/3. http:// alone"),
-            ["https://x.dev/a/b.md?q=1", "artifact://a-1/3"]
-        );
+        assert_eq!(find_uris("see (https://x.dev/a/b.md?q=1), and artifact://a-1/3. http:// alone"), ["https://x.dev/a/b.md?q=1", "artifact://a-1/3"]);
         assert_eq!(uri_name("https://x.dev/a/b.md?q=1"), "b.md");
         assert_eq!(uri_name("https://x.dev/"), "x.dev");
         assert_eq!(uri_name("artifact://a-1/3"), "3");
@@ -993,19 +971,10 @@ mod tests {
 
     #[test]
     fn merge_accumulates_history_and_refreshes_state() {
-        let previous = Checkpoint {
-            task_objective: "old goal".into(),
-            negative_constraints: vec!["Never push.".into()],
-            files_read: vec!["a.rs".into()],
-            pending_work: vec!["old".into()],
-            ..Default::default()
-        };
-        let current = Checkpoint {
-            negative_constraints: vec!["Never push.".into(), "Avoid unsafe.".into()],
-            files_modified: vec!["a.rs".into()],
-            pending_work: vec!["new".into()],
-            ..Default::default()
-        };
+        let previous =
+            Checkpoint { task_objective: "old goal".into(), negative_constraints: vec!["Never push.".into()], files_read: vec!["a.rs".into()], pending_work: vec!["old".into()], ..Default::default() };
+        let current =
+            Checkpoint { negative_constraints: vec!["Never push.".into(), "Avoid unsafe.".into()], files_modified: vec!["a.rs".into()], pending_work: vec!["new".into()], ..Default::default() };
         let merged = merge(&Checkpoint { root_objective: "first ask".into(), ..previous }, Checkpoint { root_objective: "a later ask".into(), ..current });
         assert_eq!(merged.task_objective, "old goal");
         assert_eq!(merged.root_objective, "first ask", "the first request is never replaced");

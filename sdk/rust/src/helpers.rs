@@ -11,9 +11,9 @@ pub use cairn_rules::{clip_chars, placeholder_text, thousands, SEED_MESSAGES, SE
 use serde::de::DeserializeOwned;
 
 use crate::host::model::ModelError;
-use crate::host::{log, model};
 #[cfg(target_arch = "wasm32")]
 use crate::host::tokens;
+use crate::host::{log, model};
 use crate::types::{AgentRequest, CompactRequest, Entry, EntryRange, Origin, Part, RequestKind, Role, StrategyError, TriggerDecision, TriggerInput};
 
 /// Exact token count by the host's tokenizer (the `tokens` capability).
@@ -30,9 +30,7 @@ pub fn count_tokens(text: &str) -> u32 {
 pub fn store_artifact(content: &str) -> Result<String, StrategyError> {
     #[cfg(target_arch = "wasm32")]
     return crate::host::archive::put_artifact(content).map_err(|e| match e {
-        crate::host::archive::ArchiveError::Denied(why) | crate::host::archive::ArchiveError::Unavailable(why) => {
-            StrategyError::Unavailable(format!("archive write: {why}"))
-        }
+        crate::host::archive::ArchiveError::Denied(why) | crate::host::archive::ArchiveError::Unavailable(why) => StrategyError::Unavailable(format!("archive write: {why}")),
         other => StrategyError::Failed(format!("archive write: {other:?}")),
     });
     #[cfg(not(target_arch = "wasm32"))]

@@ -46,9 +46,9 @@ mod helpers;
 pub mod native;
 pub mod prompt;
 
-pub use helpers::*;
 /// The rules host and plugins share, as the host applies them.
 pub use cairn_rules as rules;
+pub use helpers::*;
 
 /// Generated bindings of the `strategy` world (also the home of the shared types and capabilities).
 #[doc(hidden)]

@@ -117,10 +117,7 @@ impl ArchiveCapability {
     pub fn put_artifact(&mut self, content: String) -> Result<String, ArchiveError> {
         self.gate.check(&[Capability::ArchiveWrite], "store artifacts").map_err(ArchiveError::Denied)?;
         if content.len() > MAX_ARTIFACT_BYTES || self.bytes + content.len() > MAX_CALL_ARTIFACT_BYTES {
-            return Err(ArchiveError::TooLarge(format!(
-                "artifact too large: {} bytes (each at most {MAX_ARTIFACT_BYTES}, {MAX_CALL_ARTIFACT_BYTES} per call)",
-                content.len()
-            )));
+            return Err(ArchiveError::TooLarge(format!("artifact too large: {} bytes (each at most {MAX_ARTIFACT_BYTES}, {MAX_CALL_ARTIFACT_BYTES} per call)", content.len())));
         }
         self.bytes += content.len();
         // Most artifacts are an output set aside whole: the entry's own text, not a second copy.

@@ -73,8 +73,8 @@ pub fn preserve(committed: &mut Committed, preserve: Option<&str>, archive_id: &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::Role;
     use crate::chain::Applied;
+    use crate::transcript::Role;
 
     fn committed(context: Vec<Entry>, first: usize, replacement: usize, checkpoint: Option<&str>) -> Committed {
         let tokens_after = context.iter().map(|e| e.tokens as u64).sum();

@@ -37,10 +37,7 @@ impl CircuitBreaker {
     }
 
     pub fn record(&self, plugin: &str, outcome: OutcomeClass, settings: BreakerSettings) {
-        let malfunction = matches!(
-            outcome,
-            OutcomeClass::Trap | OutcomeClass::Timeout | OutcomeClass::Oom | OutcomeClass::Invalid | OutcomeClass::Invariant
-        );
+        let malfunction = matches!(outcome, OutcomeClass::Trap | OutcomeClass::Timeout | OutcomeClass::Oom | OutcomeClass::Invalid | OutcomeClass::Invariant);
         let mut plugins = self.plugins.lock().unwrap_or_else(|e| e.into_inner());
         let circuit = plugins.entry(plugin.to_string()).or_default();
         if outcome == OutcomeClass::Ok {

@@ -73,14 +73,7 @@ pub(super) fn clip(input: &StepInput<'_>, limit: u64, leave: &std::ops::Range<us
     if artifacts.is_empty() {
         return StepAnswer::new(Err(StepError::NoProgress(format!("no tool output over {limit} tokens has text to clip"))));
     }
-    let output = StrategyOutput {
-        first: entries[first].id.clone(),
-        last: entries[last].id.clone(),
-        replacement,
-        checkpoint: None,
-        seed: None,
-        retrospective: None,
-    };
+    let output = StrategyOutput { first: entries[first].id.clone(), last: entries[last].id.clone(), replacement, checkpoint: None, seed: None, retrospective: None };
     StepAnswer { output: Ok(output), artifacts, refused: Vec::new(), model: None }
 }
 

@@ -78,11 +78,8 @@ pub(crate) fn check_step(input: &StepInput<'_>, applied: &Applied, checkpoint: O
     let summary = Summary::of(&new, checkpoint);
     // This step's own artifacts are named in its replacement; they are in no history yet.
     let own: Vec<String> = (1..=input.artifacts_before + artifacts).map(|n| format!("artifact://{}/{n}", input.archive_id)).collect();
-    let extra: Vec<&str> = [input.preserve, input.resume, input.previous_checkpoint, Some(input.archive_id), Some(PLUGIN_WORDING)]
-        .into_iter()
-        .flatten()
-        .chain(own.iter().map(String::as_str))
-        .collect();
+    let extra: Vec<&str> =
+        [input.preserve, input.resume, input.previous_checkpoint, Some(input.archive_id), Some(PLUGIN_WORDING)].into_iter().flatten().chain(own.iter().map(String::as_str)).collect();
     check(&History { entries: input.entries, settled: applied.last + 1, extra: &extra }, &summary)
 }
 
@@ -147,18 +144,137 @@ struct Claim {
 
 /// File extensions that make a word a file name.
 const EXTENSIONS: &[&str] = &[
-    "rs", "toml", "lock", "py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "go", "java", "kt", "kts", "swift", "c", "h", "cc", "cpp", "hpp", "cs", "rb",
-    "php", "scala", "md", "mdx", "rst", "txt", "json", "jsonl", "yaml", "yml", "ini", "cfg", "conf", "env", "sh", "bash", "zsh", "ps1", "sql", "proto", "wit",
-    "wasm", "wat", "html", "htm", "css", "scss", "xml", "csv", "tsv", "log", "patch", "diff", "gradle", "mk", "cmake", "dockerfile", "tf", "vue", "svelte",
-    "ex", "exs", "erl", "hs", "ml", "lua", "pl", "r", "dart", "zig", "nix", "pem", "crt", "key", "db", "sqlite", "tar", "gz", "tgz", "zip", "png", "jpg",
-    "jpeg", "gif", "svg", "pdf", "ipynb",
+    "rs",
+    "toml",
+    "lock",
+    "py",
+    "pyi",
+    "js",
+    "mjs",
+    "cjs",
+    "ts",
+    "tsx",
+    "jsx",
+    "go",
+    "java",
+    "kt",
+    "kts",
+    "swift",
+    "c",
+    "h",
+    "cc",
+    "cpp",
+    "hpp",
+    "cs",
+    "rb",
+    "php",
+    "scala",
+    "md",
+    "mdx",
+    "rst",
+    "txt",
+    "json",
+    "jsonl",
+    "yaml",
+    "yml",
+    "ini",
+    "cfg",
+    "conf",
+    "env",
+    "sh",
+    "bash",
+    "zsh",
+    "ps1",
+    "sql",
+    "proto",
+    "wit",
+    "wasm",
+    "wat",
+    "html",
+    "htm",
+    "css",
+    "scss",
+    "xml",
+    "csv",
+    "tsv",
+    "log",
+    "patch",
+    "diff",
+    "gradle",
+    "mk",
+    "cmake",
+    "dockerfile",
+    "tf",
+    "vue",
+    "svelte",
+    "ex",
+    "exs",
+    "erl",
+    "hs",
+    "ml",
+    "lua",
+    "pl",
+    "r",
+    "dart",
+    "zig",
+    "nix",
+    "pem",
+    "crt",
+    "key",
+    "db",
+    "sqlite",
+    "tar",
+    "gz",
+    "tgz",
+    "zip",
+    "png",
+    "jpg",
+    "jpeg",
+    "gif",
+    "svg",
+    "pdf",
+    "ipynb",
 ];
 
 /// Product names spelled with an inner capital: code-like in shape, but never an invention.
 const NAMES: &[&str] = &[
-    "GitHub", "GitLab", "JavaScript", "TypeScript", "PostgreSQL", "MySQL", "SQLite", "MongoDB", "OpenAI", "DeepSeek", "macOS", "iOS", "iPadOS", "iPhone",
-    "iPad", "YouTube", "LinkedIn", "PowerShell", "WebAssembly", "DevOps", "PyPI", "NumPy", "PyTorch", "TensorFlow", "FastAPI", "GraphQL", "WebSocket",
-    "OAuth", "CircleCI", "VSCode", "IntelliJ", "PhD", "LaTeX", "BitBucket", "HuggingFace", "OpenSSL", "McDonald",
+    "GitHub",
+    "GitLab",
+    "JavaScript",
+    "TypeScript",
+    "PostgreSQL",
+    "MySQL",
+    "SQLite",
+    "MongoDB",
+    "OpenAI",
+    "DeepSeek",
+    "macOS",
+    "iOS",
+    "iPadOS",
+    "iPhone",
+    "iPad",
+    "YouTube",
+    "LinkedIn",
+    "PowerShell",
+    "WebAssembly",
+    "DevOps",
+    "PyPI",
+    "NumPy",
+    "PyTorch",
+    "TensorFlow",
+    "FastAPI",
+    "GraphQL",
+    "WebSocket",
+    "OAuth",
+    "CircleCI",
+    "VSCode",
+    "IntelliJ",
+    "PhD",
+    "LaTeX",
+    "BitBucket",
+    "HuggingFace",
+    "OpenSSL",
+    "McDonald",
 ];
 
 /// The checkable claims of `text`, once each, in order.
@@ -226,10 +342,7 @@ fn is_command(span: &str) -> bool {
         }
     }
     let snippet = unquoted.contains(['(', ')', '{', '}', '[', ']', ';', ',']) || ["!=", "==", "=>", "->", "::", " = "].iter().any(|op| unquoted.contains(op));
-    span.len() <= 200
-        && !snippet
-        && program.starts_with(|c: char| c.is_ascii_lowercase())
-        && program.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.-/".contains(c))
+    span.len() <= 200 && !snippet && program.starts_with(|c: char| c.is_ascii_lowercase()) && program.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.-/".contains(c))
 }
 
 fn collapse(text: &str) -> String {
@@ -527,9 +640,9 @@ impl<'a> Index<'a> {
             // in any case.
             Kind::Identifier => {
                 occurs(self.text, text, is_word_char)
-                    || text.rsplit_once('.').is_some_and(|(receivers, member)| {
-                        !text.contains("::") && self.words.contains(member) && receivers.split('.').all(|r| self.lower_words.contains(&r.to_ascii_lowercase()))
-                    })
+                    || text
+                        .rsplit_once('.')
+                        .is_some_and(|(receivers, member)| !text.contains("::") && self.words.contains(member) && receivers.split('.').all(|r| self.lower_words.contains(&r.to_ascii_lowercase())))
             }
             // `cargo test … --lib`: each part quoted must be there.
             Kind::Command => text.split(['…']).flat_map(|t| t.split("...")).map(str::trim).filter(|t| !t.is_empty()).all(|t| occurs(self.text, t, is_word_char)),
@@ -560,32 +673,205 @@ fn occurs(text: &str, needle: &str, joins: impl Fn(char) -> bool) -> bool {
 
 /// Headings and prefixes that open a list of unfinished work.
 const OPEN_LABELS: &[&str] = &[
-    "pending", "in progress", "active", "next", "next step", "next steps", "next action", "todo", "to do", "remaining", "outstanding", "unfinished",
-    "not run", "open items", "open tasks", "work left", "left to do", "current work", "ongoing", "wip",
+    "pending",
+    "in progress",
+    "active",
+    "next",
+    "next step",
+    "next steps",
+    "next action",
+    "todo",
+    "to do",
+    "remaining",
+    "outstanding",
+    "unfinished",
+    "not run",
+    "open items",
+    "open tasks",
+    "work left",
+    "left to do",
+    "current work",
+    "ongoing",
+    "wip",
 ];
 
 /// Words that carry no item's identity: function words and generic verbs of work.
 const STOPWORDS: &[&str] = &[
-    "the", "and", "for", "with", "from", "into", "onto", "that", "this", "these", "those", "then", "than", "when", "where", "which", "while", "what", "who",
-    "are", "was", "were", "been", "being", "has", "have", "had", "its", "our", "your", "their", "them", "they", "his", "her", "not", "but", "all", "any",
-    "each", "every", "some", "more", "most", "also", "again", "still", "yet", "now", "next", "once", "only", "just", "very", "will", "would", "should",
-    "could", "can", "may", "might", "must", "need", "needs", "about", "after", "before", "over", "under", "via", "per", "out", "off", "one", "two", "new",
-    "run", "rerun", "make", "add", "fix", "finish", "implement", "update", "do", "does", "did", "get", "got", "start", "continue", "complete", "verify",
-    "ensure", "try", "pending", "todo", "progress", "active", "step", "steps", "task", "tasks", "work", "item", "items", "done", "check", "see", "use",
-    "using", "let", "there", "here", "other", "same", "such", "both", "either", "none", "nothing", "remaining", "current", "currently", "still", "ongoing",
+    "the",
+    "and",
+    "for",
+    "with",
+    "from",
+    "into",
+    "onto",
+    "that",
+    "this",
+    "these",
+    "those",
+    "then",
+    "than",
+    "when",
+    "where",
+    "which",
+    "while",
+    "what",
+    "who",
+    "are",
+    "was",
+    "were",
+    "been",
+    "being",
+    "has",
+    "have",
+    "had",
+    "its",
+    "our",
+    "your",
+    "their",
+    "them",
+    "they",
+    "his",
+    "her",
+    "not",
+    "but",
+    "all",
+    "any",
+    "each",
+    "every",
+    "some",
+    "more",
+    "most",
+    "also",
+    "again",
+    "still",
+    "yet",
+    "now",
+    "next",
+    "once",
+    "only",
+    "just",
+    "very",
+    "will",
+    "would",
+    "should",
+    "could",
+    "can",
+    "may",
+    "might",
+    "must",
+    "need",
+    "needs",
+    "about",
+    "after",
+    "before",
+    "over",
+    "under",
+    "via",
+    "per",
+    "out",
+    "off",
+    "one",
+    "two",
+    "new",
+    "run",
+    "rerun",
+    "make",
+    "add",
+    "fix",
+    "finish",
+    "implement",
+    "update",
+    "do",
+    "does",
+    "did",
+    "get",
+    "got",
+    "start",
+    "continue",
+    "complete",
+    "verify",
+    "ensure",
+    "try",
+    "pending",
+    "todo",
+    "progress",
+    "active",
+    "step",
+    "steps",
+    "task",
+    "tasks",
+    "work",
+    "item",
+    "items",
+    "done",
+    "check",
+    "see",
+    "use",
+    "using",
+    "let",
+    "there",
+    "here",
+    "other",
+    "same",
+    "such",
+    "both",
+    "either",
+    "none",
+    "nothing",
+    "remaining",
+    "current",
+    "currently",
+    "still",
+    "ongoing",
 ];
 
 /// Words that say an item is finished.
-const DONE_WORDS: &[&str] = &[
-    "done", "complete", "completed", "finished", "fixed", "merged", "resolved", "implemented", "landed", "shipped", "passes", "passed", "passing",
-    "succeeded", "succeeds", "green", "works",
-];
+const DONE_WORDS: &[&str] =
+    &["done", "complete", "completed", "finished", "fixed", "merged", "resolved", "implemented", "landed", "shipped", "passes", "passed", "passing", "succeeded", "succeeds", "green", "works"];
 
 /// Words that say it is not (yet), or only might be.
 const NOT_YET_WORDS: &[&str] = &[
-    "not", "never", "yet", "still", "will", "todo", "pending", "need", "needs", "should", "must", "next", "plan", "planned", "going", "try", "trying",
-    "attempt", "remaining", "remain", "remains", "left", "once", "when", "if", "until", "unless", "ll", "wip", "fail", "fails", "failed", "failing",
-    "failure", "failures", "error", "errors", "broken", "broke", "can", "cannot",
+    "not",
+    "never",
+    "yet",
+    "still",
+    "will",
+    "todo",
+    "pending",
+    "need",
+    "needs",
+    "should",
+    "must",
+    "next",
+    "plan",
+    "planned",
+    "going",
+    "try",
+    "trying",
+    "attempt",
+    "remaining",
+    "remain",
+    "remains",
+    "left",
+    "once",
+    "when",
+    "if",
+    "until",
+    "unless",
+    "ll",
+    "wip",
+    "fail",
+    "fails",
+    "failed",
+    "failing",
+    "failure",
+    "failures",
+    "error",
+    "errors",
+    "broken",
+    "broke",
+    "can",
+    "cannot",
 ];
 
 /// The summary's unfinished items, each flagged when the history shows it finished.
@@ -881,9 +1167,7 @@ fn completes(sentence: &str) -> bool {
     let done = words.iter().any(|w| DONE_WORDS.contains(&w.as_str())) || lower.contains(['✓', '✔', '✅']);
     let unsaid = lower.contains("n't") || lower.contains("n’t") || lower.contains('?') || failure_count(&words) || {
         // "0 failed" and "no errors" are no failures.
-        words.iter().enumerate().any(|(i, w)| {
-            NOT_YET_WORDS.contains(&w.as_str()) && !(is_failure_word(w) && i > 0 && matches!(words[i - 1].as_str(), "0" | "no" | "zero" | "without"))
-        })
+        words.iter().enumerate().any(|(i, w)| NOT_YET_WORDS.contains(&w.as_str()) && !(is_failure_word(w) && i > 0 && matches!(words[i - 1].as_str(), "0" | "no" | "zero" | "without")))
     };
     done && !unsaid
 }
@@ -964,10 +1248,7 @@ mod tests {
     }
 
     fn result(id: &str, call_id: &str, content: &str) -> Entry {
-        Entry {
-            parts: vec![Part::ToolResult { call_id: call_id.into(), content: content.into(), is_error: false, elided: None }].into(),
-            ..Entry::text(id, Role::Tool, Origin::Tool, "")
-        }
+        Entry { parts: vec![Part::ToolResult { call_id: call_id.into(), content: content.into(), is_error: false, elided: None }].into(), ..Entry::text(id, Role::Tool, Origin::Tool, "") }
     }
 
     /// An auth fix: read, failing test, edit, passing test.
@@ -1048,17 +1329,7 @@ mod tests {
         let flags = flags_for(&session(), text);
         assert_eq!(
             items(&flags, FlagKind::Unverified),
-            [
-                "https://example.com/made-up",
-                "850",
-                "9.4.1",
-                "cargo test -p auth --release",
-                "cargo clippy --all-targets",
-                "refresh_session",
-                "AuthError::Expired",
-                "TokenCache",
-                "--nocapture",
-            ],
+            ["https://example.com/made-up", "850", "9.4.1", "cargo test -p auth --release", "cargo clippy --all-targets", "refresh_session", "AuthError::Expired", "TokenCache", "--nocapture",],
             "{flags:#?}"
         );
     }

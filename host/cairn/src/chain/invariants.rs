@@ -30,9 +30,7 @@ pub struct Applied {
 
 pub fn apply(entries: &[Entry], window: &Window, output: StrategyOutput, archive_id: &str, tokenizer: &Tokenizer) -> Result<Applied, StepError> {
     let index: HashMap<&str, usize> = entries.iter().enumerate().map(|(i, e)| (e.id.as_str(), i)).collect();
-    let find = |id: &str| {
-        index.get(id).copied().ok_or_else(|| StepError::Invalid(format!("the replaced range names an unknown entry id {:?}", clip(id))))
-    };
+    let find = |id: &str| index.get(id).copied().ok_or_else(|| StepError::Invalid(format!("the replaced range names an unknown entry id {:?}", clip(id))));
     let (first, last) = (find(&output.first)?, find(&output.last)?);
     if first > last {
         return Err(StepError::Invalid(format!("the replaced range is reversed ({} after {})", output.first, output.last)));
@@ -47,11 +45,7 @@ pub fn apply(entries: &[Entry], window: &Window, output: StrategyOutput, archive
     // text, parallel calls) are replayed together or not at all.
     for (inside, outside) in [(first, first.checked_sub(1)), (last, Some(last + 1))] {
         if outside.and_then(|o| entries.get(o)).is_some_and(|o| super::window::same_response(o, &entries[inside])) {
-            return Err(StepError::Invariant(format!(
-                "the replaced range splits provider response {} at entry {}",
-                clip(entries[inside].response.as_deref().unwrap_or_default()),
-                entries[inside].id
-            )));
+            return Err(StepError::Invariant(format!("the replaced range splits provider response {} at entry {}", clip(entries[inside].response.as_deref().unwrap_or_default()), entries[inside].id)));
         }
     }
     let bytes: usize = output.replacement.iter().map(|e| e.model_text().len()).sum();

@@ -133,14 +133,7 @@ fn truncate(input: &StepInput<'_>) -> Result<StrategyOutput, StepError> {
     }
     let marker = Entry::text("", Role::User, Origin::Harness, text);
     replacement.push(marker);
-    Ok(StrategyOutput {
-        first: entries[head].id.clone(),
-        last: entries[cut - 1].id.clone(),
-        replacement,
-        checkpoint: None,
-        seed: None,
-        retrospective: None,
-    })
+    Ok(StrategyOutput { first: entries[head].id.clone(), last: entries[cut - 1].id.clone(), replacement, checkpoint: None, seed: None, retrospective: None })
 }
 
 #[cfg(test)]

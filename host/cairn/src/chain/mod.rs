@@ -199,10 +199,7 @@ pub fn run(
             // A handover need not shrink a short history: its point is the archive and a fresh
             // session (Claude Code's PreCompact archives through it, however short the session).
             if input.purpose == Purpose::Compact && applied.tokens_after >= tokens_before {
-                return Err(StepError::NoProgress(format!(
-                    "the context would not shrink ({} → {} tokens)",
-                    tokens_before, applied.tokens_after
-                )));
+                return Err(StepError::NoProgress(format!("the context would not shrink ({} → {} tokens)", tokens_before, applied.tokens_after)));
             }
             Ok((applied, checkpoint, seed, retrospective))
         });

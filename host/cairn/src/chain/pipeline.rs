@@ -36,14 +36,7 @@ pub enum Reach {
 }
 
 /// Runs the stages; a policy of one stage is exactly its chain.
-pub fn run_pipeline(
-    stages: &[StageSteps<'_>],
-    input: &StepInput<'_>,
-    tokenizer: &Tokenizer,
-    breaker: &CircuitBreaker,
-    breaker_settings: BreakerSettings,
-    approve: Option<Approve<'_>>,
-) -> ChainRun {
+pub fn run_pipeline(stages: &[StageSteps<'_>], input: &StepInput<'_>, tokenizer: &Tokenizer, breaker: &CircuitBreaker, breaker_settings: BreakerSettings, approve: Option<Approve<'_>>) -> ChainRun {
     if let [only] = stages {
         if only.reach == Reach::Window {
             return run(&only.steps, input, tokenizer, breaker, breaker_settings, approve);
@@ -66,11 +59,7 @@ pub fn run_pipeline(
         // entry for entry (the clip).
         let window = match stage.reach {
             Reach::Window => Window { protected_head: input.window.protected_head, tail_start: context.len() - tail_len, token_target: until },
-            Reach::PastTail => Window {
-                protected_head: super::window::protected_head(&context),
-                tail_start: context.len(),
-                token_target: until,
-            },
+            Reach::PastTail => Window { protected_head: super::window::protected_head(&context), tail_start: context.len(), token_target: until },
         };
         let earlier = composed.as_ref();
         let stage_input = StepInput {

@@ -44,9 +44,7 @@ impl CodeCache {
         match std::env::var_os("CAIRN_CACHE_DIR") {
             Some(dir) if dir.is_empty() => None,
             Some(dir) => Some(PathBuf::from(dir)),
-            None => std::env::var_os("XDG_CACHE_HOME")
-                .map(|d| PathBuf::from(d).join("cairn"))
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cairn"))),
+            None => std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("cairn")).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cairn"))),
         }
     }
 
@@ -165,7 +163,16 @@ mod tests {
 
         let entry = std::fs::read_dir(dir.path().join("cache")).unwrap().next().unwrap().unwrap().path();
         let good = std::fs::read(&entry).unwrap();
-        for damage in [good[..good.len() / 2].to_vec(), { let mut b = good.clone(); let at = b.len() - 100; b[at] ^= 0xff; b }, Vec::new()] {
+        for damage in [
+            good[..good.len() / 2].to_vec(),
+            {
+                let mut b = good.clone();
+                let at = b.len() - 100;
+                b[at] ^= 0xff;
+                b
+            },
+            Vec::new(),
+        ] {
             std::fs::write(&entry, damage).unwrap();
             assert_eq!(load(&cache, &engine), Compiled::Fresh, "a damaged entry is a miss");
             assert_eq!(std::fs::read(&entry).unwrap(), good, "and is rebuilt");

@@ -416,13 +416,8 @@ impl Lifecycle {
         // Reserve the cooldown and record what is being prepared before any work.
         state.last_maintenance_turn = Some(report.turn);
         state.cooldown_until_turn = report.turn.saturating_add(settings.cooldown_turns);
-        state.prepared = Some(Prepared {
-            purpose,
-            archive_id: archive_id.to_string(),
-            turn: report.turn,
-            entry_ids: transcript.entries.iter().map(|e| e.id.clone()).collect(),
-            request: request.clone(),
-        });
+        state.prepared =
+            Some(Prepared { purpose, archive_id: archive_id.to_string(), turn: report.turn, entry_ids: transcript.entries.iter().map(|e| e.id.clone()).collect(), request: request.clone() });
         store.record_snapshot("boundary", &transcript.entries)?;
         store.save_state(&state)?;
         fault::point("reserved");
@@ -464,7 +459,15 @@ impl Lifecycle {
     /// Ends a boundary that ran no maintenance: state saved if the trigger or commit policy
     /// changed it (a fallback notice, a plugin recovered), owed notices delivered.
     #[allow(clippy::too_many_arguments)]
-    fn settle(&self, store: &mut ConversationStore, state: &mut ConversationState, loaded: &ConversationState, mut notices: Vec<String>, mut outcome: BoundaryOutcome, dry: bool) -> Result<BoundaryOutcome> {
+    fn settle(
+        &self,
+        store: &mut ConversationStore,
+        state: &mut ConversationState,
+        loaded: &ConversationState,
+        mut notices: Vec<String>,
+        mut outcome: BoundaryOutcome,
+        dry: bool,
+    ) -> Result<BoundaryOutcome> {
         if state != loaded && !dry {
             store.save_state(state)?;
             notices.extend(deliver(store, state)?);
@@ -686,10 +689,7 @@ fn deliver(store: &mut ConversationStore, state: &mut ConversationState) -> Resu
 /// The notice for one maintenance; failures carry no exception detail.
 fn maintenance_notice(run: &CompactionReport) -> Notice {
     let (kind, text) = match (&run.committed_by, run.purpose) {
-        (Some(_), Purpose::Compact) => (
-            "compacted",
-            format!("Context compacted: {} → {} tokens; earlier details are searchable (archive {}).", run.tokens_before, run.tokens_after, run.archive_id),
-        ),
+        (Some(_), Purpose::Compact) => ("compacted", format!("Context compacted: {} → {} tokens; earlier details are searchable (archive {}).", run.tokens_before, run.tokens_after, run.archive_id)),
         (Some(_), Purpose::Handover) => ("handed-over", format!("Handed over to a fresh session; the previous one is archive {}.", run.archive_id)),
         (None, _) => ("failed", "Context maintenance did not complete; the conversation is unchanged.".to_string()),
     };

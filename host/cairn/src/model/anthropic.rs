@@ -8,12 +8,8 @@ pub const VERSION: &str = "2023-06-01";
 
 pub fn body(model: &str, request: &ModelRequest) -> Value {
     let system: Vec<&str> = request.messages.iter().filter(|m| m.role == "system").map(|m| m.content.as_str()).collect();
-    let messages: Vec<Value> = request
-        .messages
-        .iter()
-        .filter(|m| m.role != "system")
-        .map(|m| json!({ "role": if m.role == "assistant" { "assistant" } else { "user" }, "content": m.content }))
-        .collect();
+    let messages: Vec<Value> =
+        request.messages.iter().filter(|m| m.role != "system").map(|m| json!({ "role": if m.role == "assistant" { "assistant" } else { "user" }, "content": m.content })).collect();
     let mut body = json!({ "model": model, "max_tokens": request.max_tokens, "messages": messages });
     if !system.is_empty() {
         body["system"] = json!(system.join("\n\n"));

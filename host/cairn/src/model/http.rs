@@ -130,9 +130,7 @@ impl HttpProvider {
                 }
                 Attempt::Answer(status, _) if (300..400).contains(&status) => {
                     // The Location is not quoted: it may carry credentials of its own.
-                    return Err(ModelError::Failed(format!(
-                        "HTTP {status}: the endpoint redirected; Cairn does not follow redirects for model calls (set base_url to the final address)"
-                    )));
+                    return Err(ModelError::Failed(format!("HTTP {status}: the endpoint redirected; Cairn does not follow redirects for model calls (set base_url to the final address)")));
                 }
                 Attempt::Answer(status, body) if (400..500).contains(&status) && too_long(self.wire, &body).is_some() => {
                     // Not retried here: the same prompt would be too long again. The plugin

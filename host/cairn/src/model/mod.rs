@@ -162,9 +162,7 @@ mod tests {
         assert_eq!(known_context_window("Claude-Sonnet-4-5"), Some(200_000));
         assert_eq!(known_context_window("o3-mini"), Some(200_000));
         assert_eq!(known_context_window("my-local-model"), None);
-        let settings = |extra: &str| -> ModelSettings {
-            toml::from_str(&format!("provider = \"openai\"\nbase_url = \"http://x\"\nmodel = \"my-local-model\"\n{extra}")).unwrap()
-        };
+        let settings = |extra: &str| -> ModelSettings { toml::from_str(&format!("provider = \"openai\"\nbase_url = \"http://x\"\nmodel = \"my-local-model\"\n{extra}")).unwrap() };
         assert_eq!(settings("").context_window(), UNKNOWN_CONTEXT_WINDOW);
         assert_eq!(settings("context_window = 8192").context_window(), 8192);
     }

@@ -11,10 +11,7 @@ pub fn body(model: &str, request: &ModelRequest) -> Value {
 
 pub fn parse(body: &str) -> Result<String, ModelError> {
     let value: Value = serde_json::from_str(body).map_err(|e| ModelError::Failed(format!("malformed response: {e}")))?;
-    value["choices"][0]["message"]["content"]
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| ModelError::Failed("malformed response: no choices[0].message.content".into()))
+    value["choices"][0]["message"]["content"].as_str().map(str::to_string).ok_or_else(|| ModelError::Failed("malformed response: no choices[0].message.content".into()))
 }
 
 /// OpenAI's (and vLLM's, and llama.cpp's) "the prompt does not fit" error: code

@@ -35,11 +35,20 @@ impl BinaryKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "class", rename_all = "kebab-case")]
 pub enum Import {
-    Capability { name: String, interface: &'static str },
+    Capability {
+        name: String,
+        interface: &'static str,
+    },
     /// `cairn:compaction/types`: type definitions only, nothing to grant.
-    Types { name: String },
-    Wasi { name: String },
-    Other { name: String },
+    Types {
+        name: String,
+    },
+    Wasi {
+        name: String,
+    },
+    Other {
+        name: String,
+    },
 }
 
 /// A compiled component's shape.

@@ -29,9 +29,7 @@ impl Manifest {
     /// Parses and validates; `source` names the file in errors.
     pub fn parse(text: &str, source: &str) -> anyhow::Result<Self> {
         let manifest: Manifest = toml::from_str(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
-        let name_ok = !manifest.name.is_empty()
-            && manifest.name.len() <= 64
-            && manifest.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        let name_ok = !manifest.name.is_empty() && manifest.name.len() <= 64 && manifest.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
         if !name_ok {
             anyhow::bail!("{source}: plugin name {:?} must be 1-64 characters of a-z 0-9 -", manifest.name);
         }

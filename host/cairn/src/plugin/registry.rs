@@ -51,8 +51,7 @@ impl Registry {
         paths.sort();
         for wasm in paths {
             let manifest_path = wasm.with_extension("toml");
-            let manifest = read_regular(&manifest_path, MAX_MANIFEST_BYTES)
-                .with_context(|| format!("{}: every plugin needs a manifest at {}", wasm.display(), manifest_path.display()))?;
+            let manifest = read_regular(&manifest_path, MAX_MANIFEST_BYTES).with_context(|| format!("{}: every plugin needs a manifest at {}", wasm.display(), manifest_path.display()))?;
             let manifest = String::from_utf8(manifest).with_context(|| format!("{}: not UTF-8", manifest_path.display()))?;
             let bytes = read_regular(&wasm, MAX_COMPONENT_BYTES).with_context(|| format!("reading {}", wasm.display()))?;
             self.add(&manifest, &bytes, &wasm.display().to_string())?;

@@ -55,11 +55,7 @@ impl CheckedPolicy {
     pub fn check(policy: Policy, plugins: &Registry) -> Result<Self> {
         let trigger = policy.trigger.as_ref().map(|spec| step(&policy, plugins, spec, World::Trigger)).transpose()?;
         let commit = policy.commit.as_ref().map(|spec| step(&policy, plugins, spec, World::CommitPolicy)).transpose()?;
-        let stages = policy
-            .stages()
-            .into_iter()
-            .map(|(name, specs)| Ok(Stage { name: name.to_string(), chain: steps(&policy, plugins, specs, LAST_RESORT)? }))
-            .collect::<Result<_>>()?;
+        let stages = policy.stages().into_iter().map(|(name, specs)| Ok(Stage { name: name.to_string(), chain: steps(&policy, plugins, specs, LAST_RESORT)? })).collect::<Result<_>>()?;
         let handover = steps(&policy, plugins, &policy.handover, SEED_STEP)?;
         Ok(CheckedPolicy { policy: Arc::new(policy), stages, handover, trigger, commit })
     }

@@ -264,10 +264,7 @@ impl StepSpec {
     }
 
     pub fn limits(&self) -> StepLimits {
-        StepLimits {
-            memory_bytes: (*self.memory_mib.get_ref() as usize) << 20,
-            timeout: Duration::from_millis(*self.timeout_ms.get_ref()),
-        }
+        StepLimits { memory_bytes: (*self.memory_mib.get_ref() as usize) << 20, timeout: Duration::from_millis(*self.timeout_ms.get_ref()) }
     }
 
     /// The plugin's config as the JSON text plugins receive.

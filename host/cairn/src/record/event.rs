@@ -91,9 +91,7 @@ impl CompactionEvent {
     pub fn applied_to(&self, entries: &[Entry]) -> Vec<Entry> {
         let find = |id: Option<&String>| id.and_then(|id| entries.iter().position(|e| &e.id == id));
         match (find(self.replaced.first()), find(self.replaced.last())) {
-            (Some(first), Some(last)) if first <= last && self.committed_by.is_some() => {
-                entries[..first].iter().chain(&self.replacement).chain(&entries[last + 1..]).cloned().collect()
-            }
+            (Some(first), Some(last)) if first <= last && self.committed_by.is_some() => entries[..first].iter().chain(&self.replacement).chain(&entries[last + 1..]).cloned().collect(),
             _ => entries.to_vec(),
         }
     }

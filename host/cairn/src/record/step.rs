@@ -147,4 +147,3 @@ pub fn clip_message(text: &str) -> String {
     }
     format!("{}… ({} bytes in all)", cairn_rules::clip_chars(text, MAX_MESSAGE_CHARS), text.len())
 }
-

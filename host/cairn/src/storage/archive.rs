@@ -145,11 +145,7 @@ impl ArchiveView {
             return Err(ReadError::Invalid(format!("offset {offset} is past the archive's {} entries", entries.len())));
         }
         let end = offset.saturating_add(limit).min(entries.len());
-        let slices = entries[offset..end]
-            .iter()
-            .enumerate()
-            .map(|(k, e)| slice(offset + k, e, if k == 0 { char_offset } else { 0 }))
-            .collect();
+        let slices = entries[offset..end].iter().enumerate().map(|(k, e)| slice(offset + k, e, if k == 0 { char_offset } else { 0 })).collect();
         Ok(Page { archive_id: id.to_string(), entries: slices, total: entries.len(), next_offset: (end < entries.len()).then_some(end), clamped })
     }
 
@@ -234,10 +230,7 @@ impl ArchiveView {
         let unreadable = |e: std::io::Error| ReadError::Unreadable(format!("archive {id}: {e}"));
         let Some(bytes) = self.reader.entries(id).map_err(unreadable)? else { return Ok(Vec::new()) };
         let text = String::from_utf8(bytes).map_err(|e| ReadError::Unreadable(format!("archive {id}: not UTF-8 ({e})")))?;
-        text.lines()
-            .enumerate()
-            .map(|(i, line)| serde_json::from_str(line).map_err(|e| ReadError::Unreadable(format!("archive {id} line {}: {e}", i + 1))))
-            .collect()
+        text.lines().enumerate().map(|(i, line)| serde_json::from_str(line).map_err(|e| ReadError::Unreadable(format!("archive {id} line {}: {e}", i + 1)))).collect()
     }
 }
 

@@ -24,11 +24,7 @@ impl ConversationKey {
 
     /// A valid key derived from arbitrary text (e.g. a file name): invalid characters become `-`.
     pub fn derive(text: &str) -> Self {
-        let mut key: String = text
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '-' })
-            .take(64)
-            .collect();
+        let mut key: String = text.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '-' }).take(64).collect();
         if !key.starts_with(|c: char| c.is_ascii_alphanumeric()) {
             key.insert(0, 'c');
             key.truncate(64);

@@ -131,12 +131,7 @@ pub fn restore(context: &[Entry], compaction: &CompactionEvent, originals: Vec<E
             // context written out and read back names changed entries anew: find the run the
             // model would read the same.
             _ if let Some(f) = same_run(context, &compaction.replacement) => (f, f + compaction.replacement.len()),
-            _ => bail!(
-                "the context no longer holds compaction {}'s outcome (entries {}…{}): it changed since (another compaction, or the harness's own)",
-                compaction.archive_id,
-                first.id,
-                last.id
-            ),
+            _ => bail!("the context no longer holds compaction {}'s outcome (entries {}…{}): it changed since (another compaction, or the harness's own)", compaction.archive_id, first.id, last.id),
         },
         _ => bail!("compaction {} left nothing in its range's place: there is no position to restore its originals at", compaction.archive_id),
     };
@@ -350,10 +345,7 @@ impl ConversationStore {
     /// removed from the context since: the conversation's root objective.
     pub fn first_operator_request(&self) -> Option<String> {
         self.log.events.iter().find_map(|e| match e {
-            Event::Snapshot { entries, .. } => entries
-                .iter()
-                .find(|e| e.role == crate::transcript::Role::User && e.origin == crate::transcript::Origin::Operator)
-                .map(|e| e.model_text()),
+            Event::Snapshot { entries, .. } => entries.iter().find(|e| e.role == crate::transcript::Role::User && e.origin == crate::transcript::Origin::Operator).map(|e| e.model_text()),
             _ => None,
         })
     }
@@ -366,10 +358,7 @@ impl ConversationStore {
     /// The session the conversation is in now: the target of its latest handover, or one
     /// derived from the key before any handover.
     pub fn current_session(&self) -> String {
-        self.committed()
-            .rev()
-            .find_map(|c| c.sessions.as_ref().map(|s| s.target.clone()))
-            .unwrap_or_else(|| session_id(self.key.as_str(), "initial"))
+        self.committed().rev().find_map(|c| c.sessions.as_ref().map(|s| s.target.clone())).unwrap_or_else(|| session_id(self.key.as_str(), "initial"))
     }
 
     /// Appends the entries the record has not seen yet. Returns how many were new.
@@ -486,9 +475,7 @@ impl ConversationStore {
                 by_id.entry(entry.id.as_str()).or_insert(entry);
             }
         }
-        ids.iter()
-            .map(|id| by_id.get(id.as_str()).map(|e| (*e).clone()).ok_or_else(|| anyhow::anyhow!("entry {id} is not in the record")))
-            .collect()
+        ids.iter().map(|id| by_id.get(id.as_str()).map(|e| (*e).clone()).ok_or_else(|| anyhow::anyhow!("entry {id} is not in the record"))).collect()
     }
 
     /// A bounded, read-only view of this conversation's committed archives.
@@ -839,10 +826,13 @@ mod tests {
         other.record_snapshot("b", &[entry("e2")]).unwrap();
         drop(other);
         let ids = |s: &ConversationStore| -> Vec<String> {
-            s.events().iter().flat_map(|e| match e {
-                Event::Snapshot { entries, .. } => entries.iter().map(|e| e.id.clone()).collect(),
-                _ => Vec::new(),
-            }).collect()
+            s.events()
+                .iter()
+                .flat_map(|e| match e {
+                    Event::Snapshot { entries, .. } => entries.iter().map(|e| e.id.clone()).collect(),
+                    _ => Vec::new(),
+                })
+                .collect()
         };
         assert_eq!(ids(&store(dir.path())), ["e1", "e2"]);
 

@@ -34,10 +34,18 @@ pub enum Origin {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum Part {
-    Text { text: String },
-    Thinking { text: String },
+    Text {
+        text: String,
+    },
+    Thinking {
+        text: String,
+    },
     /// `args` is the JSON text of the arguments, kept as written.
-    ToolCall { id: String, name: String, args: String },
+    ToolCall {
+        id: String,
+        name: String,
+        args: String,
+    },
     ToolResult {
         call_id: String,
         content: String,
@@ -47,9 +55,14 @@ pub enum Part {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         elided: Option<String>,
     },
-    Image { reference: String },
+    Image {
+        reference: String,
+    },
     /// Content set aside by compaction; `uri` recovers it (`artifact://…`).
-    Placeholder { text: String, uri: Option<String> },
+    Placeholder {
+        text: String,
+        uri: Option<String>,
+    },
 }
 
 /// An entry's parts, shared by every copy of the entry: the record's snapshot, the chain's
@@ -154,7 +167,10 @@ pub struct Artifact(ArtifactText);
 enum ArtifactText {
     Own(String),
     /// The text of part `index` of `parts` (see [`Part::text`]).
-    Shared { parts: Parts, index: usize },
+    Shared {
+        parts: Parts,
+        index: usize,
+    },
 }
 
 impl Artifact {
@@ -276,9 +292,7 @@ impl Unrecognized {
 impl std::fmt::Display for Unrecognized {
     /// `3 skipped (a ×2, b), 1 kept as text (c)`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let list = |kinds: &std::collections::BTreeMap<String, u32>| {
-            kinds.iter().map(|(k, n)| if *n > 1 { format!("{k} ×{n}") } else { k.clone() }).collect::<Vec<_>>().join(", ")
-        };
+        let list = |kinds: &std::collections::BTreeMap<String, u32>| kinds.iter().map(|(k, n)| if *n > 1 { format!("{k} ×{n}") } else { k.clone() }).collect::<Vec<_>>().join(", ");
         let total = |kinds: &std::collections::BTreeMap<String, u32>| kinds.values().sum::<u32>();
         let mut parts = Vec::new();
         if !self.skipped.is_empty() {
@@ -294,30 +308,17 @@ impl std::fmt::Display for Unrecognized {
 /// How the instruction blocks agents inject as user messages begin (Codex's AGENTS.md, user
 /// and skills instructions; Gemini CLI's session context): rules for the model, like the
 /// system prompt, wherever they sit.
-pub const INSTRUCTION_BLOCKS: &[&str] =
-    &["<user_instructions>", "# AGENTS.md instructions", "<INSTRUCTIONS>", "<skills_instructions>", "<developer_instructions>", "<session_context>"];
+pub const INSTRUCTION_BLOCKS: &[&str] = &["<user_instructions>", "# AGENTS.md instructions", "<INSTRUCTIONS>", "<skills_instructions>", "<developer_instructions>", "<session_context>"];
 
 impl Entry {
     /// Instructions, not history: a system or developer entry, or an instruction block a harness
     /// injected. Compaction keeps them verbatim wherever they sit (see `chain::invariants`).
     pub fn is_instructions(&self) -> bool {
-        self.role == Role::System
-            || self.origin == Origin::Harness
-                && matches!(self.parts.first(), Some(Part::Text { text }) if INSTRUCTION_BLOCKS.iter().any(|b| text.trim_start().starts_with(b)))
+        self.role == Role::System || self.origin == Origin::Harness && matches!(self.parts.first(), Some(Part::Text { text }) if INSTRUCTION_BLOCKS.iter().any(|b| text.trim_start().starts_with(b)))
     }
 
     pub fn text(id: impl Into<String>, role: Role, origin: Origin, text: impl Into<String>) -> Self {
-        Entry {
-            id: id.into(),
-            role,
-            origin,
-            parts: vec![Part::Text { text: text.into() }].into(),
-            tokens: 0,
-            turn: 0,
-            pinned: false,
-            response: None,
-            reported_tokens: None,
-        }
+        Entry { id: id.into(), role, origin, parts: vec![Part::Text { text: text.into() }].into(), tokens: 0, turn: 0, pinned: false, response: None, reported_tokens: None }
     }
 
     /// Ids of the tool calls this entry makes.

@@ -6,12 +6,7 @@ use super::{Entry, Origin, Part, Role, Transcript};
 
 /// A session of `turns` operator turns.
 pub fn coding_session(turns: usize) -> Transcript {
-    let mut entries = vec![Entry::text(
-        "sys",
-        Role::System,
-        Origin::Harness,
-        "You are a coding agent working in the `ledger` repository. Use the tools to read, edit and test code.",
-    )];
+    let mut entries = vec![Entry::text("sys", Role::System, Origin::Harness, "You are a coding agent working in the `ledger` repository. Use the tools to read, edit and test code.")];
     let mut next = 0usize;
     let mut id = |prefix: &str| {
         next += 1;
@@ -36,13 +31,7 @@ pub fn coding_session(turns: usize) -> Transcript {
         entries.push(tool_result(id("t"), &read_id, source_file(module, turn)));
         entries.push(assistant(id("a"), "Now the test suite.".into(), &test_id, "bash", r#"{"command":"cargo test"}"#));
         entries.push(tool_result(id("t"), &test_id, test_output(module, turn)));
-        entries.push(assistant(
-            id("a"),
-            format!("Adding the check to `{module}::apply`."),
-            &edit_id,
-            "edit",
-            &format!(r#"{{"path":"{path}","old":"fn apply(","new":"fn apply_checked("}}"#),
-        ));
+        entries.push(assistant(id("a"), format!("Adding the check to `{module}::apply`."), &edit_id, "edit", &format!(r#"{{"path":"{path}","old":"fn apply(","new":"fn apply_checked("}}"#)));
         entries.push(tool_result(id("t"), &edit_id, format!("Edited {path}: 1 replacement.")));
         entries.push(Entry::text(
             id("a"),
@@ -59,17 +48,11 @@ pub fn coding_session(turns: usize) -> Transcript {
 const MODULES: [&str; 5] = ["accounts", "journal", "ledger", "reports", "currency"];
 
 fn assistant(id: String, text: String, call_id: &str, name: &str, args: &str) -> Entry {
-    Entry {
-        parts: vec![Part::Text { text }, Part::ToolCall { id: call_id.into(), name: name.into(), args: args.into() }].into(),
-        ..Entry::text(id, Role::Assistant, Origin::Agent, "")
-    }
+    Entry { parts: vec![Part::Text { text }, Part::ToolCall { id: call_id.into(), name: name.into(), args: args.into() }].into(), ..Entry::text(id, Role::Assistant, Origin::Agent, "") }
 }
 
 fn tool_result(id: String, call_id: &str, content: String) -> Entry {
-    Entry {
-        parts: vec![Part::ToolResult { call_id: call_id.into(), content, is_error: false, elided: None }].into(),
-        ..Entry::text(id, Role::Tool, Origin::Tool, "")
-    }
+    Entry { parts: vec![Part::ToolResult { call_id: call_id.into(), content, is_error: false, elided: None }].into(), ..Entry::text(id, Role::Tool, Origin::Tool, "") }
 }
 
 fn source_file(module: &str, turn: usize) -> String {

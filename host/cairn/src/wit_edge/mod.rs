@@ -38,10 +38,7 @@ impl PluginPre {
     pub fn new(linkers: &Linkers, engine: &wasmtime::Engine, component: &Component, world: World, uses_wasi: bool) -> Result<Self> {
         match contract_version(engine, component)?.as_deref() {
             None | Some(v0_1_0::VERSION) => Ok(PluginPre::V0_1_0(v0_1_0::Pre::new(&linkers.v0_1_0, component, world, uses_wasi)?)),
-            Some(other) => bail!(
-                "it was built against cairn:compaction@{other}; this host links {}",
-                CONTRACT_VERSIONS.iter().map(|v| format!("@{v}")).collect::<Vec<_>>().join(", ")
-            ),
+            Some(other) => bail!("it was built against cairn:compaction@{other}; this host links {}", CONTRACT_VERSIONS.iter().map(|v| format!("@{v}")).collect::<Vec<_>>().join(", ")),
         }
     }
 

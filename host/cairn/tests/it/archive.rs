@@ -6,16 +6,15 @@ use std::path::Path;
 
 use crate::support;
 
-use cairn::record::{CompactionReport, OutcomeClass};
 use cairn::recall::{self, HistoryCall};
+use cairn::record::{CompactionReport, OutcomeClass};
 use cairn::storage::archive::{PAGE_MAX_ENTRIES, SEARCH_MAX_HITS, SLICE_MAX_CHARS};
 use cairn::storage::{ArtifactUri, ConversationKey, Home};
 use cairn::transcript::{sample, Part, Transcript};
-use support::{host, policy};
 use serde_json::Value;
+use support::{host, policy};
 
 const NEEDLE: &str = "zebra-quartz-4711";
-
 
 const SHAKE: &str = "[[chain]]\nplugin = \"shake-elide\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\n";
 
@@ -153,10 +152,7 @@ fn bad_ids_are_refused_before_touching_the_disk() {
         let err = history(&home, "conv-a", HistoryCall::Artifact { uri: uri.into(), char_offset: 0 }).unwrap_err();
         assert!(err.to_string().contains("invalid"), "{uri:?}: {err}");
     }
-    assert!(recall::execute_json(&home, &ConversationKey::parse("conv-a").unwrap(), r#"{"action":"page","archive_id":"x","path":"/etc"}"#)["error"]
-        .as_str()
-        .unwrap()
-        .contains("unknown field"));
+    assert!(recall::execute_json(&home, &ConversationKey::parse("conv-a").unwrap(), r#"{"action":"page","archive_id":"x","path":"/etc"}"#)["error"].as_str().unwrap().contains("unknown field"));
 }
 
 #[test]
@@ -220,10 +216,7 @@ fn a_plugin_cannot_read_another_conversations_archive() {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::open(dir.path()).unwrap();
     let a = compact(&home, "conv-a", SHAKE, &session_with_needle());
-    let peek = format!(
-        "[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:read\"]\nconfig = {{ mode = \"peek\", archive = \"{}\" }}\n{SHAKE}",
-        a.archive_id
-    );
+    let peek = format!("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:read\"]\nconfig = {{ mode = \"peek\", archive = \"{}\" }}\n{SHAKE}", a.archive_id);
     let b = compact(&home, "conv-b", &peek, &sample::coding_session(6));
     let message = b.steps[0].message.as_deref().unwrap();
     assert!(message.contains("NotFound"), "{message}");

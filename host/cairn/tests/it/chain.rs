@@ -9,7 +9,6 @@ use cairn::storage::{ArtifactUri, ConversationKey, Home};
 use cairn::transcript::{sample, Part};
 use support::{host, policy};
 
-
 const SHAKE: &str = r#"
 [[chain]]
 plugin = "shake-elide"
@@ -36,12 +35,7 @@ fn outcomes(report: &CompactionReport) -> Vec<(String, OutcomeClass)> {
 
 fn assert_first_step_then_shake(mode: &str, extra: &str, expected: OutcomeClass) -> CompactionReport {
     let (report, _dir) = compact(&misbehaving(mode, extra));
-    assert_eq!(
-        outcomes(&report),
-        vec![("misbehave".into(), expected), ("shake-elide".into(), OutcomeClass::Ok)],
-        "mode {mode}: {:#?}",
-        report.steps
-    );
+    assert_eq!(outcomes(&report), vec![("misbehave".into(), expected), ("shake-elide".into(), OutcomeClass::Ok)], "mode {mode}: {:#?}", report.steps);
     assert!(report.tokens_after < report.tokens_before);
     assert_eq!(report.committed_by.as_deref().map(|p| p.starts_with("shake-elide")), Some(true));
     report
@@ -181,9 +175,7 @@ fn shake_elide_keeps_every_original_recoverable_and_records_the_event() {
     assert!(event.committed_by.is_some());
 
     // The protected tail is untouched.
-    let tail = |entries: &[cairn::transcript::Entry]| -> Vec<_> {
-        entries[entries.len() - 3..].iter().map(|e| (e.id.clone(), e.parts.clone())).collect()
-    };
+    let tail = |entries: &[cairn::transcript::Entry]| -> Vec<_> { entries[entries.len() - 3..].iter().map(|e| (e.id.clone(), e.parts.clone())).collect() };
     assert_eq!(tail(&report.transcript.entries), tail(&before.entries));
 }
 
@@ -245,12 +237,7 @@ fn a_wasi_component_gets_a_deny_all_sandbox() {
 fn every_capability_refusal_is_recorded_alike_naming_plugin_and_capability() {
     // misbehave must have `archive`; `log`, `tokens` and `model` are optional, so a policy may
     // leave them out and the plugin's calls are refused at run time.
-    for (mode, capability, action) in [
-        ("log", "log", "log"),
-        ("tokens", "tokens", "count tokens"),
-        ("model", "model", "call a model"),
-        ("write-artifact", "archive:write", "store artifacts"),
-    ] {
+    for (mode, capability, action) in [("log", "log", "log"), ("tokens", "tokens", "count tokens"), ("model", "model", "call a model"), ("write-artifact", "archive:write", "store artifacts")] {
         let policy = format!("[[chain]]\nplugin = \"misbehave\"\ngrants = [\"archive:read\"]\nconfig = {{ mode = \"{mode}\" }}\n{SHAKE}");
         let (report, _dir) = compact(&policy);
         let step = &report.steps[0];

@@ -29,10 +29,7 @@ impl ModelProvider for Canned {
 }
 
 fn call(id: &str, text: &str, call_id: &str, name: &str, args: &str) -> Entry {
-    Entry {
-        parts: vec![Part::Text { text: text.into() }, Part::ToolCall { id: call_id.into(), name: name.into(), args: args.into() }].into(),
-        ..Entry::text(id, Role::Assistant, Origin::Agent, "")
-    }
+    Entry { parts: vec![Part::Text { text: text.into() }, Part::ToolCall { id: call_id.into(), name: name.into(), args: args.into() }].into(), ..Entry::text(id, Role::Assistant, Origin::Agent, "") }
 }
 
 fn result(id: &str, call_id: &str, content: String) -> Entry {

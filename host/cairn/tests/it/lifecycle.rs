@@ -251,10 +251,7 @@ async fn a_trigger_that_answers_again_is_obeyed_again() {
 /// The default policy with a summary step (checkpoint-json, deterministic without a model)
 /// before shake-elide's elision.
 fn summary_then_elide() -> String {
-    default_policy().replace(
-        "[[chain]]\nplugin = \"shake-elide\"",
-        "[[chain]]\nplugin = \"checkpoint-json\"\ngrants = [\"log\", \"tokens\"]\n\n[[chain]]\nplugin = \"shake-elide\"",
-    )
+    default_policy().replace("[[chain]]\nplugin = \"shake-elide\"", "[[chain]]\nplugin = \"checkpoint-json\"\ngrants = [\"log\", \"tokens\"]\n\n[[chain]]\nplugin = \"shake-elide\"")
 }
 
 /// `t` with an earlier compaction's summary, pinned, right after the system prompt: no new
@@ -304,9 +301,7 @@ async fn a_summary_beside_a_handover_seed_is_not_stale() {
 #[tokio::test]
 async fn a_pause_ends_after_its_turns_by_the_switch_or_by_a_successful_request() {
     let dir = tempfile::tempdir().unwrap();
-    let policy = default_policy()
-        .replace("cooldown_turns = 5", "cooldown_turns = 1")
-        .replace("min_freed_ratio = 0.10", "min_freed_ratio = 0.99\nresume_after_turns = 4");
+    let policy = default_policy().replace("cooldown_turns = 5", "cooldown_turns = 1").replace("min_freed_ratio = 0.10", "min_freed_ratio = 0.99\nresume_after_turns = 4");
     let life = lifecycle(dir.path(), &policy);
     let t = sample::coding_session(10);
     let window = window_for(&t, 0.80);
@@ -390,9 +385,7 @@ async fn a_floor_with_too_little_headroom_makes_the_next_maintenance_a_handover(
         let dir = tempfile::tempdir().unwrap();
         let t = sample::coding_session(10);
         let window = window_for(&t, 0.80);
-        let policy = default_policy()
-            .replace("cooldown_turns = 5", "cooldown_turns = 1")
-            .replace("auto_handover = false", &format!("auto_handover = {auto_handover}"))
+        let policy = default_policy().replace("cooldown_turns = 5", "cooldown_turns = 1").replace("auto_handover = false", &format!("auto_handover = {auto_handover}"))
             + &format!("reinject_budget_tokens = {}\n", window * 3 / 4);
         let life = lifecycle(dir.path(), &policy);
         let compacted = life.boundary(report(1, window, Usage::Counted, &t)).await.unwrap();
@@ -412,10 +405,7 @@ async fn a_harness_that_re_injects_too_much_is_measured_at_the_next_boundary() {
     let dir = tempfile::tempdir().unwrap();
     let t = sample::coding_session(10);
     let window = window_for(&t, 0.95);
-    let policy = default_policy()
-        .replace("cooldown_turns = 5", "cooldown_turns = 1")
-        .replace("handover_at = 0.90", "handover_at = 0.99")
-        .replace("auto_handover = false", "auto_handover = true")
+    let policy = default_policy().replace("cooldown_turns = 5", "cooldown_turns = 1").replace("handover_at = 0.90", "handover_at = 0.99").replace("auto_handover = false", "auto_handover = true")
         + "reinject_budget_tokens = 0\n";
     let life = lifecycle(dir.path(), &policy);
     let compacted = life.boundary(report(1, window, Usage::Counted, &t)).await.unwrap();

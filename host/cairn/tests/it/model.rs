@@ -18,13 +18,7 @@ use support::loopback::{anthropic_reply, openai_reply, refused_url, Loopback, Re
 const KEY: &str = "sk-test-secret-4242";
 
 fn request() -> ModelRequest {
-    ModelRequest {
-        messages: vec![
-            ChatMessage { role: "system".into(), content: "be brief".into() },
-            ChatMessage { role: "user".into(), content: "hello".into() },
-        ],
-        max_tokens: 64,
-    }
+    ModelRequest { messages: vec![ChatMessage { role: "system".into(), content: "be brief".into() }, ChatMessage { role: "user".into(), content: "hello".into() }], max_tokens: 64 }
 }
 
 fn provider(wire: Wire, url: &str, retries: u32, timeout_ms: u64) -> HttpProvider {
@@ -276,9 +270,7 @@ fn outcomes(report: &CompactionReport) -> Vec<OutcomeClass> {
 #[test]
 fn a_reply_without_the_sections_is_invalid_and_the_checkpoint_commits() {
     // Answers the summary prompt with prose and the checkpoint prompt with schema-valid JSON.
-    let server = Loopback::start(|_, r| {
-        if r.body.contains("negative_constraints") { Reply::ok(openai_reply(&checkpoint_json())) } else { Reply::ok(openai_reply("It went fine, mostly.")) }
-    });
+    let server = Loopback::start(|_, r| if r.body.contains("negative_constraints") { Reply::ok(openai_reply(&checkpoint_json())) } else { Reply::ok(openai_reply("It went fine, mostly.")) });
     let (report, dir) = compact_with(&host(), &model_policy(&server.base_url, 10_000));
     assert_eq!(outcomes(&report), [OutcomeClass::Invalid, OutcomeClass::Ok], "{:#?}", report.steps);
     assert!(report.committed_by.as_deref().unwrap().starts_with("checkpoint-json@"));
@@ -454,13 +446,7 @@ fn a_too_long_answer_is_classed_apart_and_retried_once_smaller() {
 #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
 fn native_summary_summarizes_the_large_pi_session_in_chunks_under_an_8k_window() {
     const WINDOW: u32 = 8192;
-    let server = Loopback::start(|_, r| {
-        if prompt_tokens(r) + max_tokens(r) > WINDOW {
-            Reply::status(400, OPENAI_TOO_LONG)
-        } else {
-            Reply::ok(openai_reply(SUMMARY))
-        }
-    });
+    let server = Loopback::start(|_, r| if prompt_tokens(r) + max_tokens(r) > WINDOW { Reply::status(400, OPENAI_TOO_LONG) } else { Reply::ok(openai_reply(SUMMARY)) });
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/transcripts/pi/pi-mono__large-session.jsonl");
     let (transcript, _) = cairn::transcript::formats::parse(&std::fs::read_to_string(path).unwrap(), path).unwrap();
     let cairn = host();

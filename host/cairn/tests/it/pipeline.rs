@@ -4,10 +4,10 @@
 
 use crate::support::{host, policy};
 
-use cairn::RunOptions;
 use cairn::record::{CommitDecision, CompactionReport, Event};
 use cairn::storage::{ArtifactUri, ConversationKey, Home};
 use cairn::transcript::{sample, Origin, Part, Role, Transcript};
+use cairn::RunOptions;
 
 fn stage(name: &str, plugin: &str, grants: &str, config: &str) -> String {
     format!("[[stage]]\nname = \"{name}\"\n[[stage.chain]]\nplugin = \"{plugin}\"\ngrants = [{grants}]\nconfig = {{ {config} }}\n")
@@ -89,11 +89,7 @@ fn a_stage_is_not_run_once_the_context_is_at_its_target() {
 /// left in the context recovers its own call's output.
 #[test]
 fn artifacts_of_every_stage_are_numbered_apart() {
-    let text = format!(
-        "[compaction]\ntarget_ratio = 0.1\n{}{}",
-        stage("large", "shake-elide", ELIDE, "min_tokens = 1500"),
-        stage("small", "shake-elide", ELIDE, "min_tokens = 200")
-    );
+    let text = format!("[compaction]\ntarget_ratio = 0.1\n{}{}", stage("large", "shake-elide", ELIDE, "min_tokens = 1500"), stage("small", "shake-elide", ELIDE, "min_tokens = 200"));
     let Run { report, home, before, _dir } = compact(&text, None);
     assert_eq!(report.committed_by.as_deref(), Some("shake-elide@0.1.0 + shake-elide@0.1.0"), "{:#?}", report.steps);
     let unique: std::collections::HashSet<&String> = report.artifacts.iter().collect();

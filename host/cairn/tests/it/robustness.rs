@@ -11,12 +11,43 @@ use cairn::transcript::{formats, sample};
 
 use crate::support::Rng;
 
-
 /// Pieces that tend to reach deep into parsers when spliced in.
 const TOKENS: &[&str] = &[
-    "{", "}", "[", "]", "\"", ",", ":", "\\", "\\u0000", "null", "true", "-1", "1e999", "18446744073709551616",
-    "\"role\"", "\"content\"", "\"tool_calls\"", "\"type\"", "\"message\"", "\"kind\"", "\"parts\"", "\"id\"",
-    "\n", "\r\n", "\u{feff}", "é", "\u{10ffff}", "[[chain]]", "plugin = ", "grants = [", "= \"", "artifact://", "a-", "/..", "%2e",
+    "{",
+    "}",
+    "[",
+    "]",
+    "\"",
+    ",",
+    ":",
+    "\\",
+    "\\u0000",
+    "null",
+    "true",
+    "-1",
+    "1e999",
+    "18446744073709551616",
+    "\"role\"",
+    "\"content\"",
+    "\"tool_calls\"",
+    "\"type\"",
+    "\"message\"",
+    "\"kind\"",
+    "\"parts\"",
+    "\"id\"",
+    "\n",
+    "\r\n",
+    "\u{feff}",
+    "é",
+    "\u{10ffff}",
+    "[[chain]]",
+    "plugin = ",
+    "grants = [",
+    "= \"",
+    "artifact://",
+    "a-",
+    "/..",
+    "%2e",
 ];
 
 fn mutate(rng: &mut Rng, seed: &str) -> String {

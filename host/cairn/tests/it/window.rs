@@ -20,7 +20,6 @@ use cairn::{Cairn, CheckedPolicy, CompactionReport, RunOptions};
 const WINDOWS: [u64; 2] = [128_000, 64_000];
 const GIANT_CALL: &str = "call_cairn_giant_log";
 
-
 /// A ~3.6 MB build log, every line different (so nothing dedupes it), the same every run.
 fn giant_log() -> &'static str {
     static LOG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -48,10 +47,8 @@ fn giant_log() -> &'static str {
 
 fn giant_call_entry(turn: u32) -> Entry {
     Entry {
-        parts: vec![
-            Part::Text { text: "Reading the whole build log.".into() },
-            Part::ToolCall { id: GIANT_CALL.into(), name: "bash".into(), args: r#"{"command":"cat target/build.log"}"#.into() },
-        ].into(),
+        parts: vec![Part::Text { text: "Reading the whole build log.".into() }, Part::ToolCall { id: GIANT_CALL.into(), name: "bash".into(), args: r#"{"command":"cat target/build.log"}"#.into() }]
+            .into(),
         turn,
         ..Entry::text("cairn-giant-call", Role::Assistant, Origin::Agent, "")
     }
@@ -99,9 +96,7 @@ fn with_giant(t: &Transcript, at: At, rng: &mut Rng) -> Option<Transcript> {
         At::Batch => {
             // A calling entry answered right after it: the giant becomes one more call of that
             // response, its result the last of the block.
-            let batches: Vec<usize> = (0..entries.len().saturating_sub(1))
-                .filter(|&i| entries[i].tool_call_ids().next().is_some() && entries[i + 1].tool_result_ids().next().is_some())
-                .collect();
+            let batches: Vec<usize> = (0..entries.len().saturating_sub(1)).filter(|&i| entries[i].tool_call_ids().next().is_some() && entries[i + 1].tool_result_ids().next().is_some()).collect();
             if batches.is_empty() {
                 return None;
             }
@@ -316,9 +311,7 @@ fn brief(report: &CompactionReport) -> String {
 /// Files under `dir` (none when it does not exist).
 fn files_under(dir: &Path) -> Vec<String> {
     let Ok(read) = std::fs::read_dir(dir) else { return Vec::new() };
-    read.flatten()
-        .flat_map(|e| if e.path().is_dir() { files_under(&e.path()) } else { vec![e.path().display().to_string()] })
-        .collect()
+    read.flatten().flat_map(|e| if e.path().is_dir() { files_under(&e.path()) } else { vec![e.path().display().to_string()] }).collect()
 }
 
 fn check_not_committed(label: &str, run: &Compacted, key: &str, steps: &[&str]) {
@@ -346,10 +339,8 @@ fn a_compaction_that_commits_nothing_says_so_and_writes_no_archive() {
     let cairn = host();
     // An already-small context under the default policy: nothing between the system prompt
     // and the verbatim tail.
-    let small = Transcript::new(vec![
-        Entry::text("sys", Role::System, Origin::Harness, "You are a coding agent."),
-        Entry::text("u1", Role::User, Origin::Operator, "Fix the failing test in src/lib.rs."),
-    ]);
+    let small =
+        Transcript::new(vec![Entry::text("sys", Role::System, Origin::Harness, "You are a coding agent."), Entry::text("u1", Role::User, Origin::Operator, "Fix the failing test in src/lib.rs.")]);
     let default = cairn.default_policy().unwrap();
     let run = compact(&cairn, &default, &small, "small", Some(128_000));
     check_not_committed("already small", &run, "small", &["last-resort"]);
@@ -403,7 +394,8 @@ fn the_fit_stage_clips_a_newest_output_the_policy_may_not_touch() {
     eprintln!("fit stage, window 12000: {} → {} tokens ({})", run.report.tokens_before, run.report.tokens_after, run.report.committed_by.as_deref().unwrap_or("nothing"));
     check_fits(&cairn, "fit stage", &t, &run, 12_000);
     assert!(run.report.steps.iter().any(|s| s.stage.as_deref() == Some("fit") && s.plugin.starts_with("clip@")), "{}", brief(&run.report));
-    let Some(Part::ToolResult { elided: Some(uri), .. }) = run.report.transcript.entries.iter().flat_map(|e| &e.parts).find(|p| matches!(p, Part::ToolResult { call_id, .. } if call_id == GIANT_CALL)) else {
+    let Some(Part::ToolResult { elided: Some(uri), .. }) = run.report.transcript.entries.iter().flat_map(|e| &e.parts).find(|p| matches!(p, Part::ToolResult { call_id, .. } if call_id == GIANT_CALL))
+    else {
         panic!("the newest output is not clipped: {}", brief(&run.report));
     };
     assert_eq!(run.home.find_artifact(&uri.parse().unwrap()).unwrap(), giant_log()[..40_000].as_bytes());

@@ -104,12 +104,7 @@ pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
         println!("  {:<24} {:<12} {:>6} ms{message}", step.plugin, step.outcome.to_string(), step.millis);
     }
     match &report.committed_by {
-        Some(plugin) if report.dry_run => println!(
-            "would commit {plugin}: {} entries replaced, {} artifacts (conversation {})",
-            report.replaced,
-            report.artifacts.len(),
-            report.conversation
-        ),
+        Some(plugin) if report.dry_run => println!("would commit {plugin}: {} entries replaced, {} artifacts (conversation {})", report.replaced, report.artifacts.len(), report.conversation),
         Some(plugin) => println!(
             "committed {plugin}: {} entries replaced, {} artifacts in archive {} (conversation {}, home {})",
             report.replaced,
@@ -118,10 +113,7 @@ pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
             report.conversation,
             home.path().display()
         ),
-        None => println!(
-            "nothing committed, no archive written: {}; the transcript is unchanged",
-            report.not_committed.as_deref().unwrap_or("every step failed")
-        ),
+        None => println!("nothing committed, no archive written: {}; the transcript is unchanged", report.not_committed.as_deref().unwrap_or("every step failed")),
     }
 }
 

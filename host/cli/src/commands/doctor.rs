@@ -159,11 +159,7 @@ fn hooks(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>, elsew
     if found.is_empty() && !elsewhere {
         let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
         let hint = if project.is_none() { " (a project's settings are checked with --project DIR)" } else { "" };
-        checks.add(
-            "hooks",
-            Status::Warn,
-            format!("no Cairn hooks in {}{hint}: Claude Code compacts without Cairn; run `cairn claude-code install`", names.join(", ")),
-        );
+        checks.add("hooks", Status::Warn, format!("no Cairn hooks in {}{hint}: Claude Code compacts without Cairn; run `cairn claude-code install`", names.join(", ")));
     }
     found
 }
@@ -390,11 +386,9 @@ fn other_agents(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>
         }
         match (server.is_some(), plugin.is_file()) {
             (_, true) => checks.add("opencode", Status::Ok, format!("{}: Cairn's plugin is there: OpenCode's compaction is Cairn's", plugin.display())),
-            (true, false) => checks.add(
-                "opencode",
-                Status::Warn,
-                format!("{} is missing: OpenCode compacts without Cairn; run `cairn opencode install --project {}` again", plugin.display(), dir.display()),
-            ),
+            (true, false) => {
+                checks.add("opencode", Status::Warn, format!("{} is missing: OpenCode compacts without Cairn; run `cairn opencode install --project {}` again", plugin.display(), dir.display()))
+            }
             (false, false) => {}
         }
         any |= server.is_some() || plugin.is_file();
@@ -421,8 +415,7 @@ fn cache(checks: &mut Checks) {
         return;
     };
     let size = std::fs::read_dir(&dir).map(|listing| {
-        let (bytes, entries) =
-            listing.filter_map(|e| e.ok()?.metadata().ok()).filter(|m| m.is_file()).fold((0u64, 0usize), |(b, n), m| (b + m.len(), n + 1));
+        let (bytes, entries) = listing.filter_map(|e| e.ok()?.metadata().ok()).filter(|m| m.is_file()).fold((0u64, 0usize), |(b, n), m| (b + m.len(), n + 1));
         format!(", {:.1} MB in {entries} files", bytes as f64 / 1e6)
     });
     match writable_dir(&dir) {

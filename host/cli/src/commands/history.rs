@@ -71,12 +71,26 @@ fn print_human(answer: &Value) {
         println!("{text}");
     }
     for hit in answer["hits"].as_array().into_iter().flatten() {
-        println!("{} #{} ({}) score {:.2} at char {}", hit["archive_id"].as_str().unwrap_or(""), hit["index"], hit["entry_id"].as_str().unwrap_or(""), hit["score"].as_f64().unwrap_or(0.0), hit["char_offset"]);
+        println!(
+            "{} #{} ({}) score {:.2} at char {}",
+            hit["archive_id"].as_str().unwrap_or(""),
+            hit["index"],
+            hit["entry_id"].as_str().unwrap_or(""),
+            hit["score"].as_f64().unwrap_or(0.0),
+            hit["char_offset"]
+        );
         println!("    {}", hit["snippet"].as_str().unwrap_or("").replace('\n', "\n    "));
     }
     for entry in answer["entries"].as_array().into_iter().flatten() {
-        println!("--- #{} {} ({}) chars {}..{} of {}", entry["index"], entry["entry_id"].as_str().unwrap_or(""), entry["role"].as_str().unwrap_or(""),
-            entry["char_offset"], entry["next_char_offset"].as_u64().unwrap_or(entry["total_chars"].as_u64().unwrap_or(0)), entry["total_chars"]);
+        println!(
+            "--- #{} {} ({}) chars {}..{} of {}",
+            entry["index"],
+            entry["entry_id"].as_str().unwrap_or(""),
+            entry["role"].as_str().unwrap_or(""),
+            entry["char_offset"],
+            entry["next_char_offset"].as_u64().unwrap_or(entry["total_chars"].as_u64().unwrap_or(0)),
+            entry["total_chars"]
+        );
         println!("{}", entry["text"].as_str().unwrap_or(""));
     }
     for key in ["next_offset", "clamped"] {

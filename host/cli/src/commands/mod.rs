@@ -2,8 +2,8 @@
 
 pub mod artifact;
 pub mod bench;
-pub mod claude_code;
 pub mod boundary;
+pub mod claude_code;
 pub mod codex;
 pub mod compact;
 pub mod demo;

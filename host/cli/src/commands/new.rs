@@ -25,8 +25,7 @@ static JS_SDK: [(&str, &Dir); 3] = [
     ("bin", &include_dir!("$CARGO_MANIFEST_DIR/../../sdk/js/bin")),
     ("types", &include_dir!("$CARGO_MANIFEST_DIR/../../sdk/js/types")),
 ];
-static JS_SDK_FILES: [(&str, &str); 2] =
-    [("package.json", include_str!("../../../../sdk/js/package.json")), ("index.js", include_str!("../../../../sdk/js/index.js"))];
+static JS_SDK_FILES: [(&str, &str); 2] = [("package.json", include_str!("../../../../sdk/js/package.json")), ("index.js", include_str!("../../../../sdk/js/index.js"))];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -85,9 +84,7 @@ pub fn run(args: Args) -> Result<()> {
 
 fn create(args: &Args) -> Result<Created> {
     let name = &args.name;
-    let valid = name.len() <= 64
-        && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    let valid = name.len() <= 64 && name.starts_with(|c: char| c.is_ascii_lowercase()) && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
     if !valid {
         bail!("plugin name {name:?} must be 1-64 characters of a-z 0-9 -, starting with a letter");
     }

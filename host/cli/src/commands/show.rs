@@ -83,16 +83,7 @@ fn print_timeline(timeline: &Timeline) {
 }
 
 fn print_compaction(view: &CompactionView) {
-    println!(
-        "{} {} of conversation {} at {}: {}, {} → {} tokens",
-        word(&view.purpose),
-        view.archive_id,
-        view.conversation,
-        when(view.at),
-        word(&view.status),
-        view.tokens_before,
-        view.tokens_after
-    );
+    println!("{} {} of conversation {} at {}: {}, {} → {} tokens", word(&view.purpose), view.archive_id, view.conversation, when(view.at), word(&view.status), view.tokens_before, view.tokens_after);
     match &view.committed_by {
         Some(by) => println!("committed by {by}"),
         None => println!("nothing committed"),

@@ -95,7 +95,13 @@ pub fn run(args: Args) -> Result<()> {
         let count = |k: &str| sim.events.iter().filter(|e| e.kind == k).count();
         println!(
             "{} turns, window {}: {} advice, {} compactions, {} handovers, {} deferred; peak context {} tokens ({:.0}% of the window)",
-            sim.turns, args.window, count("advice"), count("compact"), count("handover"), count("deferred"), sim.max_tokens,
+            sim.turns,
+            args.window,
+            count("advice"),
+            count("compact"),
+            count("handover"),
+            count("deferred"),
+            sim.max_tokens,
             100.0 * sim.max_tokens as f64 / args.window as f64
         );
     }
@@ -104,15 +110,7 @@ pub fn run(args: Args) -> Result<()> {
 
 /// Replays `transcript` turn by turn through `lifecycle` as a harness would: each turn's
 /// entries join the working context, then the boundary is reported (`cairn bench` times this).
-pub fn replay(
-    lifecycle: &Lifecycle,
-    key: &ConversationKey,
-    transcript: &Transcript,
-    name: String,
-    window: u64,
-    reserve: u64,
-    mut progress: impl FnMut(&Event),
-) -> Result<Simulation> {
+pub fn replay(lifecycle: &Lifecycle, key: &ConversationKey, transcript: &Transcript, name: String, window: u64, reserve: u64, mut progress: impl FnMut(&Event)) -> Result<Simulation> {
     let thresholds = thresholds(lifecycle.policy(), window, reserve);
     let turns = transcript.entries.iter().map(|e| e.turn).max().unwrap_or(0);
     let mut context: Vec<Entry> = Vec::new();

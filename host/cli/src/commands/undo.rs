@@ -17,7 +17,9 @@ use crate::setup;
 /// lifecycle starts its cooldown again at the next boundary: `cooldown_turns` turns with no
 /// automatic maintenance. A handover cannot be undone.
 #[derive(clap::Args)]
-#[command(after_help = "Cooldown: after an undo the lifecycle starts its cooldown again at the next boundary (`cooldown_turns` turns with no automatic maintenance), so the restored context is not compacted again at once. A handover cannot be undone.")]
+#[command(
+    after_help = "Cooldown: after an undo the lifecycle starts its cooldown again at the next boundary (`cooldown_turns` turns with no automatic maintenance), so the restored context is not compacted again at once. A handover cannot be undone."
+)]
 pub struct Args {
     #[arg(long)]
     conversation: String,

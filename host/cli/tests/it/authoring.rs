@@ -26,22 +26,11 @@ fn check(dir: &Path, name: &str, wasm: &[u8], manifest: &str) -> (bool, Value) {
 
 /// The error findings' messages and fixes, joined.
 fn errors(report: &Value) -> String {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["level"] != "ok")
-        .map(|f| format!("{}: {} | fix: {}", f["level"], f["message"], f["fix"]))
-        .collect::<Vec<_>>()
-        .join("\n")
+    report["findings"].as_array().unwrap().iter().filter(|f| f["level"] != "ok").map(|f| format!("{}: {} | fix: {}", f["level"], f["message"], f["fix"])).collect::<Vec<_>>().join("\n")
 }
 
 fn bundled(name: &str) -> &'static cairn_bundle::BundledPlugin {
-    cairn_bundle::BUNDLED
-        .iter()
-        .chain(cairn_bundle::FIXTURES)
-        .find(|p| p.manifest.contains(&format!("name = \"{name}\"")))
-        .unwrap_or_else(|| panic!("no bundled {name}"))
+    cairn_bundle::BUNDLED.iter().chain(cairn_bundle::FIXTURES).find(|p| p.manifest.contains(&format!("name = \"{name}\""))).unwrap_or_else(|| panic!("no bundled {name}"))
 }
 
 #[test]
@@ -125,12 +114,7 @@ fn cairn_new_rust_projects_test_build_and_check() {
         assert_eq!(created["build"], "cairn plugins build");
         let project = dir.path().join(&name);
         // One target dir for the three projects' native tests (the Wasm builds get their own).
-        let test = Command::new(env!("CARGO"))
-            .args(["test", "--quiet"])
-            .current_dir(&project)
-            .env("CARGO_TARGET_DIR", dir.path().join("native-target"))
-            .output()
-            .unwrap();
+        let test = Command::new(env!("CARGO")).args(["test", "--quiet"]).current_dir(&project).env("CARGO_TARGET_DIR", dir.path().join("native-target")).output().unwrap();
         assert!(test.status.success(), "{kind}: cargo test failed:\n{}", text(&test));
         let built = cairn_in(&project, &["plugins", "build", "--json"]);
         assert!(built.status.success(), "{kind}: {}", text(&built));

@@ -8,11 +8,7 @@ use serde_json::Value;
 #[test]
 fn bench_fleet_measures_every_configuration() {
     let Some(server) = cairn::storage::testing::server() else { return };
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["bench", "--fleet", "--quick", "--json", "--postgres", &server])
-        .env("CAIRN_LOG", "error")
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["bench", "--fleet", "--quick", "--json", "--postgres", &server]).env("CAIRN_LOG", "error").output().unwrap();
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     let configurations = report["configurations"].as_array().unwrap();

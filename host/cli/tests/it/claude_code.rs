@@ -10,14 +10,7 @@ use serde_json::{json, Value};
 use crate::support::shared;
 
 fn cairn(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(args)
-        .env("CAIRN_LOG", "error")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("running cairn");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn")).args(args).env("CAIRN_LOG", "error").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("running cairn");
     child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "cairn {args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -293,15 +286,8 @@ fn session_start_without_a_record_or_after_a_plain_start_adds_nothing() {
 /// `cairn ARGS` with HOME set (the user's settings and `~/.claude.json` live there), through a
 /// shell that sets `umask` first; its stdout.
 fn cairn_at(home: &Path, umask: &str, args: &[&str]) -> String {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_cairn"))
-        .args(args)
-        .env("HOME", home)
-        .env("CAIRN_LOG", "error")
-        .output()
-        .unwrap();
+    let out =
+        Command::new("sh").arg("-c").arg(format!("umask {umask} && exec \"$0\" \"$@\"")).arg(env!("CARGO_BIN_EXE_cairn")).args(args).env("HOME", home).env("CAIRN_LOG", "error").output().unwrap();
     assert!(out.status.success(), "cairn {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -27,7 +27,6 @@ fn fails(args: &[&str]) -> String {
     String::from_utf8(out.stderr).unwrap()
 }
 
-
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -38,10 +37,7 @@ fn s(p: &Path) -> &str {
 fn compact_and_verify(file: &Path, max_ratio: f64) {
     let dir = tempfile::tempdir().unwrap();
     let (home, out) = (dir.path().join("home"), dir.path().join("out.json"));
-    let report: Value = serde_json::from_str(&ok(&[
-        "compact", s(file), "--json", "--home", s(&home), "--out", s(&out), "--out-format", "openai",
-    ]))
-    .unwrap();
+    let report: Value = serde_json::from_str(&ok(&["compact", s(file), "--json", "--home", s(&home), "--out", s(&out), "--out-format", "openai"])).unwrap();
     let steps = report["steps"].as_array().unwrap();
     assert!(steps[0]["plugin"].as_str().unwrap().starts_with("shake-elide@"), "{report:#}");
     assert_eq!(steps[0]["outcome"], "ok", "{report:#}");
@@ -118,11 +114,7 @@ fn history_finds_an_elided_line_of_a_real_session_and_reads_it_back_exactly() {
         .find_map(|uri| {
             let uri = uri.as_str().unwrap();
             let content = ok(&["artifact", uri, "--home", s(&home), "--conversation", "pi-large"]);
-            let needle = content
-                .lines()
-                .map(str::trim)
-                .find(|l| l.len() > 30 && l.len() < 90 && l.split_whitespace().count() > 3 && everything.matches(l).count() == 1)?
-                .to_string();
+            let needle = content.lines().map(str::trim).find(|l| l.len() > 30 && l.len() < 90 && l.split_whitespace().count() > 3 && everything.matches(l).count() == 1)?.to_string();
             Some((uri.to_string(), content, needle))
         })
         .expect("an elided output with a unique line");
@@ -137,8 +129,20 @@ fn history_finds_an_elided_line_of_a_real_session_and_reads_it_back_exactly() {
     let mut char_offset = 0u64;
     loop {
         let page: Value = serde_json::from_str(&ok(&[
-            "history", "--home", s(&home), "--conversation", "pi-large", "page", hit["archive_id"].as_str().unwrap(),
-            "--offset", &hit["index"].to_string(), "--limit", "1", "--char-offset", &char_offset.to_string(), "--json",
+            "history",
+            "--home",
+            s(&home),
+            "--conversation",
+            "pi-large",
+            "page",
+            hit["archive_id"].as_str().unwrap(),
+            "--offset",
+            &hit["index"].to_string(),
+            "--limit",
+            "1",
+            "--char-offset",
+            &char_offset.to_string(),
+            "--json",
         ]))
         .unwrap();
         text.push_str(page["entries"][0]["text"].as_str().unwrap());
@@ -227,10 +231,8 @@ fn a_handover_seeds_the_last_three_operator_messages_as_history_and_archives_eve
     let mut archived = Vec::new();
     let mut offset = 0u64;
     loop {
-        let page: Value = serde_json::from_str(&ok(&[
-            "history", "--home", s(&home), "--conversation", "pi-handover", "page", archive_id, "--offset", &offset.to_string(), "--limit", "30", "--json",
-        ]))
-        .unwrap();
+        let page: Value =
+            serde_json::from_str(&ok(&["history", "--home", s(&home), "--conversation", "pi-handover", "page", archive_id, "--offset", &offset.to_string(), "--limit", "30", "--json"])).unwrap();
         archived.extend(page["entries"].as_array().unwrap().iter().map(|e| e["entry_id"].as_str().unwrap().to_string()));
         match page["next_offset"].as_u64() {
             Some(next) => offset = next,
@@ -267,11 +269,8 @@ fn misbehaving_plugins_from_a_plugin_dir_fail_by_class_and_the_chain_completes()
     let transcript = dir.path().join("session.jsonl");
     std::fs::write(&transcript, formats::write_cairn(&cairn::transcript::sample::coding_session(10))).unwrap();
 
-    let report: Value = serde_json::from_str(&ok(&[
-        "compact", s(&transcript), "--json", "--home", s(&dir.path().join("home")),
-        "--policy", s(&dir.path().join("policy.toml")), "--plugin-dir", s(&plugins),
-    ]))
-    .unwrap();
+    let report: Value =
+        serde_json::from_str(&ok(&["compact", s(&transcript), "--json", "--home", s(&dir.path().join("home")), "--policy", s(&dir.path().join("policy.toml")), "--plugin-dir", s(&plugins)])).unwrap();
     let outcomes: Vec<&str> = report["steps"].as_array().unwrap().iter().map(|s| s["outcome"].as_str().unwrap()).collect();
     assert_eq!(outcomes, ["trap", "timeout", "oom", "ok"], "{report:#}");
 }
@@ -300,10 +299,7 @@ fn the_example_offline_policy_runs() {
     let transcript = dir.path().join("session.jsonl");
     std::fs::write(&transcript, formats::write_cairn(&cairn::transcript::sample::coding_session(8))).unwrap();
     let policy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/policies/offline.toml");
-    let report: Value = serde_json::from_str(&ok(&[
-        "compact", s(&transcript), "--json", "--home", s(&dir.path().join("home")), "--policy", s(&policy),
-    ]))
-    .unwrap();
+    let report: Value = serde_json::from_str(&ok(&["compact", s(&transcript), "--json", "--home", s(&dir.path().join("home")), "--policy", s(&policy)])).unwrap();
     assert_eq!(report["steps"][0]["outcome"], "ok", "{report:#}");
     assert!(report["committed_by"].as_str().unwrap().starts_with("shake-elide@"));
 }

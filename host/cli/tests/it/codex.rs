@@ -29,13 +29,7 @@ command = "bd prime"
 "#;
 
 fn cairn(codex_home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["codex"])
-        .args(args)
-        .env("CODEX_HOME", codex_home)
-        .env("CAIRN_LOG", "error")
-        .output()
-        .expect("running cairn")
+    Command::new(env!("CARGO_BIN_EXE_cairn")).args(["codex"]).args(args).env("CODEX_HOME", codex_home).env("CAIRN_LOG", "error").output().expect("running cairn")
 }
 
 fn ok(codex_home: &Path, args: &[&str]) -> String {

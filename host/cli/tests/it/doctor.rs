@@ -162,10 +162,7 @@ fn doctor_names_each_broken_piece_of_a_setup() {
     assert!(!out.status.success(), "a failed check fails doctor");
     let checks = checks(&out);
     let has = |check: &str, status: &str, words: &[&str]| {
-        assert!(
-            checks.iter().any(|(c, s, m)| c == check && s == status && words.iter().all(|w| m.contains(w))),
-            "no {status} {check} check with {words:?} in {checks:#?}"
-        )
+        assert!(checks.iter().any(|(c, s, m)| c == check && s == status && words.iter().all(|w| m.contains(w))), "no {status} {check} check with {words:?} in {checks:#?}")
     };
     let missing = missing.display().to_string();
     let home_file = home_file.display().to_string();

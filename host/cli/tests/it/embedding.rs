@@ -14,12 +14,7 @@ fn example(name: &str) -> PathBuf {
 }
 
 fn run(command: &mut Command) {
-    let out = command
-        .env("CAIRN_BIN", env!("CARGO_BIN_EXE_cairn"))
-        .env("CAIRN_SHARED", shared(""))
-        .env("CAIRN_LOG", "warn")
-        .output()
-        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    let out = command.env("CAIRN_BIN", env!("CARGO_BIN_EXE_cairn")).env("CAIRN_SHARED", shared("")).env("CAIRN_LOG", "warn").output().unwrap_or_else(|e| panic!("{command:?}: {e}"));
     assert!(out.status.success(), "{command:?} failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
 }
 

@@ -125,8 +125,17 @@ fn the_agent_probe_grades_what_the_model_answers_over_the_compacted_context() {
         std::fs::write(&policy, format!("{}\n[model]\nprovider = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"fake\"\n", cairn::policy::DEFAULT_POLICY, model.base_url)).unwrap();
         let report = dir.path().join(format!("{name}.html"));
         let card = scorecard(&[
-            "--policy", policy.to_str().unwrap(), "--probe", "--report", report.to_str().unwrap(),
-            "--scenario", "buried-constraint", "--scenario", "background-worker", "--scenario", "stale-file-edit",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--probe",
+            "--report",
+            report.to_str().unwrap(),
+            "--scenario",
+            "buried-constraint",
+            "--scenario",
+            "background-worker",
+            "--scenario",
+            "stale-file-edit",
         ]);
         let html = std::fs::read_to_string(&report).unwrap();
         assert_eq!(html.matches(if answers { "Agent probe: pass" } else { "Agent probe: FAIL" }).count(), 2, "{name}: the page shows each answer");

@@ -133,10 +133,7 @@ fn install_for_a_project_then_uninstall_leaves_nothing_behind() {
     let settings = json_file(&project.join(".gemini/settings.json"));
     let policy = policy.canonicalize().unwrap();
     let canonical = project.canonicalize().unwrap();
-    assert_eq!(
-        settings["mcpServers"]["cairn"]["args"],
-        json!(["serve", "--expose", "recall", "--policy", policy.to_str().unwrap(), "--project", canonical.to_str().unwrap()])
-    );
+    assert_eq!(settings["mcpServers"]["cairn"]["args"], json!(["serve", "--expose", "recall", "--policy", policy.to_str().unwrap(), "--project", canonical.to_str().unwrap()]));
     for (event, verb) in [("PreCompress", "pre-compress"), ("BeforeAgent", "before-agent")] {
         let hook = &settings["hooks"][event][0];
         assert_eq!(hook["matcher"], "*");
@@ -289,7 +286,9 @@ fn before_agent_adds_what_the_snapshot_left_out_once_per_compression() {
     };
 
     // Requests of the operator's the snapshot does not mention: more than a small budget holds.
-    let requests: String = (0..20).map(|i| format!("{}\n", json!({"id": format!("q{i}"), "timestamp": "t", "type": "user", "content": [{"text": format!("Also check module_{i} of the spotter build and report its size.")}]}))).collect();
+    let requests: String = (0..20)
+        .map(|i| format!("{}\n", json!({"id": format!("q{i}"), "timestamp": "t", "type": "user", "content": [{"text": format!("Also check module_{i} of the spotter build and report its size.")}]})))
+        .collect();
     let before = format!("{}{requests}", session_before(900_000));
     std::fs::write(&transcript, &before).unwrap();
     assert_eq!(before_agent(), "", "no record yet");
@@ -307,7 +306,8 @@ fn before_agent_adds_what_the_snapshot_left_out_once_per_compression() {
     // Within the policy's re-injection budget, the rule first.
     let policy = dir.path().join("small.toml");
     std::fs::write(&policy, "[lifecycle]\nreinject_budget_tokens = 300\n").unwrap();
-    let out = cairn(&user, &["gemini", "before-agent", "--home", home_arg, "--policy", policy.to_str().unwrap()], &payload("BeforeAgent", &transcript, &project, json!({"prompt": "Next step, please."})));
+    let out =
+        cairn(&user, &["gemini", "before-agent", "--home", home_arg, "--policy", policy.to_str().unwrap()], &payload("BeforeAgent", &transcript, &project, json!({"prompt": "Next step, please."})));
     let small: Value = serde_json::from_slice(&out.stdout).unwrap();
     let small = small["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
     let tokens = cairn::tokenizer::Tokenizer::default().count(small);

@@ -27,7 +27,6 @@ fn ok(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
-
 #[test]
 #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
 fn simulating_a_real_session_follows_the_seed_policy() {

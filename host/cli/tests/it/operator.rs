@@ -72,13 +72,7 @@ fn continued(previous: &Path, full: &Transcript, fraction: f64, dest: &Path) {
 
 /// Archive ids of the compactions in `cairn show --json`'s timeline, with their status.
 fn compactions(timeline: &Value) -> Vec<(String, String)> {
-    timeline["moments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["kind"] == "compaction")
-        .map(|m| (m["archive_id"].as_str().unwrap().to_string(), m["status"].as_str().unwrap().to_string()))
-        .collect()
+    timeline["moments"].as_array().unwrap().iter().filter(|m| m["kind"] == "compaction").map(|m| (m["archive_id"].as_str().unwrap().to_string(), m["status"].as_str().unwrap().to_string())).collect()
 }
 
 #[test]
@@ -124,7 +118,13 @@ fn undo_two_compactions(session: &Path) {
     Tokenizer::default().count_transcript(&mut reference);
     let expected = formats::write_cairn(&reference);
     let got = std::fs::read_to_string(&restored).unwrap();
-    assert!(got == expected, "the restored context differs from the original session's ({} vs {} bytes; first difference at byte {})", got.len(), expected.len(), got.bytes().zip(expected.bytes()).position(|(a, b)| a != b).unwrap_or(got.len().min(expected.len())));
+    assert!(
+        got == expected,
+        "the restored context differs from the original session's ({} vs {} bytes; first difference at byte {})",
+        got.len(),
+        expected.len(),
+        got.bytes().zip(expected.bytes()).position(|(a, b)| a != b).unwrap_or(got.len().min(expected.len()))
+    );
 
     let timeline = ok_json(&["show", "--conversation", k, "--home", s(&home), "--json"]);
     assert_eq!(compactions(&timeline), vec![(a1.clone(), "undone".into()), (a2.clone(), "undone".into())], "{timeline:#}");
@@ -150,11 +150,7 @@ fn pin_through_three_compactions(session: &Path) {
     pi_prefix(&original, 0.4, &start);
     // A first-turn entry that is not the opening message: a tool result, else the next one.
     let first_turn = original.entries[0].turn;
-    let pinned: &Entry = original
-        .entries
-        .iter()
-        .find(|e| e.turn == first_turn && e.parts.iter().any(|p| matches!(p, Part::ToolResult { .. })))
-        .unwrap_or(&original.entries[1]);
+    let pinned: &Entry = original.entries.iter().find(|e| e.turn == first_turn && e.parts.iter().any(|p| matches!(p, Part::ToolResult { .. }))).unwrap_or(&original.entries[1]);
     // Pinned before any compaction: `--transcript` tells the record the entries first.
     let pins = ok_json(&["pin", "--conversation", k, &pinned.id, "--transcript", s(&start), "--home", s(&home), "--json"]);
     assert_eq!(pins["pinned"], json!([pinned.id]), "{pins:#}");

@@ -31,10 +31,7 @@ fn s(p: &Path) -> &str {
 
 /// Every recorded session Cairn reads: Pi and OpenAI chat.
 fn sessions() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = ["pi", "openai-chat"]
-        .iter()
-        .flat_map(|dir| std::fs::read_dir(shared(dir)).unwrap().map(|e| e.unwrap().path()))
-        .collect();
+    let mut files: Vec<PathBuf> = ["pi", "openai-chat"].iter().flat_map(|dir| std::fs::read_dir(shared(dir)).unwrap().map(|e| e.unwrap().path())).collect();
     files.sort();
     files
 }
@@ -60,20 +57,13 @@ fn observation_mask_in_python_masks_real_sessions_recoverably() {
     let plugins = dir.path().join("plugins");
     build_plugin("observation-mask", &plugins);
     let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
-        "[[chain]]\nplugin = \"observation-mask\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\ntimeout_ms = 60000\n[chain.config]\nkeep_last = 5\n",
-    )
-    .unwrap();
+    std::fs::write(&policy, "[[chain]]\nplugin = \"observation-mask\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\ntimeout_ms = 60000\n[chain.config]\nkeep_last = 5\n").unwrap();
     for file in sessions() {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let home = dir.path().join(format!("home-{name}"));
         let out = dir.path().join(format!("{name}.out.jsonl"));
-        let report: Value = serde_json::from_str(&cairn(
-            dir.path(),
-            &["compact", s(&file), "--policy", s(&policy), "--plugin-dir", s(&plugins), "--home", s(&home), "--out", s(&out), "--json"],
-        ))
-        .unwrap();
+        let report: Value =
+            serde_json::from_str(&cairn(dir.path(), &["compact", s(&file), "--policy", s(&policy), "--plugin-dir", s(&plugins), "--home", s(&home), "--out", s(&out), "--json"])).unwrap();
         assert_eq!(report["steps"][0]["outcome"], "ok", "{name}: {report:#}");
         assert!(report["committed_by"].as_str().unwrap().starts_with("observation-mask@"), "{name}: {report:#}");
         let (before, after) = (report["tokens_before"].as_u64().unwrap(), report["tokens_after"].as_u64().unwrap());
@@ -139,13 +129,7 @@ fn npm_install(dir: &Path) {
 /// `cairn simulate --json` of `file`: its events other than advice, as (kind, detail).
 fn simulate(dir: &Path, file: &Path, window: &str, policy: &Path, plugins: &Path) -> Vec<(String, String)> {
     let out: Value = serde_json::from_str(&cairn(dir, &["simulate", s(file), "--window", window, "--policy", s(policy), "--plugin-dir", s(plugins), "--json"])).unwrap();
-    out["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] != "advice")
-        .map(|e| (e["kind"].as_str().unwrap().to_string(), e["detail"].as_str().unwrap_or_default().to_string()))
-        .collect()
+    out["events"].as_array().unwrap().iter().filter(|e| e["kind"] != "advice").map(|e| (e["kind"].as_str().unwrap().to_string(), e["detail"].as_str().unwrap_or_default().to_string())).collect()
 }
 
 /// cache-guard (JavaScript): its own tests, then the policy of its README replayed turn by

@@ -466,7 +466,6 @@ fn tokens_are_created_listed_and_revoked_and_their_secrets_shown_once() {
 }
 
 fn tokens_round_trip(home_arg: &str) {
-
     let out = cairn(&["tokens", "list", "--home", home_arg]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("no tokens"));

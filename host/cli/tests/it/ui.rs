@@ -83,13 +83,7 @@ fn the_page_shows_conversations_timeline_and_compaction_and_undoes_in_a_browser(
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/ui/drive.mjs");
     let mut node = Command::new("node");
-    node.arg(&script)
-        .env("UI_URL", &url)
-        .env("CONVERSATION", key)
-        .env("PUPPETEER_DIR", &puppeteer)
-        .env("OUT_DIR", &shots)
-        .env("CHROME", &chrome)
-        .env("HOME", dir.path());
+    node.arg(&script).env("UI_URL", &url).env("CONVERSATION", key).env("PUPPETEER_DIR", &puppeteer).env("OUT_DIR", &shots).env("CHROME", &chrome).env("HOME", dir.path());
     let (code, out, err) = crate::agents::run(node, &dir.path().join("drive"), Duration::from_secs(240));
     eprintln!("{out}");
 

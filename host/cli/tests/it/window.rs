@@ -99,10 +99,7 @@ fn case(session: &Value) -> Case {
 /// The giant's call is in the context, its result clipped to a pointer at the log, which
 /// `cairn artifact` returns byte for byte.
 fn check_giant_recoverable(label: &str, messages: &[Value], call: &str, home: &Path, conversation: &str, log: &str) {
-    let at = messages
-        .iter()
-        .position(|m| m["tool_calls"].as_array().is_some_and(|calls| calls.iter().any(|c| c["id"] == call)))
-        .unwrap_or_else(|| panic!("{label}: the call {call} is gone"));
+    let at = messages.iter().position(|m| m["tool_calls"].as_array().is_some_and(|calls| calls.iter().any(|c| c["id"] == call))).unwrap_or_else(|| panic!("{label}: the call {call} is gone"));
     let result = messages[at + 1..].iter().take_while(|m| m["role"] == "tool").find(|m| m["tool_call_id"] == call).unwrap_or_else(|| panic!("{label}: {call} has no result after it"));
     let content = result["content"].as_str().unwrap();
     assert!(content.len() < 200_000, "{label}: the output is still {} bytes", content.len());

@@ -123,6 +123,5 @@ fn repair(dir: &Dir, shown: &Path, line: usize, good_len: u64) -> Result<()> {
 /// dropped on the next load.
 pub fn append(dir: &Dir, shown: &Path, event: &Event) -> Result<()> {
     // Written as it is serialized: a snapshot of a whole session is never held as one buffer.
-    files::append_with(dir, EVENTS, |out| serde_json::to_writer(out, event).map_err(std::io::Error::from))
-        .with_context(|| format!("appending to {}", shown.display()))
+    files::append_with(dir, EVENTS, |out| serde_json::to_writer(out, event).map_err(std::io::Error::from)).with_context(|| format!("appending to {}", shown.display()))
 }

@@ -102,9 +102,7 @@ impl Backend for Postgres {
         let (t, k) = (tenant.as_str(), key.as_str());
         let mut client = self.client()?;
         let writer = if writer {
-            client
-                .execute("INSERT INTO cairn_conversations (tenant, key) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[&t, &k])
-                .with_context(|| format!("creating conversation {shown}"))?;
+            client.execute("INSERT INTO cairn_conversations (tenant, key) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[&t, &k]).with_context(|| format!("creating conversation {shown}"))?;
             let id = lock_id(tenant, key);
             let started = Instant::now();
             while !client.query_one("SELECT pg_try_advisory_lock($1)", &[&id]).with_context(|| format!("locking {shown}"))?.get::<_, bool>(0) {
@@ -242,10 +240,8 @@ impl PgConversation {
                     tx.execute("UPDATE cairn_conversations SET state = $3 WHERE tenant = $1 AND key = $2", &[&t, &k, state])?;
                 }
                 Write::Notice(notice) => {
-                    new_notices += tx.execute(
-                        "INSERT INTO cairn_notices (tenant, key, id, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                        &[&t, &k, &notice.id, &serde_json::to_string(notice)?],
-                    )?;
+                    new_notices +=
+                        tx.execute("INSERT INTO cairn_notices (tenant, key, id, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", &[&t, &k, &notice.id, &serde_json::to_string(notice)?])?;
                 }
                 Write::Ack(id) => {
                     tx.execute("UPDATE cairn_notices SET acked = true WHERE tenant = $1 AND key = $2 AND id = $3", &[&t, &k, id])?;
@@ -275,10 +271,7 @@ impl Conversation for PgConversation {
         let cache = self.shown.clone();
         let kept = KEPT.lock().ok().and_then(|mut kept| kept.remove(&cache));
         let (mut parsed, mut events) = kept.unwrap_or_default();
-        let rows = self.reader()?.query(
-            "SELECT seq, body FROM cairn_events WHERE tenant = $1 AND key = $2 AND seq > $3 ORDER BY seq",
-            &[&self.tenant, &self.key, &events],
-        )?;
+        let rows = self.reader()?.query("SELECT seq, body FROM cairn_events WHERE tenant = $1 AND key = $2 AND seq > $3 ORDER BY seq", &[&self.tenant, &self.key, &events])?;
         for row in rows {
             let seq: i64 = row.get(0);
             if seq != events + 1 {
@@ -400,19 +393,14 @@ impl PgArchives {
 
 impl ArchiveReader for PgArchives {
     fn entries(&self, id: &ArchiveId) -> std::io::Result<Option<Vec<u8>>> {
-        let row = self.query(
-            "SELECT entries, entries_len, entries_sha256 FROM cairn_archives WHERE tenant = $1 AND key = $2 AND archive_id = $3",
-            &[&self.tenant, &self.key, &id.as_str()],
-        )?;
+        let row = self.query("SELECT entries, entries_len, entries_sha256 FROM cairn_archives WHERE tenant = $1 AND key = $2 AND archive_id = $3", &[&self.tenant, &self.key, &id.as_str()])?;
         let row = row.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("archive {id} is missing")))?;
         Self::checked(id, "its entries", row.get(0), row.get(1), row.get(2)).map(Some)
     }
 
     fn artifact(&self, id: &ArchiveId, index: u32) -> std::io::Result<Vec<u8>> {
-        let row = self.query(
-            "SELECT content, len, sha256 FROM cairn_artifacts WHERE tenant = $1 AND key = $2 AND archive_id = $3 AND idx = $4",
-            &[&self.tenant, &self.key, &id.as_str(), &(index as i32)],
-        )?;
+        let row =
+            self.query("SELECT content, len, sha256 FROM cairn_artifacts WHERE tenant = $1 AND key = $2 AND archive_id = $3 AND idx = $4", &[&self.tenant, &self.key, &id.as_str(), &(index as i32)])?;
         let row = row.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("archive {id} has no artifact {index}")))?;
         Self::checked(id, &format!("artifact {index}"), row.get(0), row.get(1), row.get(2))
     }

@@ -41,21 +41,13 @@ pub(super) fn split_content(content: &Value) -> Result<Split, String> {
         Value::Array(blocks) => {
             for (n, block) in blocks.iter().enumerate() {
                 let kind = block.get("type").and_then(Value::as_str).unwrap_or_default();
-                let field = |name: &str| -> Result<&Value, String> {
-                    block.get(name).ok_or_else(|| format!("content block {n} ({kind}) has no `{name}`"))
-                };
-                let string = |name: &str| -> Result<String, String> {
-                    field(name)?.as_str().map(str::to_string).ok_or_else(|| format!("content block {n} ({kind}): `{name}` is not a string"))
-                };
+                let field = |name: &str| -> Result<&Value, String> { block.get(name).ok_or_else(|| format!("content block {n} ({kind}) has no `{name}`")) };
+                let string = |name: &str| -> Result<String, String> { field(name)?.as_str().map(str::to_string).ok_or_else(|| format!("content block {n} ({kind}): `{name}` is not a string")) };
                 match kind {
                     "text" => split.parts.push(Part::Text { text: string("text")? }),
                     "thinking" => split.parts.push(Part::Thinking { text: string("thinking")? }),
                     "redacted_thinking" => split.parts.push(Part::Thinking { text: "[redacted thinking]".into() }),
-                    "tool_use" => split.parts.push(Part::ToolCall {
-                        id: string("id")?,
-                        name: string("name")?,
-                        args: block.get("input").map_or_else(|| "{}".to_string(), Value::to_string),
-                    }),
+                    "tool_use" => split.parts.push(Part::ToolCall { id: string("id")?, name: string("name")?, args: block.get("input").map_or_else(|| "{}".to_string(), Value::to_string) }),
                     "tool_result" => split.results.push(Part::ToolResult {
                         call_id: string("tool_use_id")?,
                         content: result_text(block.get("content").unwrap_or(&Value::Null)),
@@ -108,12 +100,8 @@ fn clip(s: &str) -> String {
 }
 
 pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
-    let document: Document = if text.trim_start().starts_with('[') {
-        serde_json::from_str(text).map(|messages| Document { system: None, messages })
-    } else {
-        serde_json::from_str(text)
-    }
-    .map_err(|e| TranscriptError::in_document(source_name, &e))?;
+    let document: Document = if text.trim_start().starts_with('[') { serde_json::from_str(text).map(|messages| Document { system: None, messages }) } else { serde_json::from_str(text) }
+        .map_err(|e| TranscriptError::in_document(source_name, &e))?;
 
     let mut entries = Vec::new();
     let mut seen = HashMap::new();

@@ -18,45 +18,22 @@ struct Header {
 
 pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
     let err = |line, msg: String| TranscriptError::new(source_name, Some(line), msg);
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l))
-        .filter(|(_, l)| !l.trim().is_empty());
-    let (n, first) = lines
-        .next()
-        .ok_or_else(|| TranscriptError::new(source_name, None, "empty transcript"))?;
-    let header: Header =
-        serde_json::from_str(first).map_err(|e| TranscriptError::in_line(source_name, n, &e))?;
+    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l)).filter(|(_, l)| !l.trim().is_empty());
+    let (n, first) = lines.next().ok_or_else(|| TranscriptError::new(source_name, None, "empty transcript"))?;
+    let header: Header = serde_json::from_str(first).map_err(|e| TranscriptError::in_line(source_name, n, &e))?;
     if header.cairn != "transcript" {
-        return Err(err(
-            n,
-            format!(
-                "expected a `\"cairn\":\"transcript\"` header, found `{}`",
-                header.cairn
-            ),
-        ));
+        return Err(err(n, format!("expected a `\"cairn\":\"transcript\"` header, found `{}`", header.cairn)));
     }
     if header.version != VERSION {
-        return Err(err(
-            n,
-            format!(
-                "unsupported cairn transcript version {} (this build reads version {VERSION})",
-                header.version
-            ),
-        ));
+        return Err(err(n, format!("unsupported cairn transcript version {} (this build reads version {VERSION})", header.version)));
     }
 
     let mut entries = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
     for (n, line) in lines {
-        let entry: Entry =
-            serde_json::from_str(line).map_err(|e| TranscriptError::in_line(source_name, n, &e))?;
+        let entry: Entry = serde_json::from_str(line).map_err(|e| TranscriptError::in_line(source_name, n, &e))?;
         if let Some(first) = seen.insert(entry.id.clone(), n) {
-            return Err(err(
-                n,
-                format!("duplicate entry id `{}` (first at line {first})", entry.id),
-            ));
+            return Err(err(n, format!("duplicate entry id `{}` (first at line {first})", entry.id)));
         }
         entries.push(entry);
     }
@@ -81,31 +58,14 @@ mod tests {
         let mut t = Transcript::new(vec![
             Entry::text("s", Role::System, Origin::Harness, "be brief"),
             Entry::text("u", Role::User, Origin::Operator, "list files"),
-            Entry {
-                parts: vec![Part::ToolCall {
-                    id: "c1".into(),
-                    name: "ls".into(),
-                    args: r#"{"path":"."}"#.into(),
-                }].into(),
-                tokens: 12,
-                ..Entry::text("a", Role::Assistant, Origin::Agent, "")
-            },
+            Entry { parts: vec![Part::ToolCall { id: "c1".into(), name: "ls".into(), args: r#"{"path":"."}"#.into() }].into(), tokens: 12, ..Entry::text("a", Role::Assistant, Origin::Agent, "") },
             Entry {
                 parts: vec![
-                    Part::ToolResult {
-                        call_id: "c1".into(),
-                        content: "a\nb".into(),
-                        is_error: false,
-                        elided: None,
-                    },
-                    Part::Placeholder {
-                        text: "[set aside]".into(),
-                        uri: Some("artifact://x".into()),
-                    },
-                    Part::Image {
-                        reference: "image/png image, 8 bytes base64".into(),
-                    },
-                ].into(),
+                    Part::ToolResult { call_id: "c1".into(), content: "a\nb".into(), is_error: false, elided: None },
+                    Part::Placeholder { text: "[set aside]".into(), uri: Some("artifact://x".into()) },
+                    Part::Image { reference: "image/png image, 8 bytes base64".into() },
+                ]
+                .into(),
                 pinned: true,
                 ..Entry::text("r", Role::Tool, Origin::Tool, "")
             },
@@ -129,20 +89,14 @@ mod tests {
                     {\"id\":\"x\",\"role\":\"user\",\"origin\":\"operator\",\"parts\":[],\"turn\":9}\n\
                     {\"id\":\"y\",\"role\":\"assistant\",\"origin\":\"agent\",\"parts\":[]}\n";
         let t = super::super::parse_as(super::super::Format::Cairn, text, "t.jsonl").unwrap();
-        assert_eq!(
-            (t.entries[0].turn, t.entries[1].turn, t.entries[1].tokens),
-            (9, 0, 0)
-        );
+        assert_eq!((t.entries[0].turn, t.entries[1].turn, t.entries[1].tokens), (9, 0, 0));
     }
 
     #[test]
     fn rejects_unknown_version() {
         let e = parse("{\"cairn\":\"transcript\",\"version\":2}\n", "t.jsonl").unwrap_err();
         assert_eq!(e.line, Some(1));
-        assert!(
-            e.message.contains("unsupported cairn transcript version 2"),
-            "{e}"
-        );
+        assert!(e.message.contains("unsupported cairn transcript version 2"), "{e}");
     }
 
     #[test]
@@ -162,16 +116,9 @@ mod tests {
     #[test]
     fn rejects_duplicate_ids() {
         let mut text = write(&sample());
-        text.push_str(
-            &serde_json::to_string(&Entry::text("u", Role::User, Origin::Operator, "again"))
-                .unwrap(),
-        );
+        text.push_str(&serde_json::to_string(&Entry::text("u", Role::User, Origin::Operator, "again")).unwrap());
         let e = parse(&text, "t.jsonl").unwrap_err();
         assert_eq!(e.line, Some(6));
-        assert!(
-            e.message
-                .contains("duplicate entry id `u` (first at line 3)"),
-            "{e}"
-        );
+        assert!(e.message.contains("duplicate entry id `u` (first at line 3)"), "{e}");
     }
 }

@@ -13,7 +13,10 @@ pub(super) enum Speaker<'a> {
     User,
     Assistant,
     /// The answer to one call, placed right after the message that made it.
-    Tool { call_id: &'a str, is_error: bool },
+    Tool {
+        call_id: &'a str,
+        is_error: bool,
+    },
 }
 
 pub(super) struct Call<'a> {
@@ -91,11 +94,7 @@ pub(super) fn messages(t: &Transcript) -> Vec<Message<'_>> {
         for (j, part) in entry.parts.iter().enumerate() {
             if let Part::ToolResult { call_id, content, .. } = part {
                 if !claimed.contains(&(i, j)) {
-                    out.push(Message {
-                        speaker: Speaker::User,
-                        texts: vec![format!("[tool result for unknown call {call_id}]\n{content}")],
-                        calls: Vec::new(),
-                    });
+                    out.push(Message { speaker: Speaker::User, texts: vec![format!("[tool result for unknown call {call_id}]\n{content}")], calls: Vec::new() });
                 }
             }
         }

@@ -73,11 +73,40 @@ const CONVERSATION: &[&str] = &["user", "assistant", "system"];
 
 /// Line kinds that carry no message for the model (UI state, titles, file backups, modes).
 const BOOKKEEPING: &[&str] = &[
-    "progress", "file-history-snapshot", "file-history-delta", "queue-operation", "summary", "custom-title", "ai-title", "tag",
-    "agent-name", "agent-color", "agent-setting", "last-prompt", "mode", "permission-mode", "cost-state", "worktree-state",
-    "pr-link", "frame-link", "bridge-session", "relocated", "continued-in", "ended-by-model", "attribution-snapshot",
-    "history-suppression", "isolation-latch", "atis-latch", "dev-mods", "memory-mode", "content-replacement",
-    "fork-context-ref", "observer-ref", "artifact-comment-monitor", "artifact-autoreact-ledger", "tools-used",
+    "progress",
+    "file-history-snapshot",
+    "file-history-delta",
+    "queue-operation",
+    "summary",
+    "custom-title",
+    "ai-title",
+    "tag",
+    "agent-name",
+    "agent-color",
+    "agent-setting",
+    "last-prompt",
+    "mode",
+    "permission-mode",
+    "cost-state",
+    "worktree-state",
+    "pr-link",
+    "frame-link",
+    "bridge-session",
+    "relocated",
+    "continued-in",
+    "ended-by-model",
+    "attribution-snapshot",
+    "history-suppression",
+    "isolation-latch",
+    "atis-latch",
+    "dev-mods",
+    "memory-mode",
+    "content-replacement",
+    "fork-context-ref",
+    "observer-ref",
+    "artifact-comment-monitor",
+    "artifact-autoreact-ledger",
+    "tools-used",
 ];
 
 /// `attachment` lines (2.1.32x): context Claude Code attaches to the next request (environment,
@@ -100,10 +129,8 @@ const REQUEST_CAPTURE: &[&str] = &["api-request", "api-request-shape", "api-requ
 /// reminders, local command output, interruption markers. Not operator intent.
 /// Slash commands (`<command-name>/compact</command-name>…`) are the harness's record of a
 /// command, not something the operator said to the model.
-const INJECTED_PREFIXES: &[&str] = &[
-    "<task-notification>", "<system-reminder>", "<local-command-", "<bash-stdout>", "<bash-stderr>", "[Request interrupted by user",
-    "<command-name>", "<command-message>", "<command-args>",
-];
+const INJECTED_PREFIXES: &[&str] =
+    &["<task-notification>", "<system-reminder>", "<local-command-", "<bash-stdout>", "<bash-stderr>", "[Request interrupted by user", "<command-name>", "<command-message>", "<command-args>"];
 
 fn injected(parts: &[Part]) -> bool {
     matches!(parts.first(), Some(Part::Text { text }) if INJECTED_PREFIXES.iter().any(|p| text.trim_start().starts_with(p)))
@@ -194,12 +221,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                         if let Some(r) = &m.id {
                             response_at.insert(r.clone(), entries.len());
                         }
-                        entries.push(Entry {
-                            parts: split.parts.into(),
-                            response: m.id,
-                            reported_tokens: tokens,
-                            ..Entry::text(id(), Role::Assistant, Origin::Agent, "")
-                        });
+                        entries.push(Entry { parts: split.parts.into(), response: m.id, reported_tokens: tokens, ..Entry::text(id(), Role::Assistant, Origin::Agent, "") });
                     }
                 }
             }

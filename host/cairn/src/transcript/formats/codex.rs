@@ -28,8 +28,7 @@ use serde_json::{Map, Value};
 use super::{describe_url, opaque, TranscriptError};
 use crate::transcript::{Entry, Origin, Part, Role, Transcript, Unrecognized, INSTRUCTION_BLOCKS};
 
-const ENVELOPE_TYPES: &[&str] =
-    &["session_meta", "response_item", "turn_context", "event_msg", "compacted", "world_state", "token_usage_record"];
+const ENVELOPE_TYPES: &[&str] = &["session_meta", "response_item", "turn_context", "event_msg", "compacted", "world_state", "token_usage_record"];
 
 /// How the user messages Codex writes itself begin, besides its instruction blocks
 /// ([`INSTRUCTION_BLOCKS`]): context for the model, not the operator's words.
@@ -38,17 +37,14 @@ const INJECTED: &[&str] = &["<environment_context>", "<turn_aborted>", "<skill>"
 /// Whether `first` (the first non-blank line, parsed) looks like a Codex rollout line.
 pub(super) fn detect(first: &Map<String, Value>) -> bool {
     let kind = first.get("type").and_then(Value::as_str);
-    let envelope = first.contains_key("payload")
-        && (kind == Some("session_meta") || first.contains_key("timestamp") && kind.is_some_and(|k| ENVELOPE_TYPES.contains(&k)));
+    let envelope = first.contains_key("payload") && (kind == Some("session_meta") || first.contains_key("timestamp") && kind.is_some_and(|k| ENVELOPE_TYPES.contains(&k)));
     envelope || legacy_meta(first) || first.contains_key("record_type")
 }
 
 /// The bare session meta that opens a pre-envelope file: `{id, timestamp, instructions?, git?}`.
 fn legacy_meta(line: &Map<String, Value>) -> bool {
     const KEYS: &[&str] = &["id", "timestamp", "instructions", "git"];
-    line.contains_key("id")
-        && line.contains_key("timestamp")
-        && (line.contains_key("instructions") || line.keys().all(|k| KEYS.contains(&k.as_str())))
+    line.contains_key("id") && line.contains_key("timestamp") && (line.contains_key("instructions") || line.keys().all(|k| KEYS.contains(&k.as_str())))
 }
 
 /// The type and payload of an envelope line.
@@ -68,14 +64,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
     let last_compaction = lines.iter().rposition(|(_, l)| envelope(l).is_some_and(|(kind, _)| kind == "compacted"));
 
     let usage_records = lines.iter().any(|(_, l)| envelope(l).is_some_and(|(kind, _)| kind == "token_usage_record"));
-    let mut reader = Reader {
-        source_name,
-        entries: Vec::new(),
-        open: None,
-        unrecognized: Unrecognized::default(),
-        usage_records,
-        compaction_response: None,
-    };
+    let mut reader = Reader { source_name, entries: Vec::new(), open: None, unrecognized: Unrecognized::default(), usage_records, compaction_response: None };
     if let Some((line_no, payload)) = last_compaction.and_then(|at| Some((lines[at].0, envelope(&lines[at].1)?.1))) {
         reader.compaction(line_no, payload)?;
     }
@@ -298,9 +287,7 @@ fn qualified(namespace: &str, name: &str) -> String {
 /// item, so a writer can send it back to OpenAI), with a note saying so, as a summary entry.
 fn encrypted_summary(item: &Value) -> Part {
     Part::Text {
-        text: format!(
-            "[Codex's encrypted summary of the earlier conversation (a remote compaction by the OpenAI Responses API), kept as is: only OpenAI can read it, no other provider can] {item}"
-        ),
+        text: format!("[Codex's encrypted summary of the earlier conversation (a remote compaction by the OpenAI Responses API), kept as is: only OpenAI can read it, no other provider can] {item}"),
     }
 }
 
@@ -410,18 +397,12 @@ mod tests {
         assert_eq!(t.entries[2].parts, [text("Fix the test")]);
         assert_eq!(
             t.entries[3].parts,
-            [
-                Part::Thinking { text: "**Looking**\n\nat tests".into() },
-                Part::ToolCall { id: "call_1".into(), name: "shell".into(), args: r#"{"command":["cargo","test"]}"#.into() },
-            ]
+            [Part::Thinking { text: "**Looking**\n\nat tests".into() }, Part::ToolCall { id: "call_1".into(), name: "shell".into(), args: r#"{"command":["cargo","test"]}"#.into() },]
         );
         assert_eq!(t.entries[4].parts, [result("call_1", "ok: 1 passed")]);
         assert_eq!(
             t.entries[5].parts,
-            [
-                Part::Thinking { text: "[encrypted reasoning]".into() },
-                Part::ToolCall { id: "call_2".into(), name: "apply_patch".into(), args: "*** Begin Patch\n*** End Patch\n".into() },
-            ]
+            [Part::Thinking { text: "[encrypted reasoning]".into() }, Part::ToolCall { id: "call_2".into(), name: "apply_patch".into(), args: "*** Begin Patch\n*** End Patch\n".into() },]
         );
         assert_eq!(t.entries[6].parts, [result("call_2", "Success")]);
         // The web search is kept, opaque, in the response it belongs to.
@@ -489,10 +470,7 @@ mod tests {
 {"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"next"}]}}
 "#,
         );
-        assert_eq!(
-            shape(&t),
-            [("l6-h0", Role::User, Origin::Operator), ("l6-h2", Role::User, Origin::Summary), ("l8", Role::User, Origin::Operator)]
-        );
+        assert_eq!(shape(&t), [("l6-h0", Role::User, Origin::Operator), ("l6-h2", Role::User, Origin::Summary), ("l8", Role::User, Origin::Operator)]);
         assert_eq!(t.entries[0].parts, [text("kept prompt")]);
         assert_eq!(t.entries[1].parts, [text("SUMMARY")]);
     }
@@ -520,16 +498,7 @@ mod tests {
 "##,
         );
         let origins: Vec<_> = t.entries.iter().map(|e| (e.role, e.origin)).collect();
-        assert_eq!(
-            origins,
-            [
-                (Role::User, Origin::Harness),
-                (Role::User, Origin::Harness),
-                (Role::User, Origin::Harness),
-                (Role::User, Origin::Operator),
-                (Role::System, Origin::Harness),
-            ]
-        );
+        assert_eq!(origins, [(Role::User, Origin::Harness), (Role::User, Origin::Harness), (Role::User, Origin::Harness), (Role::User, Origin::Operator), (Role::System, Origin::Harness),]);
     }
 
     #[test]

@@ -129,16 +129,10 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                 if parts.is_empty() {
                     continue;
                 }
-                entries.push(Entry {
-                    parts: parts.into(),
-                    reported_tokens: message.get("tokens").and_then(reported_tokens),
-                    ..Entry::text(id.clone(), Role::Assistant, Origin::Agent, "")
-                });
+                entries.push(Entry { parts: parts.into(), reported_tokens: message.get("tokens").and_then(reported_tokens), ..Entry::text(id.clone(), Role::Assistant, Origin::Agent, "") });
                 // Each call answered at once, in call order.
                 for (call_id, status) in calls {
-                    let (content, is_error) = answers.get(&call_id).cloned().unwrap_or_else(|| {
-                        (format!("[no result recorded; status: {}]", status.as_deref().unwrap_or("unknown")), true)
-                    });
+                    let (content, is_error) = answers.get(&call_id).cloned().unwrap_or_else(|| (format!("[no result recorded; status: {}]", status.as_deref().unwrap_or("unknown")), true));
                     let result = Part::ToolResult { call_id: call_id.clone(), content, is_error, elided: None };
                     entries.push(Entry { parts: vec![result].into(), ..Entry::text(format!("{id}/{call_id}"), Role::Tool, Origin::Tool, "") });
                     answered.insert(call_id);
@@ -332,14 +326,7 @@ mod tests {
         );
         assert!(matches!(&t.entries[1].parts[..], [Part::Text { text }] if text.starts_with("<state_snapshot>\n<overall_goal>")));
         assert_eq!(t.entries[3].parts, [text("now run a shell echo")]);
-        assert_eq!(
-            t.entries[4].parts,
-            [Part::ToolCall {
-                id: SHELL.into(),
-                name: "run_shell_command".into(),
-                args: r#"{"command":"echo hi from shell","description":"echo"}"#.into()
-            }]
-        );
+        assert_eq!(t.entries[4].parts, [Part::ToolCall { id: SHELL.into(), name: "run_shell_command".into(), args: r#"{"command":"echo hi from shell","description":"echo"}"#.into() }]);
         let [Part::ToolResult { call_id, content, is_error: false, .. }] = &t.entries[5].parts[..] else { panic!("{:?}", t.entries[5]) };
         assert_eq!(call_id, SHELL);
         assert!(content.contains("Output: hi from shell"), "{content}");
@@ -359,21 +346,12 @@ mod tests {
         const READ: &str = "read_file__read_file_1796143984493_0";
         assert_eq!(
             shape(&t).iter().map(|(_, r, o)| (*r, *o)).collect::<Vec<_>>(),
-            [
-                (Role::User, Origin::Harness),
-                (Role::User, Origin::Operator),
-                (Role::Assistant, Origin::Agent),
-                (Role::Tool, Origin::Tool),
-                (Role::Assistant, Origin::Agent),
-            ]
+            [(Role::User, Origin::Harness), (Role::User, Origin::Operator), (Role::Assistant, Origin::Agent), (Role::Tool, Origin::Tool), (Role::Assistant, Origin::Agent),]
         );
         // The re-appended version (with its tool call) replaced the first, in its place.
         assert_eq!(
             t.entries[2].parts,
-            [
-                Part::Thinking { text: "Reading the file first.".into() },
-                Part::ToolCall { id: READ.into(), name: "read_file".into(), args: r#"{"file_path":"notes.txt"}"#.into() },
-            ]
+            [Part::Thinking { text: "Reading the file first.".into() }, Part::ToolCall { id: READ.into(), name: "read_file".into(), args: r#"{"file_path":"notes.txt"}"#.into() },]
         );
         assert_eq!(t.entries[2].reported_tokens, Some(1235));
         // Recorded twice (the call's result and a user message): answered once.
@@ -406,20 +384,9 @@ mod tests {
         assert_eq!(t.entries.len(), 5);
         assert_eq!(
             t.entries[2].parts,
-            [
-                Part::Thinking { text: "**Checking the file**\nIt may not exist.".into() },
-                Part::ToolCall { id: READ.into(), name: "read_file".into(), args: r#"{"file_path":"missing.txt"}"#.into() },
-            ]
+            [Part::Thinking { text: "**Checking the file**\nIt may not exist.".into() }, Part::ToolCall { id: READ.into(), name: "read_file".into(), args: r#"{"file_path":"missing.txt"}"#.into() },]
         );
-        assert_eq!(
-            t.entries[3].parts,
-            [Part::ToolResult {
-                call_id: READ.into(),
-                content: "File not found: /home/user/proj/missing.txt".into(),
-                is_error: true,
-                elided: None
-            }]
-        );
+        assert_eq!(t.entries[3].parts, [Part::ToolResult { call_id: READ.into(), content: "File not found: /home/user/proj/missing.txt".into(), is_error: true, elided: None }]);
         assert_calls_answered_in_place(&t, "failed read");
     }
 
@@ -476,10 +443,7 @@ mod tests {
         assert_eq!(t.unrecognized.skipped.get("$future"), Some(&1));
         assert_eq!(t.entries[2].reported_tokens, Some(12));
         // A call with no recorded result is still answered, as a failure.
-        assert_eq!(
-            t.entries[3].parts,
-            [Part::ToolResult { call_id: "c1".into(), content: "[no result recorded; status: cancelled]".into(), is_error: true, elided: None }]
-        );
+        assert_eq!(t.entries[3].parts, [Part::ToolResult { call_id: "c1".into(), content: "[no result recorded; status: cancelled]".into(), is_error: true, elided: None }]);
         assert_calls_answered_in_place(&t, "unknown kinds");
     }
 

@@ -75,29 +75,17 @@ pub struct TranscriptError {
 
 impl TranscriptError {
     fn new(source_name: &str, line: Option<usize>, message: impl Into<String>) -> Self {
-        TranscriptError {
-            source_name: source_name.to_string(),
-            line,
-            message: message.into(),
-        }
+        TranscriptError { source_name: source_name.to_string(), line, message: message.into() }
     }
 
     /// A serde error inside one JSONL line: the line is ours, the column serde's.
     fn in_line(source_name: &str, line: usize, e: &serde_json::Error) -> Self {
-        Self::new(
-            source_name,
-            Some(line),
-            format!("{} (column {})", bare_message(e), e.column()),
-        )
+        Self::new(source_name, Some(line), format!("{} (column {})", bare_message(e), e.column()))
     }
 
     /// A serde error in a whole-file JSON document, at serde's line.
     fn in_document(source_name: &str, e: &serde_json::Error) -> Self {
-        Self::new(
-            source_name,
-            Some(e.line()),
-            format!("{} (column {})", bare_message(e), e.column()),
-        )
+        Self::new(source_name, Some(e.line()), format!("{} (column {})", bare_message(e), e.column()))
     }
 }
 
@@ -117,11 +105,7 @@ pub fn parse(text: &str, source_name: &str) -> Result<(Transcript, Format), Tran
 
 /// Parses `text` as `format`. Turns are numbered for Pi and OpenAI; Cairn
 /// JSONL keeps the turns it records, so that it round-trips exactly.
-pub fn parse_as(
-    format: Format,
-    text: &str,
-    source_name: &str,
-) -> Result<Transcript, TranscriptError> {
+pub fn parse_as(format: Format, text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
     let text = strip_bom(text);
     if text.trim().is_empty() {
         return Err(TranscriptError::new(source_name, None, "empty transcript"));
@@ -227,11 +211,7 @@ fn detect(text: &str, source_name: &str) -> Result<Format, TranscriptError> {
     if trimmed.is_empty() {
         return Err(TranscriptError::new(source_name, None, "empty transcript"));
     }
-    let (index, first) = text
-        .lines()
-        .enumerate()
-        .find(|(_, l)| !l.trim().is_empty())
-        .expect("text has a non-blank line");
+    let (index, first) = text.lines().enumerate().find(|(_, l)| !l.trim().is_empty()).expect("text has a non-blank line");
     // Only what detection reads: a one-line chat document is the whole session.
     match probe::reduced(first) {
         Ok(serde_json::Value::Object(header)) if header.contains_key("cairn") => Ok(Format::Cairn),
@@ -250,11 +230,7 @@ fn detect(text: &str, source_name: &str) -> Result<Format, TranscriptError> {
         // A pretty-printed document spans lines: an OpenCode export or a chat API file.
         Err(_) if trimmed.starts_with('{') && opencode::detect_text(text) => Ok(Format::OpenCode),
         Err(_) if trimmed.starts_with('{') || trimmed.starts_with('[') => Ok(chat_api(text)),
-        _ => Err(TranscriptError::new(
-            source_name,
-            Some(index + 1),
-            "unrecognized transcript: expected a JSON object or array",
-        )),
+        _ => Err(TranscriptError::new(source_name, Some(index + 1), "unrecognized transcript: expected a JSON object or array")),
     }
 }
 
@@ -377,15 +353,8 @@ pub(crate) mod test_support {
             }
             for (k, id) in entry.tool_call_ids().enumerate() {
                 let next = t.entries.get(i + 1 + k);
-                let answered = next.is_some_and(|n| {
-                    n.role == Role::Tool
-                        && matches!(n.parts.first(), Some(Part::ToolResult { call_id, .. }) if call_id == id)
-                });
-                assert!(
-                    answered,
-                    "{name}: call {id} of entry {} not answered in place",
-                    entry.id
-                );
+                let answered = next.is_some_and(|n| n.role == Role::Tool && matches!(n.parts.first(), Some(Part::ToolResult { call_id, .. }) if call_id == id));
+                assert!(answered, "{name}: call {id} of entry {} not answered in place", entry.id);
             }
         }
     }
@@ -442,14 +411,7 @@ mod tests {
         let mut t = Transcript::new(vec![
             Entry::text("a", Role::User, Origin::Operator, "hi"),
             Entry {
-                parts: vec![
-                    Part::Thinking { text: "hmm".into() },
-                    Part::ToolCall {
-                        id: "c1".into(),
-                        name: "ls".into(),
-                        args: "{}".into(),
-                    },
-                ].into(),
+                parts: vec![Part::Thinking { text: "hmm".into() }, Part::ToolCall { id: "c1".into(), name: "ls".into(), args: "{}".into() }].into(),
                 tokens: 7,
                 pinned: true,
                 ..Entry::text("b", Role::Assistant, Origin::Agent, "")
@@ -484,9 +446,7 @@ mod tests {
                     assert_calls_answered_in_place(&chat, &name);
                     assert_eq!(calls(&chat), calls(&t), "{name}: tool calls kept in {shape}");
                     // What the model reads survives (thinking aside, which no API takes back).
-                    let text_of = |t: &Transcript| -> usize {
-                        t.entries.iter().flat_map(|e| &e.parts).filter(|p| !matches!(p, Part::Thinking { .. })).map(|p| format!("{p:?}").len()).sum()
-                    };
+                    let text_of = |t: &Transcript| -> usize { t.entries.iter().flat_map(|e| &e.parts).filter(|p| !matches!(p, Part::Thinking { .. })).map(|p| format!("{p:?}").len()).sum() };
                     assert!(text_of(&chat) * 10 >= text_of(&t) * 9, "{name}: {shape} output lost content");
                 }
                 seen += 1;

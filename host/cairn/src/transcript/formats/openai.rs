@@ -9,7 +9,6 @@ use super::chat::{self, Speaker};
 use super::{content_id, describe_url, opaque, TextOr, TranscriptError};
 use crate::transcript::{Entry, Origin, Part, Role, Transcript};
 
-
 #[derive(Deserialize)]
 struct Document {
     messages: Vec<Message>,
@@ -39,15 +38,9 @@ struct Message {
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum ContentPart {
-    Text {
-        text: String,
-    },
-    ImageUrl {
-        image_url: ImageUrl,
-    },
-    Refusal {
-        refusal: String,
-    },
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl },
+    Refusal { refusal: String },
 }
 
 /// A content part this reader knows, or any other JSON, kept as opaque text: a reader never
@@ -78,12 +71,8 @@ struct Function {
 }
 
 pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
-    let messages = if text.trim_start().starts_with('[') {
-        serde_json::from_str::<Vec<Message>>(text)
-    } else {
-        serde_json::from_str::<Document>(text).map(|d| d.messages)
-    }
-    .map_err(|e| TranscriptError::in_document(source_name, &e))?;
+    let messages = if text.trim_start().starts_with('[') { serde_json::from_str::<Vec<Message>>(text) } else { serde_json::from_str::<Document>(text).map(|d| d.messages) }
+        .map_err(|e| TranscriptError::in_document(source_name, &e))?;
 
     let mut entries = Vec::with_capacity(messages.len());
     let mut seen = HashMap::new();
@@ -101,17 +90,9 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
             ChatRole::Tool => (Role::Tool, Origin::Tool),
         };
         if role == Role::Tool {
-            let call_id = m.tool_call_id.ok_or_else(|| {
-                TranscriptError::new(
-                    source_name,
-                    None,
-                    format!("message {index}: tool message without `tool_call_id`"),
-                )
-            })?;
+            let call_id = m.tool_call_id.ok_or_else(|| TranscriptError::new(source_name, None, format!("message {index}: tool message without `tool_call_id`")))?;
             // The text becomes the result; images stay beside it.
-            let (texts, images): (Vec<Part>, Vec<Part>) = parts
-                .into_iter()
-                .partition(|p| matches!(p, Part::Text { .. }));
+            let (texts, images): (Vec<Part>, Vec<Part>) = parts.into_iter().partition(|p| matches!(p, Part::Text { .. }));
             let content: Vec<String> = texts
                 .into_iter()
                 .filter_map(|p| match p {
@@ -119,26 +100,14 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                     _ => None,
                 })
                 .collect();
-            parts = vec![Part::ToolResult {
-                call_id,
-                content: content.join("\n"),
-                is_error: false,
-                elided: None,
-            }];
+            parts = vec![Part::ToolResult { call_id, content: content.join("\n"), is_error: false, elided: None }];
             parts.extend(images);
         }
         for call in m.tool_calls.into_iter().flatten() {
-            parts.push(Part::ToolCall {
-                id: call.id,
-                name: call.function.name,
-                args: call.function.arguments,
-            });
+            parts.push(Part::ToolCall { id: call.id, name: call.function.name, args: call.function.arguments });
         }
         let id = content_id(role, &parts, &mut seen);
-        entries.push(Entry {
-            parts: parts.into(),
-            ..Entry::text(id, role, origin, "")
-        });
+        entries.push(Entry { parts: parts.into(), ..Entry::text(id, role, origin, "") });
     }
     Ok(Transcript::new(entries))
 }
@@ -152,9 +121,7 @@ fn content_parts(content: Option<TextOr<KnownOr<ContentPart>>>) -> Vec<Part> {
             .into_iter()
             .filter_map(|part| match part {
                 KnownOr::Known(ContentPart::Text { text: t } | ContentPart::Refusal { refusal: t }) => text(t),
-                KnownOr::Known(ContentPart::ImageUrl { image_url }) => Some(Part::Image {
-                    reference: describe_url(&image_url.url),
-                }),
+                KnownOr::Known(ContentPart::ImageUrl { image_url }) => Some(Part::Image { reference: describe_url(&image_url.url) }),
                 KnownOr::Other(value) => Some(opaque(&value)),
             })
             .collect(),
@@ -215,11 +182,7 @@ pub(super) fn write(t: &Transcript) -> String {
                 1 => texts.pop().map(OutContent::Text),
                 _ => Some(OutContent::Parts(texts.into_iter().map(|text| OutText { kind: "text", text }).collect())),
             };
-            let tool_calls = m
-                .calls
-                .iter()
-                .map(|c| OutCall { id: c.id, kind: "function", function: OutFunction { name: c.name, arguments: c.args } })
-                .collect();
+            let tool_calls = m.calls.iter().map(|c| OutCall { id: c.id, kind: "function", function: OutFunction { name: c.name, arguments: c.args } }).collect();
             OutMessage { role, tool_call_id, content, tool_calls }
         })
         .collect();
@@ -228,31 +191,19 @@ pub(super) fn write(t: &Transcript) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::chat::NO_RESULT;
     use super::super::test_support::{assert_calls_answered_in_place, real_files};
     use super::super::{parse as parse_any, Format};
     use super::*;
-    use super::super::chat::NO_RESULT;
 
     fn entry(id: &str, role: Role, origin: Origin, parts: Vec<Part>) -> Entry {
-        Entry {
-            parts: parts.into(),
-            ..Entry::text(id, role, origin, "")
-        }
+        Entry { parts: parts.into(), ..Entry::text(id, role, origin, "") }
     }
     fn call(id: &str) -> Part {
-        Part::ToolCall {
-            id: id.into(),
-            name: "run".into(),
-            args: format!("{{\"n\":\"{id}\"}}"),
-        }
+        Part::ToolCall { id: id.into(), name: "run".into(), args: format!("{{\"n\":\"{id}\"}}") }
     }
     fn result(id: &str) -> Part {
-        Part::ToolResult {
-            call_id: id.into(),
-            content: format!("out {id}"),
-            is_error: false,
-            elided: None,
-        }
+        Part::ToolResult { call_id: id.into(), content: format!("out {id}"), is_error: false, elided: None }
     }
     fn written(entries: Vec<Entry>) -> serde_json::Value {
         serde_json::from_str(&write(&Transcript::new(entries))).unwrap()
@@ -294,11 +245,7 @@ mod tests {
     fn parses_messages() {
         let (t, format) = parse_any(CHAT, "chat.json").unwrap();
         assert_eq!(format, Format::OpenAi);
-        let roles: Vec<_> = t
-            .entries
-            .iter()
-            .map(|e| (e.role, e.origin))
-            .collect();
+        let roles: Vec<_> = t.entries.iter().map(|e| (e.role, e.origin)).collect();
         assert_eq!(
             roles,
             [
@@ -313,61 +260,21 @@ mod tests {
         );
         assert_eq!(
             t.entries[2].parts,
-            vec![
-                Part::Text {
-                    text: "look".into()
-                },
-                Part::Image {
-                    reference: "image/jpeg image, 8 bytes base64".into()
-                },
-                Part::Image {
-                    reference: "https://example.com/a.png".into()
-                },
-            ]
+            vec![Part::Text { text: "look".into() }, Part::Image { reference: "image/jpeg image, 8 bytes base64".into() }, Part::Image { reference: "https://example.com/a.png".into() },]
         );
-        assert_eq!(
-            t.entries[3].parts[0],
-            Part::ToolCall {
-                id: "c1".into(),
-                name: "ls".into(),
-                args: "{\"b\":1, \"a\":2}".into()
-            }
-        );
-        assert_eq!(
-            t.entries[5].parts,
-            vec![Part::ToolResult {
-                call_id: "c2".into(),
-                content: "l1\nl2".into(),
-                is_error: false,
-                elided: None,
-            }]
-        );
-        assert_eq!(
-            t.entries[6].parts,
-            vec![
-                Part::Thinking {
-                    text: "thought".into()
-                },
-                Part::Text { text: "no".into() }
-            ]
-        );
+        assert_eq!(t.entries[3].parts[0], Part::ToolCall { id: "c1".into(), name: "ls".into(), args: "{\"b\":1, \"a\":2}".into() });
+        assert_eq!(t.entries[5].parts, vec![Part::ToolResult { call_id: "c2".into(), content: "l1\nl2".into(), is_error: false, elided: None }]);
+        assert_eq!(t.entries[6].parts, vec![Part::Thinking { text: "thought".into() }, Part::Text { text: "no".into() }]);
         assert_eq!(t.entries[2].turn, 1);
     }
 
     #[test]
     fn long_links_are_cut_and_object_form_is_read() {
         let url = format!("https://example.com/{}", "a".repeat(200));
-        let text = format!(
-            r#"{{"instance_id": "x", "messages": [{{"role": "user", "content": [{{"type": "image_url", "image_url": {{"url": "{url}"}}}}]}}]}}"#
-        );
+        let text = format!(r#"{{"instance_id": "x", "messages": [{{"role": "user", "content": [{{"type": "image_url", "image_url": {{"url": "{url}"}}}}]}}]}}"#);
         let (t, format) = parse_any(&text, "run.json").unwrap();
         assert_eq!(format, Format::OpenAi);
-        assert_eq!(
-            t.entries[0].parts,
-            vec![Part::Image {
-                reference: url[..100].to_string()
-            }]
-        );
+        assert_eq!(t.entries[0].parts, vec![Part::Image { reference: url[..100].to_string() }]);
     }
 
     #[test]
@@ -381,10 +288,7 @@ mod tests {
         let e = parse("{\n \"runs\": []\n}", "c.json").unwrap_err();
         assert!(e.message.contains("missing field `messages`"), "{e}");
         let e = parse("[{\"role\": \"tool\", \"content\": \"x\"}]", "c.json").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "c.json: message 0: tool message without `tool_call_id`"
-        );
+        assert_eq!(e.to_string(), "c.json: message 0: tool message without `tool_call_id`");
     }
 
     #[test]
@@ -396,9 +300,7 @@ mod tests {
         want.entries[6].parts.remove(0);
         for part in &mut want.entries[2].parts {
             if let Part::Image { reference } = part {
-                *part = Part::Text {
-                    text: format!("[image: {reference}]"),
-                };
+                *part = Part::Text { text: format!("[image: {reference}]") };
             }
         }
         // Ids follow content: the two messages that changed on the way have new ones.
@@ -412,12 +314,7 @@ mod tests {
     #[test]
     fn orphan_call_gets_a_synthetic_result() {
         let out = written(vec![
-            entry(
-                "a",
-                Role::Assistant,
-                Origin::Agent,
-                vec![Part::Text { text: "try".into() }, call("c1"), call("c2")],
-            ),
+            entry("a", Role::Assistant, Origin::Agent, vec![Part::Text { text: "try".into() }, call("c1"), call("c2")]),
             entry("r2", Role::Tool, Origin::Tool, vec![result("c2")]),
             Entry::text("u", Role::User, Origin::Operator, "next"),
         ]);
@@ -441,21 +338,9 @@ mod tests {
             entry("a", Role::Assistant, Origin::Agent, vec![call("c1")]),
             Entry::text("u", Role::User, Origin::Operator, "meanwhile"),
             entry("r", Role::Tool, Origin::Tool, vec![result("c1")]),
-            entry(
-                "a2",
-                Role::Assistant,
-                Origin::Agent,
-                vec![Part::Text {
-                    text: "done".into(),
-                }],
-            ),
+            entry("a2", Role::Assistant, Origin::Agent, vec![Part::Text { text: "done".into() }]),
         ]);
-        let roles: Vec<_> = out
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["role"].as_str().unwrap())
-            .collect();
+        let roles: Vec<_> = out.as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
         assert_eq!(roles, ["assistant", "tool", "user", "assistant"]);
         assert_eq!(out[1]["content"], "out c1");
     }
@@ -463,50 +348,13 @@ mod tests {
     #[test]
     fn unknown_results_placeholders_summaries_and_empty_replies() {
         let out = written(vec![
-            entry(
-                "s",
-                Role::User,
-                Origin::Summary,
-                vec![Part::Text {
-                    text: "so far".into(),
-                }],
-            ),
+            entry("s", Role::User, Origin::Summary, vec![Part::Text { text: "so far".into() }]),
             entry("r0", Role::Tool, Origin::Tool, vec![result("early")]),
-            entry(
-                "a",
-                Role::Assistant,
-                Origin::Agent,
-                vec![
-                    Part::Thinking {
-                        text: "hidden".into(),
-                    },
-                    call("early"),
-                ],
-            ),
-            entry(
-                "x",
-                Role::Tool,
-                Origin::Tool,
-                vec![result("early"), result("early")],
-            ),
+            entry("a", Role::Assistant, Origin::Agent, vec![Part::Thinking { text: "hidden".into() }, call("early")]),
+            entry("x", Role::Tool, Origin::Tool, vec![result("early"), result("early")]),
             entry("empty", Role::Assistant, Origin::Agent, vec![]),
-            entry(
-                "thought",
-                Role::Assistant,
-                Origin::Agent,
-                vec![Part::Thinking {
-                    text: "only".into(),
-                }],
-            ),
-            entry(
-                "p",
-                Role::Tool,
-                Origin::Tool,
-                vec![Part::Placeholder {
-                    text: "[42 lines set aside]".into(),
-                    uri: Some("artifact://1".into()),
-                }],
-            ),
+            entry("thought", Role::Assistant, Origin::Agent, vec![Part::Thinking { text: "only".into() }]),
+            entry("p", Role::Tool, Origin::Tool, vec![Part::Placeholder { text: "[42 lines set aside]".into(), uri: Some("artifact://1".into()) }]),
         ]);
         assert_eq!(
             out,
@@ -530,10 +378,7 @@ mod tests {
         for (name, text) in files {
             let (t, format) = parse_any(&text, &name).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(format, Format::OpenAi, "{name}");
-            assert!(
-                t.entries.iter().any(|e| e.tool_call_ids().next().is_some()),
-                "{name}: has tool calls"
-            );
+            assert!(t.entries.iter().any(|e| e.tool_call_ids().next().is_some()), "{name}: has tool calls");
             let (back, _) = parse_any(&write(&t), &name).unwrap_or_else(|e| panic!("{e}"));
             assert_calls_answered_in_place(&back, &name);
         }

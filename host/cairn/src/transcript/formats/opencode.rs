@@ -27,8 +27,7 @@ use crate::transcript::{Entry, Origin, Part, Role, Transcript, Unrecognized};
 /// items are `{info, parts}`.
 pub(super) fn detect(doc: &Map<String, Value>) -> bool {
     let Some(messages) = doc.get("messages").and_then(Value::as_array) else { return false };
-    doc.get("info").is_some_and(Value::is_object)
-        && messages.first().is_none_or(|m| m.get("info").is_some_and(Value::is_object) && m.get("parts").is_some_and(Value::is_array))
+    doc.get("info").is_some_and(Value::is_object) && messages.first().is_none_or(|m| m.get("info").is_some_and(Value::is_object) && m.get("parts").is_some_and(Value::is_array))
 }
 
 /// `detect` for a document spread over lines (`opencode export` pretty-prints).
@@ -157,11 +156,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                 if parts.is_empty() {
                     continue;
                 }
-                entries.push(Entry {
-                    parts: parts.into(),
-                    reported_tokens: message.info.tokens.as_ref().and_then(reported_tokens),
-                    ..Entry::text(id, Role::Assistant, Origin::Agent, "")
-                });
+                entries.push(Entry { parts: parts.into(), reported_tokens: message.info.tokens.as_ref().and_then(reported_tokens), ..Entry::text(id, Role::Assistant, Origin::Agent, "") });
                 entries.extend(results);
             }
             other => {
@@ -192,24 +187,13 @@ fn visible(messages: &[Message]) -> Vec<&Message> {
     let Some((compaction, summary)) = last else {
         return messages.iter().collect();
     };
-    let tail = messages[compaction]
-        .compaction_part()
-        .and_then(|p| p.get("tail_start_id")?.as_str())
-        .and_then(|id| index.get(id).copied())
-        .filter(|&t| t < compaction)
-        .unwrap_or(compaction);
+    let tail = messages[compaction].compaction_part().and_then(|p| p.get("tail_start_id")?.as_str()).and_then(|id| index.get(id).copied()).filter(|&t| t < compaction).unwrap_or(compaction);
     let after = messages[summary + 1..].iter().filter(|m| !(m.compaction_part().is_some() || m.info.summary == Value::Bool(true)));
     std::iter::once(&messages[summary]).chain(&messages[tail..compaction]).chain(after).collect()
 }
 
 fn texts(message: &Message) -> Vec<&str> {
-    message
-        .parts
-        .iter()
-        .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
-        .filter_map(|p| p.get("text")?.as_str())
-        .filter(|t| !t.is_empty())
-        .collect()
+    message.parts.iter().filter(|p| p.get("type").and_then(Value::as_str) == Some("text")).filter_map(|p| p.get("text")?.as_str()).filter(|t| !t.is_empty()).collect()
 }
 
 /// A `file` part the model sees as media; other files OpenCode already inlined as text.
@@ -224,9 +208,7 @@ fn result(state: &Value) -> (String, bool) {
     let field = |k: &str| state.get(k).and_then(Value::as_str);
     match field("status").unwrap_or("unknown") {
         // OpenCode's own wording for a pruned output.
-        "completed" if state.get("time").and_then(|t| t.get("compacted")).is_some_and(|c| !c.is_null()) => {
-            ("[Old tool result content cleared]".to_string(), false)
-        }
+        "completed" if state.get("time").and_then(|t| t.get("compacted")).is_some_and(|c| !c.is_null()) => ("[Old tool result content cleared]".to_string(), false),
         "completed" => (field("output").unwrap_or_default().to_string(), false),
         "error" => (field("error").unwrap_or("[tool failed]").to_string(), true),
         status => (format!("[Tool execution was interrupted; status: {status}]"), true),
@@ -298,10 +280,7 @@ mod tests {
         let (user, agent, tool) = ((Role::User, Origin::Operator), (Role::Assistant, Origin::Agent), (Role::Tool, Origin::Tool));
         assert_eq!(roles, [user, agent, tool, agent, user, agent, tool, agent]);
         assert_eq!(t.entries[0].parts, [text("RUN1 show me the notes")]);
-        assert_eq!(
-            t.entries[1].parts,
-            [Part::ToolCall { id: "call_1".into(), name: "bash".into(), args: r#"{"command":"cat notes.txt","description":"show notes"}"#.into() }]
-        );
+        assert_eq!(t.entries[1].parts, [Part::ToolCall { id: "call_1".into(), name: "bash".into(), args: r#"{"command":"cat notes.txt","description":"show notes"}"#.into() }]);
         assert_eq!(t.entries[2].id, "msg_232ec59dd001OKc08L02XMUgUV/call_1");
         assert_eq!(t.entries[2].parts, [Part::ToolResult { call_id: "call_1".into(), content: "Notes: port 8431\n".into(), is_error: false, elided: None }]);
         let [Part::ToolResult { call_id, content, .. }] = &t.entries[6].parts[..] else { panic!("{:?}", t.entries[6]) };

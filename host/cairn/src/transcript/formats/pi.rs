@@ -43,10 +43,7 @@ struct Line {
 }
 
 /// Line kinds of Pi 0.73 sessions; any other is counted, and kept as text if it has a message.
-const KNOWN: &[&str] = &[
-    "session", "message", "custom_message", "branch_summary", "compaction", "thinking_level_change", "model_change", "custom",
-    "label", "session_info",
-];
+const KNOWN: &[&str] = &["session", "message", "custom_message", "branch_summary", "compaction", "thinking_level_change", "model_change", "custom", "label", "session_info"];
 
 /// A line of `raw`: strictly read when its kind is known, else only its tree links and the
 /// text of its message (a newer Pi's line must not fail the whole session).
@@ -159,11 +156,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
 
     // Pi skips blank lines, so `firstKeptEntryIndex` counts non-blank lines.
     let mut lines = Vec::new();
-    for (i, raw) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
+    for (i, raw) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let line = read_line(raw).map_err(|e| TranscriptError::in_line(source_name, i + 1, &e))?;
         lines.push((i, line));
     }
@@ -171,10 +164,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
         return Err(TranscriptError::new(source_name, None, "empty transcript"));
     };
     if header.kind != "session" {
-        return Err(err(
-            header_index + 1,
-            "expected a Pi `session` header".into(),
-        ));
+        return Err(err(header_index + 1, "expected a Pi `session` header".into()));
     }
     let version = header.version.unwrap_or(1);
 
@@ -198,11 +188,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
         if data.kind == "session" {
             continue;
         }
-        let parent = if version < 2 {
-            nodes.last().map(|n| n.id.clone())
-        } else {
-            data.parent_id.take()
-        };
+        let parent = if version < 2 { nodes.last().map(|n| n.id.clone()) } else { data.parent_id.take() };
         if version < 2 && data.kind == "compaction" {
             if let Some(index) = data.first_kept_entry_index {
                 // Pi drops the index, and keeps nothing before the compaction,
@@ -210,22 +196,14 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                 data.first_kept_entry_id = ids.get(index).filter(|_| !is_header[index]).cloned();
             }
         }
-        nodes.push(Node {
-            line: i + 1,
-            id: ids[k].clone(),
-            parent,
-            data,
-        });
+        nodes.push(Node { line: i + 1, id: ids[k].clone(), parent, data });
     }
 
     let mut by_id: HashMap<&str, usize> = HashMap::new();
     for (k, node) in nodes.iter().enumerate() {
         if let Some(first) = by_id.insert(&node.id, k) {
             let first = nodes[first].line;
-            return Err(err(
-                node.line,
-                format!("duplicate entry id `{}` (first at line {first})", node.id),
-            ));
+            return Err(err(node.line, format!("duplicate entry id `{}` (first at line {first})", node.id)));
         }
     }
 
@@ -235,23 +213,15 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
     let mut current = nodes.len().checked_sub(1);
     while let Some(k) = current {
         if !on_path.insert(k) {
-            return Err(err(
-                nodes[k].line,
-                format!("`parentId` cycle through entry `{}`", nodes[k].id),
-            ));
+            return Err(err(nodes[k].line, format!("`parentId` cycle through entry `{}`", nodes[k].id)));
         }
         path.push(k);
-        current = nodes[k]
-            .parent
-            .as_deref()
-            .and_then(|p| by_id.get(p).copied());
+        current = nodes[k].parent.as_deref().and_then(|p| by_id.get(p).copied());
     }
     path.reverse();
 
     let mut entries = Vec::new();
-    let compaction = path
-        .iter()
-        .rposition(|&k| nodes[k].data.kind == "compaction");
+    let compaction = path.iter().rposition(|&k| nodes[k].data.kind == "compaction");
     let from = match compaction {
         Some(at) => {
             let node = &nodes[path[at]];
@@ -261,9 +231,7 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
             let summary = node.data.summary.clone().unwrap_or_default();
             entries.push(Entry::text(&node.id, Role::User, Origin::Summary, summary));
             let kept = node.data.first_kept_entry_id.as_deref();
-            let first_kept = path[..at]
-                .iter()
-                .position(|&k| Some(nodes[k].id.as_str()) == kept);
+            let first_kept = path[..at].iter().position(|&k| Some(nodes[k].id.as_str()) == kept);
             for &k in &path[first_kept.unwrap_or(at)..at] {
                 // What was billed before the compaction describes the context before it.
                 let kept = convert(&nodes[k]).map_err(|m| err(nodes[k].line, m))?;
@@ -291,18 +259,11 @@ fn convert(node: &Node) -> Result<Option<Entry>, String> {
             let message = line.message.as_ref().ok_or("expected `message` object")?;
             convert_message(id, message)?
         }
-        "custom_message" => Some(entry(
-            id,
-            Role::User,
-            Origin::Harness,
-            content_parts(line.content.as_ref()),
-        )),
+        "custom_message" => Some(entry(id, Role::User, Origin::Harness, content_parts(line.content.as_ref()))),
         // Pi wraps this as "The following is a summary of a branch that this
         // conversation came back from:\n\n<summary>\n…</summary>".
         "branch_summary" => match line.summary.as_deref() {
-            Some(summary) if !summary.is_empty() => {
-                Some(Entry::text(id, Role::User, Origin::Summary, summary))
-            }
+            Some(summary) if !summary.is_empty() => Some(Entry::text(id, Role::User, Origin::Summary, summary)),
             _ => None,
         },
         // A newer Pi's line with a message: its text, said to be opaque.
@@ -318,19 +279,10 @@ fn convert_message(id: &str, m: &Message) -> Result<Option<Entry>, String> {
         "user" => entry(id, Role::User, Origin::Operator, content_parts(content)),
         // Aborted or failed replies are kept even when empty; Pi leaves them
         // out of requests, but they are part of the record.
-        "assistant" => Entry {
-            response: m.response_id.clone(),
-            reported_tokens: m.reported_tokens(),
-            ..entry(id, Role::Assistant, Origin::Agent, content_parts(content))
-        },
+        "assistant" => Entry { response: m.response_id.clone(), reported_tokens: m.reported_tokens(), ..entry(id, Role::Assistant, Origin::Agent, content_parts(content)) },
         "toolResult" => {
-            let call_id = m
-                .tool_call_id
-                .clone()
-                .ok_or("`toolResult` message without `toolCallId`")?;
-            let (texts, images): (Vec<Part>, Vec<Part>) = content_parts(content)
-                .into_iter()
-                .partition(|p| matches!(p, Part::Text { .. }));
+            let call_id = m.tool_call_id.clone().ok_or("`toolResult` message without `toolCallId`")?;
+            let (texts, images): (Vec<Part>, Vec<Part>) = content_parts(content).into_iter().partition(|p| matches!(p, Part::Text { .. }));
             let text: Vec<String> = texts
                 .into_iter()
                 .filter_map(|p| match p {
@@ -338,12 +290,7 @@ fn convert_message(id: &str, m: &Message) -> Result<Option<Entry>, String> {
                     _ => None,
                 })
                 .collect();
-            let mut parts = vec![Part::ToolResult {
-                call_id,
-                content: text.join("\n"),
-                is_error: m.is_error,
-                elided: None,
-            }];
+            let mut parts = vec![Part::ToolResult { call_id, content: text.join("\n"), is_error: m.is_error, elided: None }];
             parts.extend(images);
             entry(id, Role::Tool, Origin::Tool, parts)
         }
@@ -363,10 +310,7 @@ fn convert_message(id: &str, m: &Message) -> Result<Option<Entry>, String> {
 }
 
 fn entry(id: &str, role: Role, origin: Origin, parts: Vec<Part>) -> Entry {
-    Entry {
-        parts: parts.into(),
-        ..Entry::text(id, role, origin, "")
-    }
+    Entry { parts: parts.into(), ..Entry::text(id, role, origin, "") }
 }
 
 fn content_parts(content: Option<&TextOr<Block>>) -> Vec<Part> {
@@ -381,23 +325,9 @@ fn content_parts(content: Option<&TextOr<Block>>) -> Vec<Part> {
             Block::Text { text } => Some(Part::Text { text: text.clone() }),
             // Empty thinking carries only an opaque signature Cairn cannot replay.
             Block::Thinking { thinking } if thinking.trim().is_empty() => None,
-            Block::Thinking { thinking } => Some(Part::Thinking {
-                text: thinking.clone(),
-            }),
-            Block::ToolCall {
-                id,
-                name,
-                arguments,
-            } => Some(Part::ToolCall {
-                id: id.clone(),
-                name: name.clone(),
-                args: arguments
-                    .as_ref()
-                    .map_or_else(|| "{}".to_string(), |a| a.0.clone()),
-            }),
-            Block::Image { data, mime_type } => Some(Part::Image {
-                reference: image_reference(mime_type, data.len()),
-            }),
+            Block::Thinking { thinking } => Some(Part::Thinking { text: thinking.clone() }),
+            Block::ToolCall { id, name, arguments } => Some(Part::ToolCall { id: id.clone(), name: name.clone(), args: arguments.as_ref().map_or_else(|| "{}".to_string(), |a| a.0.clone()) }),
+            Block::Image { data, mime_type } => Some(Part::Image { reference: image_reference(mime_type, data.len()) }),
             Block::Other => None,
         })
         .collect()
@@ -462,13 +392,11 @@ impl<'de> Visitor<'de> for JsonWriter<'_> {
         Ok(())
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        self.0
-            .push_str(&serde_json::to_string(&v).map_err(E::custom)?);
+        self.0.push_str(&serde_json::to_string(&v).map_err(E::custom)?);
         Ok(())
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        self.0
-            .push_str(&serde_json::to_string(v).map_err(E::custom)?);
+        self.0.push_str(&serde_json::to_string(v).map_err(E::custom)?);
         Ok(())
     }
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
@@ -506,8 +434,7 @@ impl<'de> Visitor<'de> for JsonWriter<'_> {
                 self.0.push(',');
             }
             first = false;
-            self.0
-                .push_str(&serde_json::to_string(&key).map_err(de::Error::custom)?);
+            self.0.push_str(&serde_json::to_string(&key).map_err(de::Error::custom)?);
             self.0.push(':');
             map.next_value_seed(JsonWriter(self.0))?;
         }
@@ -523,10 +450,7 @@ mod tests {
     use super::*;
 
     fn texts(t: &Transcript) -> Vec<String> {
-        t.entries
-            .iter()
-            .map(|e| e.model_text().trim_end().to_string())
-            .collect()
+        t.entries.iter().map(|e| e.model_text().trim_end().to_string()).collect()
     }
 
     const V1: &str = r#"{"type":"session","id":"s1","timestamp":"2025-01-01T00:00:00Z","cwd":"/w"}
@@ -550,56 +474,22 @@ mod tests {
         let ids: Vec<_> = t.entries.iter().map(|e| e.id.as_str()).collect();
         // Summary, then kept from file entry 4 ("second"), then after the compaction.
         assert_eq!(ids, ["e7", "e4", "e5", "e6", "e8", "e10"]);
-        assert_eq!(
-            (t.entries[0].role, t.entries[0].origin),
-            (Role::User, Origin::Summary)
-        );
-        assert_eq!(
-            t.entries[0].parts,
-            vec![Part::Text {
-                text: "did things".into()
-            }]
-        );
+        assert_eq!((t.entries[0].role, t.entries[0].origin), (Role::User, Origin::Summary));
+        assert_eq!(t.entries[0].parts, vec![Part::Text { text: "did things".into() }]);
         assert_eq!(t.entries[1].origin, Origin::Operator);
         assert_eq!(t.entries[1].turn, 1);
         assert_eq!(
             t.entries[2].parts,
-            vec![
-                Part::Thinking { text: "hm".into() },
-                Part::ToolCall {
-                    id: "c1".into(),
-                    name: "bash".into(),
-                    args: r#"{"zeta":1,"alpha":[true,null,2.5,"x\"y"],"mid":{"b":1,"a":2}}"#.into(),
-                },
-            ]
+            vec![Part::Thinking { text: "hm".into() }, Part::ToolCall { id: "c1".into(), name: "bash".into(), args: r#"{"zeta":1,"alpha":[true,null,2.5,"x\"y"],"mid":{"b":1,"a":2}}"#.into() },]
         );
         assert_eq!(
             t.entries[3].parts,
-            vec![
-                Part::ToolResult {
-                    call_id: "c1".into(),
-                    content: "out1\nout2".into(),
-                    is_error: true,
-                    elided: None,
-                },
-                Part::Image {
-                    reference: "image/png image, 4 bytes base64".into()
-                },
-            ]
+            vec![Part::ToolResult { call_id: "c1".into(), content: "out1\nout2".into(), is_error: true, elided: None }, Part::Image { reference: "image/png image, 4 bytes base64".into() },]
         );
-        assert_eq!(
-            (t.entries[4].role, t.entries[4].origin),
-            (Role::User, Origin::Harness)
-        );
-        assert_eq!(
-            texts(&t)[4],
-            "Ran `ls`\n```\na\nb\n```\n\nCommand exited with code 2"
-        );
+        assert_eq!((t.entries[4].role, t.entries[4].origin), (Role::User, Origin::Harness));
+        assert_eq!(texts(&t)[4], "Ran `ls`\n```\na\nb\n```\n\nCommand exited with code 2");
         // The aborted, empty reply stays as an entry without parts.
-        assert_eq!(
-            (t.entries[5].role, t.entries[5].parts.len()),
-            (Role::Assistant, 0)
-        );
+        assert_eq!((t.entries[5].role, t.entries[5].parts.len()), (Role::Assistant, 0));
     }
 
     #[test]
@@ -632,10 +522,7 @@ mod tests {
         let t = parse(V3_TREE, "tree.jsonl").unwrap();
         let ids: Vec<_> = t.entries.iter().map(|e| e.id.as_str()).collect();
         assert_eq!(ids, ["c1", "u2", "h1", "m1", "u3"]);
-        assert_eq!(
-            texts(&t),
-            ["sum", "other way", "from an extension", "injected", "go on"]
-        );
+        assert_eq!(texts(&t), ["sum", "other way", "from an extension", "injected", "go on"]);
         assert_eq!(t.entries[2].origin, Origin::Harness);
 
         // Without the compaction the branch summary shows, the abandoned branch does not.
@@ -654,10 +541,7 @@ mod tests {
 "#;
         let t = parse(text, "s.jsonl").unwrap();
         assert_eq!(texts(&t), ["[futureThing message]", "said"]);
-        assert!(t
-            .entries
-            .iter()
-            .all(|e| e.origin == Origin::Harness && e.role == Role::User));
+        assert!(t.entries.iter().all(|e| e.origin == Origin::Harness && e.role == Role::User));
     }
 
     #[test]
@@ -666,36 +550,20 @@ mod tests {
             ("{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"message\"}\n", 2, "expected `message` object"),
             ("{\"type\":\"session\",\"id\":\"s\"}\n\n{\"type\":\"message\",\"message\":{\"role\":\"user\",\n", 3, "EOF"),
             ("{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"x\"}}\n", 1, "`session` header"),
-            (
-                "{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"message\",\"message\":{\"role\":\"toolResult\",\"content\":[]}}\n",
-                2,
-                "without `toolCallId`",
-            ),
-            (
-                "{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"message\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"toolCall\",\"name\":\"x\"}]}}\n",
-                2,
-                "missing field `id`",
-            ),
+            ("{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"message\",\"message\":{\"role\":\"toolResult\",\"content\":[]}}\n", 2, "without `toolCallId`"),
+            ("{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"message\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"toolCall\",\"name\":\"x\"}]}}\n", 2, "missing field `id`"),
             (
                 "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{\"type\":\"label\",\"id\":\"a\",\"parentId\":null}\n{\"type\":\"label\",\"id\":\"a\",\"parentId\":null}\n",
                 3,
                 "duplicate entry id `a` (first at line 2)",
             ),
-            (
-                "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{\"type\":\"label\",\"id\":\"a\",\"parentId\":\"b\"}\n{\"type\":\"label\",\"id\":\"b\",\"parentId\":\"a\"}\n",
-                3,
-                "cycle",
-            ),
+            ("{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{\"type\":\"label\",\"id\":\"a\",\"parentId\":\"b\"}\n{\"type\":\"label\",\"id\":\"b\",\"parentId\":\"a\"}\n", 3, "cycle"),
         ];
         for (text, line, needle) in cases {
             let e = parse(text, "session.jsonl").unwrap_err();
             assert_eq!(e.line, Some(line), "{e}");
             assert!(e.message.contains(needle), "{e}");
-            assert!(
-                e.to_string()
-                    .starts_with(&format!("session.jsonl:{line}: ")),
-                "{e}"
-            );
+            assert!(e.to_string().starts_with(&format!("session.jsonl:{line}: ")), "{e}");
         }
     }
 
@@ -703,10 +571,7 @@ mod tests {
     #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
     fn real_large_session() {
         let files = real_files("pi", "jsonl");
-        let (name, text) = files
-            .iter()
-            .find(|(n, _)| n == "pi-mono__large-session.jsonl")
-            .expect("large session");
+        let (name, text) = files.iter().find(|(n, _)| n == "pi-mono__large-session.jsonl").expect("large session");
         let (t, format) = parse_any(text, name).unwrap();
         assert_eq!(format, Format::Pi);
         assert!(t.entries.len() >= 900, "{} entries", t.entries.len());
@@ -714,11 +579,7 @@ mod tests {
         for e in &t.entries {
             calls.extend(e.tool_call_ids());
             for id in e.tool_result_ids() {
-                assert!(
-                    calls.contains(id),
-                    "result {id} in {} has no earlier call",
-                    e.id
-                );
+                assert!(calls.contains(id), "result {id} in {} has no earlier call", e.id);
             }
         }
     }
@@ -727,32 +588,13 @@ mod tests {
     #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
     fn real_session_with_compactions() {
         let files = real_files("pi", "jsonl");
-        let (name, text) = files
-            .iter()
-            .find(|(n, _)| n == "pi-mono__before-compaction.jsonl")
-            .expect("session");
+        let (name, text) = files.iter().find(|(n, _)| n == "pi-mono__before-compaction.jsonl").expect("session");
         let t = parse(text, name).unwrap();
         // The later of the two compactions (line index 628) keeps from entry 551.
-        assert_eq!(
-            (t.entries[0].id.as_str(), t.entries[0].origin),
-            ("e628", Origin::Summary)
-        );
+        assert_eq!((t.entries[0].id.as_str(), t.entries[0].origin), ("e628", Origin::Summary));
         assert_eq!(t.entries[1].id, "e551");
-        assert_eq!(
-            t.entries
-                .iter()
-                .filter(|e| e.origin == Origin::Summary)
-                .count(),
-            1
-        );
-        assert_eq!(
-            t.entries
-                .iter()
-                .filter(|e| e.origin == Origin::Harness)
-                .count(),
-            3,
-            "bash executions"
-        );
+        assert_eq!(t.entries.iter().filter(|e| e.origin == Origin::Summary).count(), 1);
+        assert_eq!(t.entries.iter().filter(|e| e.origin == Origin::Harness).count(), 3, "bash executions");
     }
 
     /// Billed usage counts only after the latest compaction: a kept reply's bill describes
@@ -760,7 +602,9 @@ mod tests {
     #[test]
     fn billed_usage_after_the_compaction_only() {
         let reply = |id: &str, parent: &str, total: u64, stop: &str| {
-            format!(r#"{{"type":"message","id":"{id}","parentId":"{parent}","message":{{"role":"assistant","content":[{{"type":"text","text":"ok"}}],"usage":{{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":{total}}},"stopReason":"{stop}"}}}}"#)
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":"{parent}","message":{{"role":"assistant","content":[{{"type":"text","text":"ok"}}],"usage":{{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":{total}}},"stopReason":"{stop}"}}}}"#
+            )
         };
         let user = |id: &str, parent: &str| format!(r#"{{"type":"message","id":"{id}","parentId":"{parent}","message":{{"role":"user","content":"go"}}}}"#);
         let head = r#"{"type":"session","version":3,"id":"s"}"#;

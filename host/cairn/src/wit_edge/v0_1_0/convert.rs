@@ -123,9 +123,7 @@ impl<'a> From<&'a Part> for PartRef<'a> {
             Part::Text { text } => PartRef::Text(text),
             Part::Thinking { text } => PartRef::Thinking(text),
             Part::ToolCall { id, name, args } => PartRef::ToolCall(ToolCallRef { id, name, args }),
-            Part::ToolResult { call_id, content, is_error, elided } => {
-                PartRef::ToolResult(ToolResultRef { call_id, content, is_error: *is_error, elided: elided.as_deref() })
-            }
+            Part::ToolResult { call_id, content, is_error, elided } => PartRef::ToolResult(ToolResultRef { call_id, content, is_error: *is_error, elided: elided.as_deref() }),
             Part::Image { reference } => PartRef::Image(reference),
             Part::Placeholder { text, uri } => PartRef::Placeholder(PlaceholderRef { text, uri: uri.as_deref() }),
         }
@@ -257,12 +255,7 @@ pub fn trigger_input(input: &TriggerInput, config: &str) -> wit::TriggerInput {
 
 pub fn commit_question(boundary: &Boundary, proposal: &Proposal, config: &str) -> (wit::Boundary, wit::Proposal) {
     (
-        wit::Boundary {
-            turn: boundary.turn,
-            turn_complete: boundary.turn_complete,
-            tool_call_outstanding: boundary.tool_call_outstanding,
-            config: config.to_string(),
-        },
+        wit::Boundary { turn: boundary.turn, turn_complete: boundary.turn_complete, tool_call_outstanding: boundary.tool_call_outstanding, config: config.to_string() },
         wit::Proposal {
             strategy: proposal.strategy.clone(),
             tokens_before: proposal.tokens_before,
@@ -308,10 +301,7 @@ pub fn level(level: super::bindings::log::Level) -> tracing::Level {
 }
 
 pub fn model_request(request: wit_model::CompletionRequest) -> ModelRequest {
-    ModelRequest {
-        messages: request.messages.into_iter().map(|m| ChatMessage { role: m.role, content: m.content }).collect(),
-        max_tokens: request.max_tokens,
-    }
+    ModelRequest { messages: request.messages.into_iter().map(|m| ChatMessage { role: m.role, content: m.content }).collect(), max_tokens: request.max_tokens }
 }
 
 impl From<ModelError> for wit_model::ModelError {
@@ -345,12 +335,7 @@ impl From<Summary> for wit_archive::Summary {
 
 impl From<Hits> for wit_archive::Hits {
     fn from(found: Hits) -> Self {
-        wit_archive::Hits {
-            hits: found.hits.into_iter().map(hit).collect(),
-            total: saturate(found.total),
-            next_offset: found.next_offset.map(saturate),
-            clamped: found.clamped,
-        }
+        wit_archive::Hits { hits: found.hits.into_iter().map(hit).collect(), total: saturate(found.total), next_offset: found.next_offset.map(saturate), clamped: found.clamped }
     }
 }
 

@@ -71,11 +71,7 @@ pub struct Linkers {
 
 impl Linkers {
     pub fn new(engine: &wasmtime::Engine) -> Result<Self> {
-        Ok(Linkers {
-            strategy: WorldLinkers::build(engine, World::Strategy)?,
-            trigger: WorldLinkers::build(engine, World::Trigger)?,
-            commit_policy: WorldLinkers::build(engine, World::CommitPolicy)?,
-        })
+        Ok(Linkers { strategy: WorldLinkers::build(engine, World::Strategy)?, trigger: WorldLinkers::build(engine, World::Trigger)?, commit_policy: WorldLinkers::build(engine, World::CommitPolicy)? })
     }
 
     fn world(&self, world: World) -> &WorldLinkers {

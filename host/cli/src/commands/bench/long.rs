@@ -398,15 +398,17 @@ fn print(report: &Report) {
     println!("{} grown to {} turns, {:.1} MB, through `cairn serve` (stdio)", report.session, report.turns, report.session_mb);
     println!("{:<10} {:>11} {:>22} {:>22}", "turn", "session", "incremental p50 / p99", "whole p50 / p99");
     for a in &report.at {
-        println!(
-            "{:<10} {:>8.1} MB {:>9.2} / {:>6.2} ms {:>9.2} / {:>6.2} ms",
-            a.turn, a.session_mb, a.incremental.p50_ms, a.incremental.p99_ms, a.whole.p50_ms, a.whole.p99_ms
-        );
+        println!("{:<10} {:>8.1} MB {:>9.2} / {:>6.2} ms {:>9.2} / {:>6.2} ms", a.turn, a.session_mb, a.incremental.p50_ms, a.incremental.p99_ms, a.whole.p50_ms, a.whole.p99_ms);
     }
     let peak = |p: Option<f64>| p.map(|p| format!("{p:.0} MiB")).unwrap_or_else(|| "—".into());
     println!("bytes sent, whole replay   incremental {:.1} MB, whole {:.1} MB ({:.0}×)", report.incremental_mb_sent, report.whole_mb_sent, report.whole_mb_sent / report.incremental_mb_sent);
     println!("incremental sent / final session   {:.2}×   (goal < 3×)", report.incremental_sent_per_session_byte);
-    println!("incremental p50, turn {} / turn {}   {:.2}×   (goal ≤ 1.5×)", report.at.iter().find(|a| a.turn == 1_000).unwrap_or(report.at.last().unwrap()).turn, report.at[0].turn, report.incremental_late_over_early);
+    println!(
+        "incremental p50, turn {} / turn {}   {:.2}×   (goal ≤ 1.5×)",
+        report.at.iter().find(|a| a.turn == 1_000).unwrap_or(report.at.last().unwrap()).turn,
+        report.at[0].turn,
+        report.incremental_late_over_early
+    );
     println!("server peak memory   incremental {}, whole {}", peak(report.incremental_peak_mib), peak(report.whole_peak_mib));
     println!("(p99 of {} boundaries per turn is their slowest; the whole mode's bytes are computed for every turn, its times measured on these turns)", report.samples_per_turn);
 }

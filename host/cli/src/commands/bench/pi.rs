@@ -7,11 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-const FILES: [(&str, &str); 3] = [
-    ("bench.mjs", include_str!("pi/bench.mjs")),
-    ("package.json", include_str!("pi/package.json")),
-    ("package-lock.json", include_str!("pi/package-lock.json")),
-];
+const FILES: [(&str, &str); 3] = [("bench.mjs", include_str!("pi/bench.mjs")), ("package.json", include_str!("pi/package.json")), ("package-lock.json", include_str!("pi/package-lock.json"))];
 
 pub struct Baseline {
     script: PathBuf,

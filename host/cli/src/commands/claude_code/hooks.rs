@@ -60,11 +60,7 @@ pub(crate) struct Payload {
 pub(crate) fn recorded<T>(agent: &Agent, hook: &str, home: Option<PathBuf>, mut stdin: impl Read, work: impl FnOnce(Payload) -> Result<T>) -> Result<T> {
     let mut input = String::new();
     let what = || format!("reading {}'s hook payload on stdin", agent.title);
-    let result = stdin
-        .read_to_string(&mut input)
-        .with_context(what)
-        .and_then(|_| serde_json::from_str(&input).with_context(what))
-        .and_then(work);
+    let result = stdin.read_to_string(&mut input).with_context(what).and_then(|_| serde_json::from_str(&input).with_context(what)).and_then(work);
     if let Err(error) = &result {
         let value: Value = serde_json::from_str(&input).unwrap_or(Value::Null);
         let field = |name: &str| value.get(name).and_then(Value::as_str).map(String::from);
@@ -77,14 +73,7 @@ pub(crate) fn recorded<T>(agent: &Agent, hook: &str, home: Option<PathBuf>, mut 
 /// A hook that adds context for the model: prints `context`'s text as
 /// `hookSpecificOutput.additionalContext` of `event`, an earlier hook failure not yet told
 /// first (and to the user as `systemMessage`); prints nothing when there is nothing to add.
-pub(crate) fn add_context(
-    agent: &Agent,
-    hook: &str,
-    event: &str,
-    args: &HookArgs,
-    stdin: impl Read,
-    context: impl FnOnce(&Payload, Option<&str>) -> Result<Option<String>>,
-) -> Result<()> {
+pub(crate) fn add_context(agent: &Agent, hook: &str, event: &str, args: &HookArgs, stdin: impl Read, context: impl FnOnce(&Payload, Option<&str>) -> Result<Option<String>>) -> Result<()> {
     let home = setup::home_path(args.home.clone());
     // Told only once the hook has something to print: a hook that fails tells nothing.
     let untold = hook_failures::untold(&home, agent.name);
@@ -106,12 +95,7 @@ pub(crate) fn add_context(
 /// `GEMINI_PROJECT_DIR`), else the session's `cwd` (Codex). Sessions are told apart in it by
 /// their transcript path.
 fn conversation(payload: &Payload) -> ConversationKey {
-    let project = ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"]
-        .iter()
-        .find_map(std::env::var_os)
-        .map(PathBuf::from)
-        .or_else(|| payload.cwd.clone())
-        .unwrap_or_default();
+    let project = ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"].iter().find_map(std::env::var_os).map(PathBuf::from).or_else(|| payload.cwd.clone()).unwrap_or_default();
     setup::project_conversation(&project)
 }
 
@@ -133,14 +117,8 @@ pub fn pre_compact(args: HookArgs, stdin: impl Read) -> Result<()> {
 /// the context with its own summary, and the context hook adds what it left out. The number of
 /// entries archived, and the report.
 pub(crate) fn archive(args: HookArgs, payload: &Payload) -> Result<(usize, cairn::record::CompactionReport)> {
-    let session = setup::SessionArgs {
-        file: payload.transcript_path.clone(),
-        policy: args.policy,
-        home: args.home,
-        conversation: Some(conversation(payload).to_string()),
-        plugin_dir: Vec::new(),
-    }
-    .open()?;
+    let session =
+        setup::SessionArgs { file: payload.transcript_path.clone(), policy: args.policy, home: args.home, conversation: Some(conversation(payload).to_string()), plugin_dir: Vec::new() }.open()?;
     let setup::Session { name, transcript, policy, cairn, mut store, .. } = session;
     let report = cairn.handover(&policy, &mut store, &transcript, &name)?;
     Ok((transcript.entries.len(), report))
@@ -237,13 +215,8 @@ impl SessionRecord {
         }
         let latest = self.latest();
         // Pins are carried verbatim: the agent's summary replaced them, so they come back whole.
-        let pinned: Vec<String> = latest
-            .pinned
-            .iter()
-            .filter_map(|id| self.snapshots().flatten().find(|e| &e.id == id))
-            .map(|e| e.model_text().trim().to_string())
-            .filter(|text| !text.is_empty())
-            .collect();
+        let pinned: Vec<String> =
+            latest.pinned.iter().filter_map(|id| self.snapshots().flatten().find(|e| &e.id == id)).map(|e| e.model_text().trim().to_string()).filter(|text| !text.is_empty()).collect();
         let checkpoint: Value = latest.checkpoint.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
         let record = Record {
             pinned: &pinned,
@@ -323,10 +296,7 @@ pub fn render(notice: Option<&str>, record: &Record, summary: Option<&str>, budg
     out.section("## Pinned (verbatim; kept through every compaction)", record.pinned.iter().map(|p| format!("{p}\n")));
     out.section("## Operator constraints (verbatim; still in force)", record.constraints.iter().map(|c| format!("- {c}")));
     let requests: Vec<&String> = record.operator.iter().filter(|m| dropped(m)).collect();
-    out.section(
-        "## Operator messages the summary leaves out (verbatim)",
-        requests.iter().map(|m| format!("- {}", m.chars().take(1200).collect::<String>())),
-    );
+    out.section("## Operator messages the summary leaves out (verbatim)", requests.iter().map(|m| format!("- {}", m.chars().take(1200).collect::<String>())));
     let failed = strings(checkpoint, "/verification/failed");
     out.section("## Failing checks the summary does not mention", failed.iter().filter(|f| dropped(f)).map(|f| format!("- FAILED: {f}")));
     let modified = strings(checkpoint, "/files_modified");
@@ -382,8 +352,7 @@ impl Budget {
     /// Whether `more` fits after the text, keeping the reserve (or not, for the last line).
     fn fits(&self, more: &str, reserve: bool) -> bool {
         let (reserve_chars, reserve_tokens) = if reserve { (Self::RESERVE_CHARS, Self::RESERVE_TOKENS) } else { (0, 0) };
-        self.text.chars().count() + more.chars().count() + reserve_chars < self.chars
-            && u64::from(self.tokenizer.count(&format!("{}{more}", self.text))) + reserve_tokens <= self.tokens
+        self.text.chars().count() + more.chars().count() + reserve_chars < self.chars && u64::from(self.tokenizer.count(&format!("{}{more}", self.text))) + reserve_tokens <= self.tokens
     }
 
     fn line(&mut self, line: &str) {

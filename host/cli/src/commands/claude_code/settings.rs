@@ -58,10 +58,7 @@ pub struct Args {
 /// `SessionStart` only after a compaction.
 const HOOKS: Hooks = Hooks {
     agent: "claude-code",
-    hooks: &[
-        Hook { event: "PreCompact", matcher: "", verb: "pre-compact", name: None },
-        Hook { event: "SessionStart", matcher: "compact", verb: "session-start", name: None },
-    ],
+    hooks: &[Hook { event: "PreCompact", matcher: "", verb: "pre-compact", name: None }, Hook { event: "SessionStart", matcher: "compact", verb: "session-start", name: None }],
 };
 
 /// Cairn's hooks in a settings file of Claude Code's shape, which Gemini CLI's shares:

@@ -62,8 +62,7 @@ const END: &str = "# <<< cairn";
 const SERVER: &str = "cairn";
 
 /// (Codex's event, its key label in hook trust, matcher, verb).
-const HOOKS: &[(&str, &str, Option<&str>, &str)] =
-    &[("PreCompact", "pre_compact", None, "pre-compact"), ("SessionStart", "session_start", Some("compact"), "session-start")];
+const HOOKS: &[(&str, &str, Option<&str>, &str)] = &[("PreCompact", "pre_compact", None, "pre-compact"), ("SessionStart", "session_start", Some("compact"), "session-start")];
 
 /// Codex's default hook timeout, part of the hashed identity.
 const DEFAULT_TIMEOUT_SEC: u64 = 600;
@@ -217,10 +216,7 @@ pub fn install(args: Args) -> Result<()> {
     let (user, reinstall) = without_block(&text, &config_path)?;
     let config = parse(&user, &config_path)?;
     if config.get("mcp_servers").and_then(|s| s.get(SERVER)).is_some() {
-        bail!(
-            "{}: an MCP server named `{SERVER}` is already registered outside Cairn's block; remove it (`codex mcp remove {SERVER}`) and install again",
-            config_path.display()
-        );
+        bail!("{}: an MCP server named `{SERVER}` is already registered outside Cairn's block; remove it (`codex mcp remove {SERVER}`) and install again", config_path.display());
     }
     let exe = std::env::current_exe().context("locating the cairn binary")?;
     let policy = crate::setup::installed_policy(args.policy.as_deref())?;
@@ -289,10 +285,7 @@ mod tests {
     fn the_trust_hash_is_the_one_codex_0_169_accepted() {
         // Written into a config.toml by hand, this hash made the real codex 0.169.0 binary run
         // the hook `/tmp/cx/exp/hook.sh PreCompact` (without --dangerously-bypass-hook-trust).
-        assert_eq!(
-            trusted_hash("pre_compact", None, "/tmp/cx/exp/hook.sh PreCompact").unwrap(),
-            "sha256:c83f8614b14ad043307ba370fd001c108e4baa12b31ebf7fdb922935be6648fa"
-        );
+        assert_eq!(trusted_hash("pre_compact", None, "/tmp/cx/exp/hook.sh PreCompact").unwrap(), "sha256:c83f8614b14ad043307ba370fd001c108e4baa12b31ebf7fdb922935be6648fa");
         assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 

@@ -113,14 +113,7 @@ pub fn compact(args: Args) -> Result<()> {
     // The project's conversation, as the hooks and the MCP server name it: the session's cwd.
     let cwd = lines.iter().find(|(_, v)| v["type"] == "session_meta").and_then(|(_, v)| v["payload"]["cwd"].as_str()).map(PathBuf::from);
     let Some(cwd) = cwd else { bail!("{}: no session_meta line naming the session's folder: not a Codex rollout", path.display()) };
-    let session = setup::SessionArgs {
-        file: path.clone(),
-        policy: args.policy,
-        home: args.home,
-        conversation: Some(setup::project_conversation(&cwd).to_string()),
-        plugin_dir: Vec::new(),
-    }
-    .open()?;
+    let session = setup::SessionArgs { file: path.clone(), policy: args.policy, home: args.home, conversation: Some(setup::project_conversation(&cwd).to_string()), plugin_dir: Vec::new() }.open()?;
     let setup::Session { name, transcript, cairn, policy, mut store, .. } = session;
     let report = cairn.compact_with(&policy, &mut store, &transcript, &name, cairn::RunOptions::default())?;
     if !report.committed {
@@ -136,13 +129,7 @@ pub fn compact(args: Args) -> Result<()> {
     let mut file = std::fs::OpenOptions::new().append(true).open(path).with_context(|| format!("opening {}", path.display()))?;
     let separator = if text.ends_with('\n') { "" } else { "\n" };
     std::io::Write::write_all(&mut file, format!("{separator}{line}\n").as_bytes()).with_context(|| format!("appending to {}", path.display()))?;
-    println!(
-        "Compacted {} ({} → {} tokens, archive {}): Codex resumes it from Cairn's context",
-        path.display(),
-        report.tokens_before,
-        report.tokens_after,
-        report.archive_id
-    );
+    println!("Compacted {} ({} → {} tokens, archive {}): Codex resumes it from Cairn's context", path.display(), report.tokens_before, report.tokens_after, report.archive_id);
     Ok(())
 }
 

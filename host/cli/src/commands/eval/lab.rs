@@ -46,10 +46,7 @@ impl Lab {
             return Ok(("generated".into(), sample::coding_session(24)));
         };
         let dir = dir.join(kind);
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .with_context(|| format!("reading {}", dir.display()))?
-            .map(|e| e.map(|e| e.path()))
-            .collect::<Result<_, _>>()?;
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
         files.sort();
         let file = files.first().with_context(|| format!("no sessions in {}", dir.display()))?;
         let name = file.display().to_string();
@@ -81,10 +78,7 @@ pub fn tool_work(tag: &str, n: usize) -> Vec<Entry> {
         let call = format!("{tag}-call-{i}");
         let path = format!("src/module_{i}.py");
         entries.push(Entry {
-            parts: vec![
-                Part::Text { text: format!("Reading {path}.") },
-                Part::ToolCall { id: call.clone(), name: "read".into(), args: format!(r#"{{"path":"{path}"}}"#) },
-            ].into(),
+            parts: vec![Part::Text { text: format!("Reading {path}.") }, Part::ToolCall { id: call.clone(), name: "read".into(), args: format!(r#"{{"path":"{path}"}}"#) }].into(),
             ..Entry::text(format!("{tag}-work-{i}"), Role::Assistant, Origin::Agent, "")
         });
         let body: String = (0..120).map(|l| format!("    def handler_{i}_{l}(self, request):  # {tag}\n        return self.dispatch(request, {l})\n")).collect();

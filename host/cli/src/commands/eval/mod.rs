@@ -133,13 +133,7 @@ fn print_table(card: &Scorecard) {
         println!("\nBeside Claude Code's own compaction: of what the record says work needs (constraints, failing checks, changed files, identifiers),");
         println!("{:<56} {:>6} {:>22} {:>22}", "session", "items", "Claude Code's summary", "this policy's context");
         for r in &card.beside_claude_code {
-            println!(
-                "{:<56} {:>6} {:>22} {:>22}",
-                r.session,
-                r.items,
-                format!("{} kept, {} tok", r.claude_code_kept, r.claude_code_tokens),
-                format!("{} kept, {} tok", r.cairn_kept, r.cairn_tokens)
-            );
+            println!("{:<56} {:>6} {:>22} {:>22}", r.session, r.items, format!("{} kept, {} tok", r.claude_code_kept, r.claude_code_tokens), format!("{} kept, {} tok", r.cairn_kept, r.cairn_tokens));
         }
     }
 }

@@ -35,15 +35,7 @@ const MAX_CONTEXT_CHARS: usize = 600_000;
 const ANSWER_CHARS: usize = 400;
 
 pub fn ask(model: &dyn ModelProvider, probe: &Probe) -> Answer {
-    let context: String = probe
-        .context
-        .entries
-        .iter()
-        .map(|e| format!("[{:?}/{:?}] {}\n", e.role, e.origin, e.model_text()))
-        .collect::<String>()
-        .chars()
-        .take(MAX_CONTEXT_CHARS)
-        .collect();
+    let context: String = probe.context.entries.iter().map(|e| format!("[{:?}/{:?}] {}\n", e.role, e.origin, e.model_text())).collect::<String>().chars().take(MAX_CONTEXT_CHARS).collect();
     let request = ModelRequest {
         messages: vec![
             ChatMessage { role: "system".into(), content: SYSTEM.into() },

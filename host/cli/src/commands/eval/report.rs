@@ -14,14 +14,10 @@ pub fn html(card: &Scorecard) -> Result<String> {
             Verdict::Fail | Verdict::Error => "fail",
         };
         // The agent probe's question and answer under what was checked.
-        let probe = o.probe.as_ref().map_or_else(String::new, |p| {
-            format!(
-                "<p class=\"probe\"><b>Agent probe: {}</b> — Q: {} A: {}</p>",
-                if p.passed { "pass" } else { "FAIL" },
-                escape(p.question),
-                escape(&p.answer)
-            )
-        });
+        let probe = o
+            .probe
+            .as_ref()
+            .map_or_else(String::new, |p| format!("<p class=\"probe\"><b>Agent probe: {}</b> — Q: {} A: {}</p>", if p.passed { "pass" } else { "FAIL" }, escape(p.question), escape(&p.answer)));
         rows.push_str(&format!(
             "<tr class=\"{class}\"><td>{}</td><td>{}</td><td>{}{probe}</td><td>{}</td></tr>\n",
             escape(o.name),
@@ -68,12 +64,7 @@ fn chart(o: &Outcome) -> Result<String> {
         root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
         let top = o.tokens.iter().map(|c| c.before.max(c.after)).max().unwrap_or(1) * 11 / 10;
         let cycles = o.tokens.len() as u32;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(8)
-            .x_label_area_size(24)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0u32..cycles + 1, 0u64..top.max(1))
-            .map_err(|e| anyhow!("{e}"))?;
+        let mut chart = ChartBuilder::on(&root).margin(8).x_label_area_size(24).y_label_area_size(56).build_cartesian_2d(0u32..cycles + 1, 0u64..top.max(1)).map_err(|e| anyhow!("{e}"))?;
         chart.configure_mesh().x_desc("cycle").x_labels(cycles as usize + 2).draw().map_err(|e| anyhow!("{e}"))?;
         let points = |f: fn(&super::scenarios::Cycle) -> u64| o.tokens.iter().enumerate().map(move |(i, c)| (i as u32 + 1, f(c))).collect::<Vec<_>>();
         for (series, color) in [(points(|c| c.before), BLUE), (points(|c| c.after), GREEN)] {

@@ -106,12 +106,7 @@ fn object_start(text: &str) -> Result<usize> {
 
 /// The file's indentation step: the leading whitespace of its first indented line, else two spaces.
 fn indent_unit(text: &str) -> String {
-    text.lines()
-        .skip(1)
-        .map(|l| &l[..l.len() - l.trim_start().len()])
-        .find(|w| !w.is_empty())
-        .unwrap_or("  ")
-        .to_string()
+    text.lines().skip(1).map(|l| &l[..l.len() - l.trim_start().len()]).find(|w| !w.is_empty()).unwrap_or("  ").to_string()
 }
 
 /// Whether the object opening at `open` has no members.

@@ -184,4 +184,3 @@ fn uninstall(args: Args) -> Result<()> {
     }
     Ok(())
 }
-

@@ -106,10 +106,7 @@ fn run_tool(command: &mut Command, tool: &str, install: &str) -> Result<()> {
 
 fn build_rust(dir: &Path, component: &Path) -> Result<()> {
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cargo
-        .args(["build", "--release", "--target", "wasm32-unknown-unknown", "--message-format=json-render-diagnostics"])
-        .current_dir(dir)
-        .stderr(std::process::Stdio::inherit());
+    cargo.args(["build", "--release", "--target", "wasm32-unknown-unknown", "--message-format=json-render-diagnostics"]).current_dir(dir).stderr(std::process::Stdio::inherit());
     // A build started from inside another cargo build (a test, a build script) must not
     // inherit its target directory, target or flags.
     for (key, _) in std::env::vars_os() {
@@ -123,11 +120,7 @@ fn build_rust(dir: &Path, component: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("`cargo` is not installed: install Rust with rustup"),
         Err(e) => return Err(e).context("running cargo"),
     };
-    ensure!(
-        output.status.success(),
-        "`cargo build` failed ({}); its output is above (a missing target is added with `rustup target add wasm32-unknown-unknown`)",
-        output.status
-    );
+    ensure!(output.status.success(), "`cargo build` failed ({}); its output is above (a missing target is added with `rustup target add wasm32-unknown-unknown`)", output.status);
     // The cdylib's `.wasm`, from cargo's own report of what it built.
     let module = String::from_utf8_lossy(&output.stdout)
         .lines()
@@ -171,8 +164,5 @@ fn build_python(dir: &Path, manifest: &Manifest, component: &Path) -> Result<()>
 /// `relative` under the nearest ancestor of `dir` that has it.
 fn in_ancestor(dir: &Path, relative: &str) -> Result<PathBuf> {
     let dir = dir.canonicalize().with_context(|| format!("{}", dir.display()))?;
-    dir.ancestors()
-        .map(|a| a.join(relative))
-        .find(|p| p.is_dir())
-        .with_context(|| format!("{}: no `{relative}` here or above (a scaffolded project carries its own)", dir.display()))
+    dir.ancestors().map(|a| a.join(relative)).find(|p| p.is_dir()).with_context(|| format!("{}: no `{relative}` here or above (a scaffolded project carries its own)", dir.display()))
 }

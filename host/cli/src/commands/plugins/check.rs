@@ -128,11 +128,7 @@ fn check(args: &Args) -> Result<Report> {
     };
 
     let Some((manifest_path, manifest_text)) = find_manifest(args)? else {
-        report.add(
-            Level::Error,
-            "no manifest found",
-            Some(format!("copy the project's cairn-plugin.toml beside it as {}, or pass --manifest", args.file.with_extension("toml").display())),
-        );
+        report.add(Level::Error, "no manifest found", Some(format!("copy the project's cairn-plugin.toml beside it as {}, or pass --manifest", args.file.with_extension("toml").display())));
         return Ok(report);
     };
     let manifest = match Manifest::parse(&manifest_text, &manifest_path) {
@@ -350,16 +346,8 @@ fn strategy_cases(cairn: &Cairn, policy: &CheckedPolicy) -> Result<Vec<Case>> {
 
 fn trigger_cases(cairn: &Cairn, policy: &CheckedPolicy) -> Vec<Case> {
     let step = policy.trigger.as_ref().expect("a trigger policy");
-    let input = |context: Option<u64>| TriggerInput {
-        context_tokens: context,
-        window: 200_000,
-        reserve: 16_384,
-        turn: 40,
-        turns_since_maintenance: Some(30),
-        cooldown_left: 0,
-        pending: None,
-        recent: vec![],
-    };
+    let input =
+        |context: Option<u64>| TriggerInput { context_tokens: context, window: 200_000, reserve: 16_384, turn: 40, turns_since_maintenance: Some(30), cooldown_left: 0, pending: None, recent: vec![] };
     let cases: Vec<(&'static str, TriggerInput)> = vec![
         ("usage unknown", input(None)),
         ("30% of the window", input(Some(60_000))),

@@ -211,10 +211,7 @@ impl Serve {
             }
             Err(error) => {
                 tracing::warn!("policy refused: {error:#}");
-                self.notify(
-                    format!("policy-refused-{number}-{}", cairn::record::now_millis()),
-                    format!("The new policy was refused; generation {} keeps running: {error:#}", current.number),
-                );
+                self.notify(format!("policy-refused-{number}-{}", cairn::record::now_millis()), format!("The new policy was refused; generation {} keeps running: {error:#}", current.number));
                 Err(error)
             }
         }

@@ -110,9 +110,7 @@ fn scoped(lifecycle: &Lifecycle, tenant: &Tenant) -> Lifecycle {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("cairn", env!("CARGO_PKG_VERSION")))
-            .with_instructions(instructions(self.expose))
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(Implementation::new("cairn", env!("CARGO_PKG_VERSION"))).with_instructions(instructions(self.expose))
     }
 }
 
@@ -585,7 +583,9 @@ type Answer<T> = Result<Json<T>, String>;
 #[tool_router(router = harness_router)]
 impl Server {
     /// Compacts a transcript now under the current policy and records it durably.
-    #[tool(description = "Compact a transcript now (any format Cairn reads); returns the report, the compacted context in the caller's format, and the kept tail's first entry with a text rendering of what precedes it")]
+    #[tool(
+        description = "Compact a transcript now (any format Cairn reads); returns the report, the compacted context in the caller's format, and the kept tail's first entry with a text rendering of what precedes it"
+    )]
     async fn compact(&self, extensions: Extensions, Parameters(args): Parameters<RunArgs>) -> Result<Json<Compacted>, String> {
         self.run(self.tenant(&extensions)?, args, false).await
     }
@@ -637,10 +637,7 @@ impl Server {
             let (format, transcript) = write(&outcome.transcript, format, wanted);
             Ok(BoundaryOut {
                 turn: outcome.turn,
-                action: ActionOut {
-                    kind: action["kind"].as_str().unwrap_or_default().to_string(),
-                    reason: action.get("reason").and_then(|r| r.as_str()).map(str::to_string),
-                },
+                action: ActionOut { kind: action["kind"].as_str().unwrap_or_default().to_string(), reason: action.get("reason").and_then(|r| r.as_str()).map(str::to_string) },
                 advice: outcome.advice,
                 usage: outcome.usage,
                 report: outcome.report.as_ref().map(report),
@@ -891,20 +888,9 @@ impl Server {
             let (transcript, format) = source.parse()?;
             let dry_run = args.dry_run.unwrap_or(false);
             let mut store = if dry_run { lifecycle.home().preview(&conversation)? } else { lifecycle.home().conversation(&conversation)? };
-            let options = RunOptions {
-                preserve: args.preserve.as_deref(),
-                resume: args.resume.as_deref(),
-                workspace: lifecycle.workspace(),
-                window: args.window,
-                dry_run,
-                ..RunOptions::default()
-            };
+            let options = RunOptions { preserve: args.preserve.as_deref(), resume: args.resume.as_deref(), workspace: lifecycle.workspace(), window: args.window, dry_run, ..RunOptions::default() };
             let (cairn, policy) = (lifecycle.cairn(), lifecycle.policy());
-            let run = if handover {
-                cairn.handover_with(policy, &mut store, &transcript, "serve", options)?
-            } else {
-                cairn.compact_with(policy, &mut store, &transcript, "serve", options)?
-            };
+            let run = if handover { cairn.handover_with(policy, &mut store, &transcript, "serve", options)? } else { cairn.compact_with(policy, &mut store, &transcript, "serve", options)? };
             Ok(compacted(&transcript, &run, format, args.include_transcript))
         })
         .await
@@ -996,14 +982,7 @@ fn report(run: &CompactionReport) -> Report {
 }
 
 fn step(step: &StepReport) -> Step {
-    Step {
-        plugin: step.plugin.clone(),
-        outcome: step.outcome.to_string(),
-        millis: step.millis,
-        message: step.message.clone(),
-        tokens_after: step.tokens_after,
-        refused: step.refused.clone(),
-    }
+    Step { plugin: step.plugin.clone(), outcome: step.outcome.to_string(), millis: step.millis, message: step.message.clone(), tokens_after: step.tokens_after, refused: step.refused.clone() }
 }
 
 /// The caller's format when Cairn writes it, else Cairn JSONL ("" when not wanted).
@@ -1063,7 +1042,10 @@ impl Source {
 /// A format by the name `formats::Format::name` gives it.
 fn format_named(name: &str) -> Result<formats::Format> {
     use formats::Format::*;
-    [Cairn, Pi, ClaudeCode, Codex, Gemini, OpenCode, OpenAi, Anthropic].into_iter().find(|f| f.name() == name).with_context(|| format!("unknown format {name:?}: cairn, pi, claude-code, codex, gemini, opencode, openai or anthropic"))
+    [Cairn, Pi, ClaudeCode, Codex, Gemini, OpenCode, OpenAi, Anthropic]
+        .into_iter()
+        .find(|f| f.name() == name)
+        .with_context(|| format!("unknown format {name:?}: cairn, pi, claude-code, codex, gemini, opencode, openai or anthropic"))
 }
 
 fn write(transcript: &Transcript, format: formats::Format, wanted: Option<bool>) -> (&'static str, String) {

@@ -175,10 +175,15 @@ fn json_response<T: Serialize>(status: StatusCode, value: &T) -> Response {
 
 /// The query string's parameters, percent-decoded (`+` is a space); the last of a name wins.
 fn query(uri: &Uri) -> HashMap<String, String> {
-    uri.query().unwrap_or("").split('&').filter(|p| !p.is_empty()).map(|p| {
-        let (k, v) = p.split_once('=').unwrap_or((p, ""));
-        (decode(k), decode(v))
-    }).collect()
+    uri.query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
 }
 
 fn decode(text: &str) -> String {
@@ -188,15 +193,13 @@ fn decode(text: &str) -> String {
     while i < bytes.len() {
         match bytes[i] {
             b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                match std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                    Some(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
+            b'%' if i + 2 < bytes.len() => match std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                Some(b) => {
+                    out.push(b);
+                    i += 2;
                 }
-            }
+                None => out.push(b'%'),
+            },
             b => out.push(b),
         }
         i += 1;
@@ -290,11 +293,7 @@ async fn timeline(State(ui): State<Arc<Ui>>, uri: Uri) -> Response {
             let store = ui.home.existing_conversation(&conversation(&mut q)?)?;
             let timeline = cairn::show::timeline(&store);
             let context = store.context()?;
-            let pinned_entries = timeline
-                .pinned
-                .iter()
-                .map(|id| PinnedEntry { id: id.clone(), preview: context.iter().find(|e| &e.id == id).map(|e| preview(&e.model_text())) })
-                .collect();
+            let pinned_entries = timeline.pinned.iter().map(|id| PinnedEntry { id: id.clone(), preview: context.iter().find(|e| &e.id == id).map(|e| preview(&e.model_text())) }).collect();
             Ok(TimelinePage { tokens_now: tokens_now(ui, &store)?, timeline, pinned_entries })
         })
         .await,

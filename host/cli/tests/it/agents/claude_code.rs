@@ -143,10 +143,7 @@ impl Session {
             .envs(env.iter().copied());
         let (status, stdout, stderr) = run(command, &self.logs.join(format!("claude-{n}")), RUN_TIMEOUT);
         if status != Some(0) {
-            self.fail(&format!(
-                "claude {args:?} {}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
-                status.map_or("timed out".to_string(), |c| format!("exited {c}"))
-            ));
+            self.fail(&format!("claude {args:?} {}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}", status.map_or("timed out".to_string(), |c| format!("exited {c}"))));
         }
         let result: Value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
         if result["is_error"] == true {
@@ -209,9 +206,7 @@ impl Session {
     /// request that shows the model the rule, in the hook's system message and nowhere else.
     fn assert_rule_survives(&self, from: usize, which: &str) {
         let requests = self.messages_since(from);
-        let Some(compaction) = requests.iter().position(anthropic::is_compaction_request) else {
-            self.fail(&format!("{which}: no compaction request since #{from}"))
-        };
+        let Some(compaction) = requests.iter().position(anthropic::is_compaction_request) else { self.fail(&format!("{which}: no compaction request since #{from}")) };
         let Some(after) = requests.get(compaction + 1) else { self.fail(&format!("{which}: no request after the compaction")) };
         assert!(!SUMMARY.contains(RULE) && !SUMMARY.contains(PLANTED_ID));
         let hook_context = anthropic::session_start_context(after);
@@ -219,7 +214,8 @@ impl Session {
             self.fail(&format!("{which}: the request after the compaction does not carry the rule {RULE:?} in the SessionStart context: {hook_context:?}"));
         }
         // Claude Code's compaction really dropped it: nothing else the model is shown holds it.
-        let elsewhere: Vec<String> = anthropic::text_blocks(after).into_iter().map(|(role, text)| format!("{role}: {text}")).filter(|t| t.contains(RULE) && !t.contains("SessionStart hook additional context")).collect();
+        let elsewhere: Vec<String> =
+            anthropic::text_blocks(after).into_iter().map(|(role, text)| format!("{role}: {text}")).filter(|t| t.contains(RULE) && !t.contains("SessionStart hook additional context")).collect();
         if !elsewhere.is_empty() {
             self.fail(&format!("{which}: the rule is still in the context after the compaction, so this proves nothing: {elsewhere:?}"));
         }
@@ -270,9 +266,7 @@ fn cairn_keeps_the_operators_rule_through_claude_codes_compactions_and_recalls_i
     let requests = s.messages_since(before);
     let Some(last) = requests.last() else { s.fail("no request in the recall turn") };
     let results = anthropic::all_tool_results(last);
-    let Some((_, recalled)) = results.iter().find(|(id, _)| id == "toolu_recall_call") else {
-        s.fail(&format!("no session_history result came back: {results:?}"))
-    };
+    let Some((_, recalled)) = results.iter().find(|(id, _)| id == "toolu_recall_call") else { s.fail(&format!("no session_history result came back: {results:?}")) };
     if !recalled.contains(PLANTED_ID) {
         s.fail(&format!("session_history did not find {PLANTED_ID}: {recalled}"));
     }

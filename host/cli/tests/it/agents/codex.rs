@@ -164,10 +164,7 @@ impl Session {
         let (status, stdout, stderr) = run(command, &self.logs.join(format!("codex-{n}")), RUN_TIMEOUT);
         if status != Some(0) {
             let head: Vec<String> = args.iter().map(|a| a.chars().take(80).collect()).collect();
-            self.fail(&format!(
-                "codex exec {head:?} {}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
-                status.map_or("timed out".to_string(), |c| format!("exited {c}"))
-            ));
+            self.fail(&format!("codex exec {head:?} {}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}", status.map_or("timed out".to_string(), |c| format!("exited {c}"))));
         }
         stderr
     }
@@ -300,9 +297,7 @@ fn cairn_brings_the_operators_rule_back_after_codexs_compaction_and_recalls_it_o
     let Some(last) = requests.last() else { s.fail("no request in the recall turn") };
     let call = responses::tool_calls(last).into_iter().find(|(id, ..)| id == "call_recall");
     assert_eq!(call.map(|(_, ns, name, _)| (ns, name)), Some(("mcp__cairn".to_string(), "session_history".to_string())));
-    let Some((_, recalled)) = responses::tool_outputs(last).into_iter().find(|(id, _)| id == "call_recall") else {
-        s.fail("no session_history result came back")
-    };
+    let Some((_, recalled)) = responses::tool_outputs(last).into_iter().find(|(id, _)| id == "call_recall") else { s.fail("no session_history result came back") };
     if !recalled.contains(PLANTED_ID) || recalled.contains("requires approval") {
         s.fail(&format!("session_history did not find {PLANTED_ID}: {recalled}"));
     }

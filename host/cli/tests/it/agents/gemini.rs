@@ -280,9 +280,7 @@ fn cairn_archives_only_gemini_clis_real_compression_brings_the_rule_back_and_rec
     let again = gemini::last_hook_context(first_request);
     assert!(again.is_empty(), "the record is added once per compression, not with every prompt: {again:?}");
     let recalled = streamed.last().map(|r| gemini::function_responses(r)).unwrap_or_default();
-    let Some((_, answer)) = recalled.iter().find(|(name, _)| name == RECALL_TOOL) else {
-        s.fail(&format!("no {RECALL_TOOL} result came back: {recalled:?}"))
-    };
+    let Some((_, answer)) = recalled.iter().find(|(name, _)| name == RECALL_TOOL) else { s.fail(&format!("no {RECALL_TOOL} result came back: {recalled:?}")) };
     if !answer.contains(PLANTED_ID) {
         s.fail(&format!("session_history did not find {PLANTED_ID}: {answer}"));
     }

@@ -91,9 +91,7 @@ impl OpenCode {
         let project = project.canonicalize().unwrap();
         let server = ModelServer::start(script(&project));
 
-        let lines = |tag: &str, n: usize| -> String {
-            (0..n).map(|i| format!("{tag} line {i:04}: compiling module_{i} ... ok (warnings: {})\n", i % 7)).collect()
-        };
+        let lines = |tag: &str, n: usize| -> String { (0..n).map(|i| format!("{tag} line {i:04}: compiling module_{i} ... ok (warnings: {})\n", i % 7)).collect() };
         // The planted id is in a tool output that Cairn's compaction sets aside (into its archive).
         let mut build = lines("build", 600);
         let at = build.match_indices('\n').nth(299).unwrap().0 + 1;
@@ -116,13 +114,7 @@ impl OpenCode {
         std::fs::write(project.join("opencode.json"), &config).unwrap();
 
         let oc = OpenCode { bin, home: tempfile::tempdir().unwrap(), _projects: projects, project, config, cairn_home: tempfile::tempdir().unwrap(), server, runs: Vec::new() };
-        let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .args(["opencode", "install", "--project"])
-            .arg(&oc.project)
-            .arg("--home")
-            .arg(oc.cairn_home.path())
-            .output()
-            .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["opencode", "install", "--project"]).arg(&oc.project).arg("--home").arg(oc.cairn_home.path()).output().unwrap();
         assert!(out.status.success(), "cairn opencode install: {}", String::from_utf8_lossy(&out.stderr));
         oc
     }
@@ -215,18 +207,13 @@ impl OpenCode {
         let logs = self.home.path().join(".local/share/opencode/log");
         for entry in std::fs::read_dir(&logs).into_iter().flatten().flatten() {
             let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
-            let wanted: Vec<&str> = text.lines().filter(|l| l.contains("ERROR") || l.contains("service=cairn") || l.contains("plugin") ).collect();
+            let wanted: Vec<&str> = text.lines().filter(|l| l.contains("ERROR") || l.contains("service=cairn") || l.contains("plugin")).collect();
             report.push_str(&format!("\n=== {} (errors, plugin lines)\n{}\n", entry.path().display(), tail(&wanted.join("\n"), 6_000)));
         }
         report.push_str("\n=== model requests\n");
         for (n, req) in self.server.requests().iter().enumerate() {
             let roles: Vec<&str> = chat::messages(req).iter().map(|m| m["role"].as_str().unwrap_or("?")).collect();
-            report.push_str(&format!(
-                "#{n} {} roles={roles:?} summarizer={} last-user={:?}\n",
-                req.path,
-                chat::is_opencode_summarization(req),
-                tail(&chat::last_user_text(req), 300)
-            ));
+            report.push_str(&format!("#{n} {} roles={roles:?} summarizer={} last-user={:?}\n", req.path, chat::is_opencode_summarization(req), tail(&chat::last_user_text(req), 300)));
         }
         panic!("{report}");
     }
@@ -244,9 +231,7 @@ fn automatic_compaction_is_cairns_and_recall_finds_what_it_set_aside() {
     let before = oc.server.requests().len();
     oc.run(&["run", "--continue", "RUN2: now read build2.log."]);
     let requests = oc.server.requests();
-    let Some(at) = requests.iter().position(chat::is_opencode_summarization) else {
-        oc.fail("OpenCode did not compact (no summarizer call)")
-    };
+    let Some(at) = requests.iter().position(chat::is_opencode_summarization) else { oc.fail("OpenCode did not compact (no summarizer call)") };
     if at < before {
         oc.fail("OpenCode compacted before RUN2");
     }
@@ -255,9 +240,7 @@ fn automatic_compaction_is_cairns_and_recall_finds_what_it_set_aside() {
     if summarizer.contains("build line") || summarizer.contains("RUN1") {
         oc.fail(&format!("the summarizer's call carries the history: {}", tail(&summarizer, 1_500)));
     }
-    let Some(after) = requests[at + 1..].iter().find(|r| !chat::is_opencode_title(r)) else {
-        oc.fail("no request after the compaction")
-    };
+    let Some(after) = requests[at + 1..].iter().find(|r| !chat::is_opencode_title(r)) else { oc.fail("no request after the compaction") };
     let text = chat::request_text(after);
     if !text.contains("condensed by Cairn (archive a-") {
         oc.fail(&format!("the request after the compaction does not carry Cairn's summary: {}", tail(&text, 2_000)));

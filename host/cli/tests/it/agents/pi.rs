@@ -45,10 +45,7 @@ fn script(req: &Request) -> super::model_server::Reply {
         ("RUN1", Some(_)) => chat::text("RUN1 done: the build log and the notes are read.", LOW),
         ("RUN2", None) => chat::tool_calls(&[("call_r2_bash", "bash", json!({"command": "cat build2.log"}))], HIGH),
         ("RUN2", Some(_)) => chat::text("RUN2 done: the second log is read.", HIGH),
-        ("RUN3", None) => chat::tool_calls(
-            &[("call_r3_history", "session_history", json!({"action": "search", "query": PLANTED}))],
-            LOW,
-        ),
+        ("RUN3", None) => chat::tool_calls(&[("call_r3_history", "session_history", json!({"action": "search", "query": PLANTED}))], LOW),
         ("RUN3", Some(_)) => chat::text("RUN3 done: found it in the session history.", LOW),
         // JSON mode, with the extension (RUN4) and without (RUN5): a tool call, then the answer.
         ("RUN4" | "RUN5", None) => chat::tool_calls(&[(&format!("call_{}_read", run.to_lowercase()), "read", json!({"path": "notes.txt"}))], LOW),
@@ -134,9 +131,7 @@ impl Pi {
         std::fs::write(agent.join("settings.json"), serde_json::to_string_pretty(&settings).unwrap()).unwrap();
 
         let project = tempfile::tempdir().unwrap();
-        let lines = |tag: &str, n: usize| -> String {
-            (0..n).map(|i| format!("{tag} line {i:04}: compiling module_{i} ... ok (warnings: {})\n", i % 7)).collect()
-        };
+        let lines = |tag: &str, n: usize| -> String { (0..n).map(|i| format!("{tag} line {i:04}: compiling module_{i} ... ok (warnings: {})\n", i % 7)).collect() };
         // The planted id is in a tool output that Cairn's compaction sets aside (into its archive).
         let mut build = lines("build", 600);
         let at = build.match_indices('\n').nth(299).unwrap().0 + 1;
@@ -146,16 +141,7 @@ impl Pi {
         std::fs::write(project.path().join("notes.txt"), "Notes: the service listens on port 8431; do not touch vendor/.\n").unwrap();
 
         let extension = packaged_extension();
-        let mut pi = Pi {
-            bin,
-            home,
-            project,
-            cairn_home: tempfile::tempdir().unwrap(),
-            recorder: recording_cairn(),
-            _extension: extension,
-            server,
-            runs: Vec::new(),
-        };
+        let mut pi = Pi { bin, home, project, cairn_home: tempfile::tempdir().unwrap(), recorder: recording_cairn(), _extension: extension, server, runs: Vec::new() };
         let ext_path = pi._extension.path().to_str().unwrap().to_string();
         let i = pi.run(&["install", &ext_path]);
         pi.expect_success(i);
@@ -210,13 +196,7 @@ impl Pi {
             // Whatever pi left behind in its group must not outlive it either.
             let _ = kill_group(child.id());
         }
-        self.runs.push(Run {
-            args: args.iter().map(|s| s.to_string()).collect(),
-            status,
-            stdout: out.join().unwrap(),
-            stderr: err.join().unwrap(),
-            elapsed,
-        });
+        self.runs.push(Run { args: args.iter().map(|s| s.to_string()).collect(), status, stdout: out.join().unwrap(), stderr: err.join().unwrap(), elapsed });
         self.runs.len() - 1
     }
 
@@ -263,24 +243,14 @@ impl Pi {
     /// The `boundary` calls each `cairn serve` the extension started received (one server per
     /// `pi` run), servers in the order they started, calls in the order they were sent.
     fn boundary_calls(&self) -> Vec<(String, Vec<BoundaryCall>)> {
-        let mut inputs: Vec<PathBuf> = std::fs::read_dir(self.recorder.path())
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "in"))
-            .collect();
+        let mut inputs: Vec<PathBuf> = std::fs::read_dir(self.recorder.path()).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "in")).collect();
         inputs.sort();
-        let lines = |path: &Path| -> Vec<Value> {
-            std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
-        };
+        let lines = |path: &Path| -> Vec<Value> { std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect() };
         inputs
             .iter()
             .map(|input| {
-                let answers: HashMap<String, Value> = lines(&input.with_extension("out"))
-                    .into_iter()
-                    .filter(|m| !m["id"].is_null() && m.get("result").is_some())
-                    .map(|m| (m["id"].to_string(), m["result"].clone()))
-                    .collect();
+                let answers: HashMap<String, Value> =
+                    lines(&input.with_extension("out")).into_iter().filter(|m| !m["id"].is_null() && m.get("result").is_some()).map(|m| (m["id"].to_string(), m["result"].clone())).collect();
                 let calls = lines(input)
                     .into_iter()
                     .filter(|m| m["method"] == "tools/call" && m["params"]["name"] == "boundary")
@@ -363,13 +333,7 @@ impl Pi {
         report.push_str("\n=== model requests\n");
         for (n, req) in self.server.requests().iter().enumerate() {
             let roles: Vec<&str> = chat::messages(req).iter().map(|m| m["role"].as_str().unwrap_or("?")).collect();
-            report.push_str(&format!(
-                "#{n} {} {} roles={roles:?} pi-summarization={} last-user={:?}\n",
-                req.method,
-                req.path,
-                chat::is_pi_summarization(req),
-                tail(&chat::last_user_text(req), 300)
-            ));
+            report.push_str(&format!("#{n} {} {} roles={roles:?} pi-summarization={} last-user={:?}\n", req.method, req.path, chat::is_pi_summarization(req), tail(&chat::last_user_text(req), 300)));
         }
         panic!("{report}");
     }
@@ -380,11 +344,8 @@ impl Pi {
 /// what the server answers (stdout) in `….out`. The `tee`s end with the pipes they copy.
 fn recording_cairn() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let script = format!(
-        "#!/bin/bash\nlog='{}'/serve-$(date +%s%N)-$$\nexec '{}' \"$@\" < <(exec tee -a \"$log.in\") > >(exec tee -a \"$log.out\")\n",
-        dir.path().display(),
-        env!("CARGO_BIN_EXE_cairn")
-    );
+    let script =
+        format!("#!/bin/bash\nlog='{}'/serve-$(date +%s%N)-$$\nexec '{}' \"$@\" < <(exec tee -a \"$log.in\") > >(exec tee -a \"$log.out\")\n", dir.path().display(), env!("CARGO_BIN_EXE_cairn"));
     let path = dir.path().join("cairn");
     std::fs::write(&path, script).unwrap();
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -405,11 +366,7 @@ fn packaged_extension() -> tempfile::TempDir {
     for entry in std::fs::read_dir(source.join("src")).unwrap().flatten() {
         std::fs::copy(entry.path(), dir.path().join("src").join(entry.file_name())).unwrap();
     }
-    let out = Command::new("npm")
-        .args(["ci", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap_or_else(|e| panic!("npm: {e}"));
+    let out = Command::new("npm").args(["ci", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]).current_dir(dir.path()).output().unwrap_or_else(|e| panic!("npm: {e}"));
     assert!(out.status.success(), "npm ci --omit=dev failed:\n{}", String::from_utf8_lossy(&out.stderr));
     dir
 }
@@ -457,12 +414,8 @@ fn print_and_json_mode_compaction_is_cairns_and_pi_exits() {
     if !unanswered.is_empty() || !orphans.is_empty() {
         pi.fail(&format!("after compaction: calls without results {unanswered:?}, results without calls {orphans:?}"));
     }
-    let history = run3
-        .iter()
-        .flat_map(|r| chat::tool_results(r))
-        .find(|(id, _)| id == "call_r3_history")
-        .map(|(_, text)| text)
-        .unwrap_or_else(|| pi.fail("session_history's result never reached the model"));
+    let history =
+        run3.iter().flat_map(|r| chat::tool_results(r)).find(|(id, _)| id == "call_r3_history").map(|(_, text)| text).unwrap_or_else(|| pi.fail("session_history's result never reached the model"));
     if !history.contains(PLANTED) {
         pi.fail(&format!("session_history did not find {PLANTED}: {}", tail(&history, 1_500)));
     }
@@ -488,19 +441,14 @@ fn print_and_json_mode_compaction_is_cairns_and_pi_exits() {
     pi.expect_success(r5);
     let events = |run: usize| -> Vec<Value> { pi.runs[run].stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect() };
     // Event types in order, without the streaming deltas.
-    let shape = |events: &[Value]| -> Vec<String> {
-        events.iter().map(|e| e["type"].as_str().unwrap_or("?").to_string()).filter(|t| t != "message_update").collect()
-    };
+    let shape = |events: &[Value]| -> Vec<String> { events.iter().map(|e| e["type"].as_str().unwrap_or("?").to_string()).filter(|t| t != "message_update").collect() };
     let (with, without) = (events(r4), events(r5));
     for (run, events, tag) in [(r4, &with, "RUN4"), (r5, &without, "RUN5")] {
         let args = pi.runs[run].args.join(" ");
         if events.first().map(|e| &e["type"]) != Some(&json!("session")) {
             pi.fail(&format!("`pi {args}` did not start with the session header"));
         }
-        let lifecycle: Vec<String> = shape(events)
-            .into_iter()
-            .filter(|t| ["agent_start", "turn_start", "turn_end", "agent_end"].contains(&t.as_str()))
-            .collect();
+        let lifecycle: Vec<String> = shape(events).into_iter().filter(|t| ["agent_start", "turn_start", "turn_end", "agent_end"].contains(&t.as_str())).collect();
         if lifecycle != ["agent_start", "turn_start", "turn_end", "turn_start", "turn_end", "agent_end"] {
             pi.fail(&format!("`pi {args}` printed the lifecycle events {lifecycle:?}, not two turns and agent_end"));
         }
@@ -514,11 +462,7 @@ fn print_and_json_mode_compaction_is_cairns_and_pi_exits() {
         }
     }
     if shape(&with) != shape(&without) {
-        pi.fail(&format!(
-            "--mode json with the extension printed {:?}; without extensions {:?}",
-            shape(&with),
-            shape(&without)
-        ));
+        pi.fail(&format!("--mode json with the extension printed {:?}; without extensions {:?}", shape(&with), shape(&without)));
     }
 
     // Never Pi's own summarization.

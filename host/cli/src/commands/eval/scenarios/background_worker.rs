@@ -24,7 +24,8 @@ impl Scenario for BackgroundWorker {
                 parts: vec![
                     Part::Text { text: "Starting the dev server in the background.".into() },
                     Part::ToolCall { id: "bw-call".into(), name: "bash".into(), args: format!(r#"{{"command":"{COMMAND} > /tmp/server.log 2>&1 &"}}"#) },
-                ].into(),
+                ]
+                .into(),
                 ..Entry::text("bw-a1", Role::Assistant, Origin::Agent, "")
             },
             tool_result("bw-t1", "bw-call", "[1] 48211".into()),
@@ -34,7 +35,10 @@ impl Scenario for BackgroundWorker {
             let seen = text(&r.transcript);
             (!(seen.contains(PORT) && seen.contains("http.server"))).then(|| format!("the context no longer says the server runs on port {PORT}"))
         })?;
-        Ok(Score::after_cycles(&session, kept, format!("the running server and its port {PORT} are in the context after 2 cycles"), tokens)
-            .probed("Is a dev server already running in the background? On which port?", &[PORT], context))
+        Ok(Score::after_cycles(&session, kept, format!("the running server and its port {PORT} are in the context after 2 cycles"), tokens).probed(
+            "Is a dev server already running in the background? On which port?",
+            &[PORT],
+            context,
+        ))
     }
 }

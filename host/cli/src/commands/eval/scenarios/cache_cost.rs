@@ -59,7 +59,13 @@ fn costs(start: u64, step: u64, p: &Prices, rewritten: bool) -> Vec<f64> {
     let mut context = start;
     for turn in 0..TURNS {
         // The cached prefix is last call's prompt and reply; the new part is written to cache.
-        let (cached, fresh) = if turn == 0 && rewritten { (0, context) } else if turn == 0 { (context, 0) } else { (context - step - OUTPUT_TOKENS, step + OUTPUT_TOKENS) };
+        let (cached, fresh) = if turn == 0 && rewritten {
+            (0, context)
+        } else if turn == 0 {
+            (context, 0)
+        } else {
+            (context - step - OUTPUT_TOKENS, step + OUTPUT_TOKENS)
+        };
         total += per(cached, p.cached) + per(fresh, p.write) + per(OUTPUT_TOKENS, p.output);
         out.push(total);
         context += step + OUTPUT_TOKENS;

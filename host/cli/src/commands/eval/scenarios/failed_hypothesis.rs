@@ -24,7 +24,8 @@ impl Scenario for FailedHypothesis {
                 parts: vec![
                     Part::Text { text: format!("Trying a fix: {APPROACH}.") },
                     Part::ToolCall { id: "hyp-call".into(), name: "bash".into(), args: r#"{"command":"pytest tests/test_upload.py"}"#.into() },
-                ].into(),
+                ]
+                .into(),
                 ..Entry::text("hyp-a1", Role::Assistant, Origin::Agent, "")
             },
             tool_result("hyp-t1", "hyp-call", "FAILED tests/test_upload.py::test_large_upload - ConnectionResetError\n1 failed, 12 passed".into()),
@@ -38,7 +39,10 @@ impl Scenario for FailedHypothesis {
                 _ => Some("the approach is gone".into()),
             }
         })?;
-        Ok(Score::after_cycles(&session, kept, format!("the rejected approach and its reason survive 2 cycles"), tokens)
-            .probed("Which fix for the failing upload test did you already try and reject, and why did it not work?", &["timeout", "30 seconds"], context))
+        Ok(Score::after_cycles(&session, kept, format!("the rejected approach and its reason survive 2 cycles"), tokens).probed(
+            "Which fix for the failing upload test did you already try and reject, and why did it not work?",
+            &["timeout", "30 seconds"],
+            context,
+        ))
     }
 }

@@ -86,10 +86,7 @@ impl Scenario for FullContext {
 fn newest_call(key: &str, call: &str, output: String) -> Vec<Entry> {
     vec![
         Entry {
-            parts: vec![
-                Part::Text { text: "Reading the whole output.".into() },
-                Part::ToolCall { id: call.into(), name: "bash".into(), args: r#"{"command":"cat output.log"}"#.into() },
-            ].into(),
+            parts: vec![Part::Text { text: "Reading the whole output.".into() }, Part::ToolCall { id: call.into(), name: "bash".into(), args: r#"{"command":"cat output.log"}"#.into() }].into(),
             ..Entry::text(format!("{key}-work"), Role::Assistant, Origin::Agent, "")
         },
         tool_result(&format!("{key}-output"), call, output),
@@ -119,8 +116,7 @@ fn recover(lab: &Lab, t: &Transcript, call: &str, original: &str) -> anyhow::Res
 /// A JSON array of rows, at least `tokens` tokens long.
 fn json_output(tokens: u32, counter: &cairn::tokenizer::Tokenizer) -> String {
     let rows = |n: usize| -> String {
-        let rows: Vec<serde_json::Value> =
-            (0..n).map(|i| serde_json::json!({"id": i, "status": if i % 7 == 0 { "failed" } else { "ok" }, "host": format!("node-{}", i % 97)})).collect();
+        let rows: Vec<serde_json::Value> = (0..n).map(|i| serde_json::json!({"id": i, "status": if i % 7 == 0 { "failed" } else { "ok" }, "host": format!("node-{}", i % 97)})).collect();
         serde_json::to_string(&rows).expect("rows serialize")
     };
     let mut n = 5_000;

@@ -21,12 +21,7 @@ impl Scenario for SixCycles {
 
     fn run(&self, lab: &Lab) -> anyhow::Result<Score> {
         let (session, base) = lab.session("pi")?;
-        let objective = base
-            .entries
-            .iter()
-            .find(|e| e.role == Role::User && e.origin == Origin::Operator)
-            .map(|e| e.model_text().trim().chars().take(200).collect::<String>())
-            .unwrap_or_default();
+        let objective = base.entries.iter().find(|e| e.role == Role::User && e.origin == Origin::Operator).map(|e| e.model_text().trim().chars().take(200).collect::<String>()).unwrap_or_default();
         let status = vec![
             Entry {
                 parts: vec![Part::ToolCall { id: "sc-test".into(), name: "bash".into(), args: r#"{"command":"pytest"}"#.into() }].into(),
@@ -47,7 +42,10 @@ impl Scenario for SixCycles {
                 (true, false) => None,
             }
         })?;
-        Ok(Score::after_cycles(&session, kept, format!("objective, constraint and test status in every one of 6 cycles, under {WINDOW} tokens"), tokens)
-            .probed("Which test was failing at the last test run?", &["test_negative_amounts"], context))
+        Ok(Score::after_cycles(&session, kept, format!("objective, constraint and test status in every one of 6 cycles, under {WINDOW} tokens"), tokens).probed(
+            "Which test was failing at the last test run?",
+            &["test_negative_amounts"],
+            context,
+        ))
     }
 }

@@ -80,14 +80,9 @@ pub fn last_user_text(request: &Request) -> String {
 pub fn last_prompt(request: &Request) -> String {
     match last_user(request).map(|m| &m["content"]) {
         Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .rev()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .find(|t| !t.trim_start().starts_with("<system-reminder>"))
-            .unwrap_or_default()
-            .to_string(),
+        Some(Value::Array(blocks)) => {
+            blocks.iter().rev().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str()).find(|t| !t.trim_start().starts_with("<system-reminder>")).unwrap_or_default().to_string()
+        }
         _ => String::new(),
     }
 }
@@ -121,11 +116,7 @@ pub fn prompt_too_long() -> Reply {
 /// The `tool_result` blocks of the last user message: `(tool_use_id, text)`.
 pub fn tool_results(request: &Request) -> Vec<(String, String)> {
     let Some(Value::Array(blocks)) = last_user(request).map(|m| &m["content"]) else { return Vec::new() };
-    blocks
-        .iter()
-        .filter(|b| b["type"] == "tool_result")
-        .map(|b| (b["tool_use_id"].as_str().unwrap_or_default().to_string(), content_text(&b["content"])))
-        .collect()
+    blocks.iter().filter(|b| b["type"] == "tool_result").map(|b| (b["tool_use_id"].as_str().unwrap_or_default().to_string(), content_text(&b["content"]))).collect()
 }
 
 /// Every `tool_result` in the request's messages: `(tool_use_id, text)`.
@@ -176,10 +167,7 @@ pub fn stream(blocks: &[Value], stop_reason: &str, input_tokens: u64) -> Reply {
                     "content_block_start",
                     json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}),
                 ));
-                events.push((
-                    "content_block_delta",
-                    json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": block["input"].to_string()}}),
-                ));
+                events.push(("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": block["input"].to_string()}})));
             }
             other => panic!("no streaming for a {other:?} block"),
         }

@@ -72,10 +72,7 @@ pub fn last_user(request: &Request) -> Option<&Value> {
 /// What the operator typed last: the last text part of the last user turn that is no hook
 /// context (a session's first prompt shares its turn with the `<session_context>`).
 pub fn last_prompt(request: &Request) -> String {
-    last_user(request)
-        .and_then(|c| parts(c).iter().filter_map(|p| p["text"].as_str()).rfind(|t| !t.starts_with(HOOK_CONTEXT)))
-        .unwrap_or_default()
-        .to_string()
+    last_user(request).and_then(|c| parts(c).iter().filter_map(|p| p["text"].as_str()).rfind(|t| !t.starts_with(HOOK_CONTEXT))).unwrap_or_default().to_string()
 }
 
 /// The hook context parts of the last user turn.
@@ -96,27 +93,12 @@ pub fn text_parts(request: &Request) -> Vec<(String, String)> {
 
 /// The `functionResponse` parts of the last user turn: `(name, output)`.
 pub fn function_responses(request: &Request) -> Vec<(String, String)> {
-    last_user(request)
-        .map(|c| {
-            parts(c)
-                .iter()
-                .filter_map(|p| p.get("functionResponse"))
-                .map(|r| (r["name"].as_str().unwrap_or_default().to_string(), response_text(r)))
-                .collect()
-        })
-        .unwrap_or_default()
+    last_user(request).map(|c| parts(c).iter().filter_map(|p| p.get("functionResponse")).map(|r| (r["name"].as_str().unwrap_or_default().to_string(), response_text(r))).collect()).unwrap_or_default()
 }
 
 /// The names of the functions offered.
 pub fn tool_names(request: &Request) -> Vec<String> {
-    request.body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["functionDeclarations"].as_array())
-        .flatten()
-        .filter_map(|d| d["name"].as_str().map(str::to_string))
-        .collect()
+    request.body["tools"].as_array().into_iter().flatten().filter_map(|t| t["functionDeclarations"].as_array()).flatten().filter_map(|d| d["name"].as_str().map(str::to_string)).collect()
 }
 
 /// The compression's first request: the snapshot asked for.

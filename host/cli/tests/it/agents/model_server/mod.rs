@@ -140,11 +140,6 @@ fn read_request(stream: &TcpStream) -> Option<Request> {
 }
 
 fn write_reply(mut stream: TcpStream, reply: &Reply) {
-    let head = format!(
-        "HTTP/1.1 {} X\r\ncontent-type: {}\r\ncontent-length: {}\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
-        reply.status,
-        reply.content_type,
-        reply.body.len()
-    );
+    let head = format!("HTTP/1.1 {} X\r\ncontent-type: {}\r\ncontent-length: {}\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n", reply.status, reply.content_type, reply.body.len());
     let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(reply.body.as_bytes()));
 }

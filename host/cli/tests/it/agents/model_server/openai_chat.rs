@@ -65,12 +65,7 @@ fn usage_chunk(usage: Usage) -> Value {
 
 /// A streamed text answer (`finish_reason: "stop"`).
 pub fn text(content: &str, usage: Usage) -> Reply {
-    stream(vec![
-        chunk(json!({"role": "assistant", "content": ""}), None),
-        chunk(json!({"content": content}), None),
-        chunk(json!({}), Some("stop")),
-        usage_chunk(usage),
-    ])
+    stream(vec![chunk(json!({"role": "assistant", "content": ""}), None), chunk(json!({"content": content}), None), chunk(json!({}), Some("stop")), usage_chunk(usage)])
 }
 
 /// A streamed answer calling tools: `(call id, tool name, arguments)` each
@@ -109,10 +104,7 @@ pub fn content_text(message: &Value) -> String {
 
 /// Whether this is Pi's own compaction request (its summarization system prompt).
 pub fn is_pi_summarization(req: &Request) -> bool {
-    messages(req)
-        .iter()
-        .filter(|m| matches!(m["role"].as_str(), Some("system" | "developer")))
-        .any(|m| content_text(m).contains(PI_SUMMARIZATION_PROMPT))
+    messages(req).iter().filter(|m| matches!(m["role"].as_str(), Some("system" | "developer"))).any(|m| content_text(m).contains(PI_SUMMARIZATION_PROMPT))
 }
 
 /// The conversation messages (no system or developer prompt).
@@ -146,11 +138,7 @@ pub fn last_user_text(req: &Request) -> String {
 
 /// `(tool_call_id, text)` of every tool result in the request.
 pub fn tool_results(req: &Request) -> Vec<(String, String)> {
-    messages(req)
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| (m["tool_call_id"].as_str().unwrap_or("").to_string(), content_text(m)))
-        .collect()
+    messages(req).iter().filter(|m| m["role"] == "tool").map(|m| (m["tool_call_id"].as_str().unwrap_or("").to_string(), content_text(m))).collect()
 }
 
 /// Tool call ids of assistant messages without a tool result after them, and tool results
@@ -182,10 +170,7 @@ pub const OPENCODE_SUMMARIZATION_PROMPT: &str = "You are a context summarization
 
 /// Whether this is OpenCode's summarizer call (its compaction agent's system prompt).
 pub fn is_opencode_summarization(req: &Request) -> bool {
-    messages(req)
-        .iter()
-        .filter(|m| matches!(m["role"].as_str(), Some("system" | "developer")))
-        .any(|m| content_text(m).contains(OPENCODE_SUMMARIZATION_PROMPT))
+    messages(req).iter().filter(|m| matches!(m["role"].as_str(), Some("system" | "developer"))).any(|m| content_text(m).contains(OPENCODE_SUMMARIZATION_PROMPT))
 }
 
 /// Whether this is OpenCode's session-title request (sent with no tools, beside the first turn).

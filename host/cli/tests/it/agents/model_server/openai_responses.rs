@@ -38,11 +38,7 @@ pub fn text_of(item: &Value) -> String {
 
 /// `(role, text)` of every message in the input, in order.
 pub fn messages(request: &Request) -> Vec<(String, String)> {
-    input(request)
-        .iter()
-        .filter(|i| i["type"] == "message" || i.get("role").is_some() && i.get("type").is_none())
-        .map(|i| (i["role"].as_str().unwrap_or("?").to_string(), text_of(i)))
-        .collect()
+    input(request).iter().filter(|i| i["type"] == "message" || i.get("role").is_some() && i.get("type").is_none()).map(|i| (i["role"].as_str().unwrap_or("?").to_string(), text_of(i))).collect()
 }
 
 /// The newest user message's text (Codex adds developer messages after it, hook contexts).
@@ -53,12 +49,7 @@ pub fn last_user_text(request: &Request) -> String {
 /// The operator's newest prompt: the newest user message that is neither Codex's summary nor
 /// context Codex injects (`<environment_context>`, …).
 pub fn last_prompt(request: &Request) -> String {
-    messages(request)
-        .into_iter()
-        .rev()
-        .find(|(role, text)| role == "user" && !text.starts_with(SUMMARY_PREFIX) && !text.starts_with('<'))
-        .map(|(_, text)| text)
-        .unwrap_or_default()
+    messages(request).into_iter().rev().find(|(role, text)| role == "user" && !text.starts_with(SUMMARY_PREFIX) && !text.starts_with('<')).map(|(_, text)| text).unwrap_or_default()
 }
 
 pub fn is_compaction_request(request: &Request) -> bool {
@@ -73,11 +64,7 @@ pub fn last_tool_output(request: &Request) -> Option<(String, String)> {
 
 /// Every tool result in the input: `(call id, output text)`.
 pub fn tool_outputs(request: &Request) -> Vec<(String, String)> {
-    input(request)
-        .iter()
-        .filter(|i| i["type"] == "function_call_output")
-        .map(|i| (i["call_id"].as_str().unwrap_or("").to_string(), output_text(&i["output"])))
-        .collect()
+    input(request).iter().filter(|i| i["type"] == "function_call_output").map(|i| (i["call_id"].as_str().unwrap_or("").to_string(), output_text(&i["output"]))).collect()
 }
 
 /// A tool output is a string, or (when it carries several parts) a list of content parts.
