@@ -3,7 +3,7 @@
 //! bytes: the local directory (`local`) or PostgreSQL (`postgres`).
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 
@@ -12,11 +12,72 @@ use super::tokens::StoredToken;
 use crate::record::{Event, Notice};
 use crate::transcript::{Artifact, Entry};
 
-/// A log as parsed: its events, and the ids of every entry its snapshots hold.
-#[derive(Debug, Default, Clone)]
+/// A log as parsed: its events, the ids of every entry its snapshots hold, and the working
+/// context they fold to, once asked for (see [`Folded`]).
+#[derive(Debug, Default)]
 pub struct Parsed {
     pub events: Vec<Event>,
     pub known_entries: HashSet<String>,
+    pub(super) folded: Mutex<Option<Folded>>,
+}
+
+impl Clone for Parsed {
+    fn clone(&self) -> Self {
+        let folded = self.folded.lock().map(|f| f.clone()).unwrap_or_default();
+        Parsed { events: self.events.clone(), known_entries: self.known_entries.clone(), folded: Mutex::new(folded) }
+    }
+}
+
+/// The working context of the log's first `events()` events (`ConversationStore::context`),
+/// kept beside the log: a boundary that appends a snapshot extends it, so it is folded from
+/// the whole log once per process, not at every boundary. A compaction or an undo drops it.
+#[derive(Debug, Clone)]
+pub(super) struct Folded {
+    /// Events folded whole; `entries` held `base` entries after them.
+    pub from: usize,
+    pub base: usize,
+    /// `entries.len()` after each event since.
+    pub after: Vec<usize>,
+    pub entries: Vec<Entry>,
+    pub present: HashSet<String>,
+}
+
+impl Folded {
+    pub fn events(&self) -> usize {
+        self.from + self.after.len()
+    }
+
+    /// Folds one more event, or says it cannot (the context is then folded again whole).
+    fn push(&mut self, event: &Event) -> bool {
+        match event {
+            Event::Snapshot { entries, .. } => {
+                for entry in entries {
+                    if self.present.insert(entry.id.clone()) {
+                        self.entries.push(entry.clone());
+                    }
+                }
+            }
+            Event::Compaction(c) if c.committed_by.is_some() => return false,
+            Event::Undo(_) => return false,
+            _ => {}
+        }
+        self.after.push(self.entries.len());
+        true
+    }
+
+    /// Back to the first `len` events, when they are within what was folded one by one.
+    fn truncate(&mut self, len: usize) -> bool {
+        let Some(keep) = len.checked_sub(self.from) else { return false };
+        if keep >= self.after.len() {
+            return true;
+        }
+        let entries = if keep == 0 { self.base } else { self.after[keep - 1] };
+        for entry in self.entries.drain(entries..) {
+            self.present.remove(&entry.id);
+        }
+        self.after.truncate(keep);
+        true
+    }
 }
 
 impl Parsed {
@@ -24,12 +85,20 @@ impl Parsed {
         if let Event::Snapshot { entries, .. } = &event {
             self.known_entries.extend(entries.iter().map(|e| e.id.clone()));
         }
+        let folded = self.folded.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if folded.as_ref().is_some_and(|f| f.events() != self.events.len()) || folded.as_mut().is_some_and(|f| !f.push(&event)) {
+            *folded = None;
+        }
         self.events.push(event);
     }
 
     /// Back to its first `len` events: what a writer appended since its load taken out again.
     /// A snapshot only ever records entries the log did not know, so their ids leave with it.
     pub fn truncate(&mut self, len: usize) {
+        let folded = self.folded.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if folded.as_mut().is_some_and(|f| !f.truncate(len)) {
+            *folded = None;
+        }
         for event in self.events.drain(len.min(self.events.len())..) {
             if let Event::Snapshot { entries, .. } = event {
                 for entry in &entries {

@@ -263,6 +263,17 @@ impl ConversationStore {
     /// The working context as the record knows it: every entry recorded, in order, with each
     /// committed compaction applied and each undo taken back.
     pub fn context(&self) -> Result<Vec<Entry>> {
+        let mut folded = self.log.folded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match folded.as_ref() {
+            Some(f) if f.events() == self.log.events.len() => {}
+            _ => *folded = Some(self.fold()?),
+        }
+        Ok(folded.as_ref().map(|f| f.entries.clone()).unwrap_or_default())
+    }
+
+    /// The context the whole log folds to: snapshots add what the context lacks, committed
+    /// compactions replace, undos put the originals back.
+    fn fold(&self) -> Result<backend::Folded> {
         let mut context: Vec<Entry> = Vec::new();
         let mut present = std::collections::HashSet::new();
         let mut by_archive = std::collections::HashMap::new();
@@ -290,7 +301,7 @@ impl ConversationStore {
                 _ => {}
             }
         }
-        Ok(context)
+        Ok(backend::Folded { from: self.log.events.len(), base: context.len(), after: Vec::new(), entries: context, present })
     }
 
     /// Ids the operator pinned (and did not unpin since).
@@ -662,6 +673,49 @@ mod tests {
             assert!(s.standing().is_empty() && s.undone().contains(id.as_str()));
             assert_eq!(s.pinned_ids().into_iter().collect::<Vec<_>>(), ["e1"]);
             assert_eq!(s.archived_originals(id.as_str()).unwrap(), &originals[1..3], "byte for byte as recorded");
+        }
+    }
+
+    /// The context kept beside the log (extended by each snapshot, not folded again) is the
+    /// one a fresh fold of the whole log gives, across writers that take appends out again,
+    /// another writer's appends, and a compaction that makes it fold again.
+    #[test]
+    fn the_kept_context_is_the_fold_of_the_whole_log() {
+        for place in places() {
+            let (home, other) = (place.home(), place.home());
+            let ids = |context: Vec<Entry>| context.into_iter().map(|e| e.id).collect::<Vec<_>>();
+            let fresh = || {
+                let log = home.existing_conversation(&key("c1")).unwrap();
+                let folded = log.fold().unwrap().entries;
+                (ids(log.context().unwrap()), ids(folded))
+            };
+            let mut s = home.conversation(&key("c1")).unwrap();
+            s.record_snapshot("a", &[entry("e1"), entry("e2")]).unwrap();
+            assert_eq!(ids(s.context().unwrap()), ["e1", "e2"]);
+            s.record_snapshot("a", &[entry("e3")]).unwrap();
+            assert_eq!(ids(s.context().unwrap()), ["e1", "e2", "e3"], "extended by the snapshot");
+            drop(s);
+            let mut s = other.conversation(&key("c1")).unwrap();
+            s.record_snapshot("b", &[entry("e4")]).unwrap();
+            drop(s);
+            let (kept, folded) = fresh();
+            assert_eq!(kept, ["e1", "e2", "e3", "e4"], "{}", home.path().display());
+            assert_eq!(kept, folded);
+            let mut s = home.conversation(&key("c1")).unwrap();
+            assert_eq!(ids(s.context().unwrap()), ["e1", "e2", "e3", "e4"]);
+            let id = ArchiveId::generate(s.key());
+            s.write_archive(&id, &[entry("e2"), entry("e3")], &[]).unwrap();
+            let mut event = committed_compaction(&id, vec![]);
+            event.replaced = vec!["e2".into(), "e3".into()];
+            event.forgotten = event.replaced.clone();
+            event.replacement = vec![Entry::text("s1", Role::User, Origin::Summary, "summary")];
+            s.record_compaction(event).unwrap();
+            s.record_snapshot("c", &[entry("e5")]).unwrap();
+            assert_eq!(ids(s.context().unwrap()), ["e1", "s1", "e4", "e5"], "folded again after the compaction");
+            drop(s);
+            let (kept, folded) = fresh();
+            assert_eq!(kept, ["e1", "s1", "e4", "e5"]);
+            assert_eq!(kept, folded);
         }
     }
 
