@@ -140,7 +140,7 @@ mod tests {
         let answer = clip(&input(&entries, &window), 1_000, &(0..0));
         let output = answer.output.unwrap();
         assert_eq!((output.first.as_str(), output.last.as_str()), ("r-t1", "r-t1"), "the operator's long message is not touched");
-        assert_eq!(answer.artifacts, [log.clone()], "byte for byte");
+        assert_eq!(answer.artifacts, std::slice::from_ref(&log), "byte for byte");
         assert_eq!(answer.artifacts[0].as_ptr(), entries[3].parts[0].text().as_ptr(), "the original's own text, not a copy");
         let Part::ToolResult { content, elided, .. } = &output.replacement[0].parts[0] else { panic!() };
         assert_eq!(elided.as_deref(), Some("artifact://a-0123456789abcdef/3"));

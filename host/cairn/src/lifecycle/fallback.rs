@@ -5,6 +5,7 @@
 //!   leaves less than the reserve free; agent requests run once the cooldown allows).
 //! - A failing **commit policy** falls back to the host's boundary rule (commit only at a
 //!   completed turn with no tool call outstanding).
+//!
 //! Either way one notice says so when the plugin starts failing, and the circuit breaker
 //! keeps a plugin that fails repeatedly from being called for a while.
 

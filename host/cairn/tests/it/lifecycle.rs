@@ -437,7 +437,7 @@ async fn an_undo_holds_automatic_maintenance_for_the_cooldown() {
     let t = sample::coding_session(10);
     let window = window_for(&t, 0.50);
     let full = Usage::Reported { tokens: (window as f64 * 0.80) as u64, entries_after: 0 };
-    let outcome = life.boundary(report(10, window, full.clone(), &t)).await.unwrap();
+    let outcome = life.boundary(report(10, window, full, &t)).await.unwrap();
     assert_eq!(outcome.action, Action::Compacted, "{outcome:?}");
     // After the cooldown (5 turns) the operator undoes it.
     let undone = {
@@ -446,7 +446,7 @@ async fn an_undo_holds_automatic_maintenance_for_the_cooldown() {
     };
     assert_eq!(size(&undone.transcript), size(&t), "the context before the compaction");
     for turn in [16, 20] {
-        let outcome = life.boundary(report(turn, window, full.clone(), &undone.transcript)).await.unwrap();
+        let outcome = life.boundary(report(turn, window, full, &undone.transcript)).await.unwrap();
         // Without the undo, turn 16 would compact: the compaction's own cooldown ended at 15.
         assert!(!matches!(outcome.action, Action::Compacted | Action::HandedOver), "turn {turn}: {:?}", outcome.action);
     }
@@ -464,7 +464,7 @@ async fn a_dry_run_boundary_reports_what_it_would_do_and_writes_nothing() {
     let window = window_for(&t, 0.50);
     let full = Usage::Reported { tokens: (window as f64 * 0.80) as u64, entries_after: 0 };
     let home = Home::open(dir.path()).unwrap();
-    let outcome = life.dry_run(report(10, window, full.clone(), &t)).await.unwrap();
+    let outcome = life.dry_run(report(10, window, full, &t)).await.unwrap();
     assert_eq!(outcome.action, Action::Compacted, "{outcome:?}");
     let run = outcome.report.unwrap();
     assert!(run.dry_run && run.committed && run.tokens_after < run.tokens_before);

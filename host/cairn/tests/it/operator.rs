@@ -64,13 +64,13 @@ fn undo_restores_the_context_before_each_compaction_byte_for_byte_plus_what_came
     // The latest compaction taken back: the context it found, plus the turns added since.
     let mut store = home.conversation(&key).unwrap();
     let undone = cairn::undo::undo(&mut store, &cairn.tokenizer(), Some(&now), None).unwrap();
-    assert_eq!(undone.undone, [two.archive_id.clone()]);
+    assert_eq!(undone.undone, std::slice::from_ref(&two.archive_id));
     let expected = grow(&second, &session, 50..61);
     assert_eq!(formats::write_cairn(&undone.transcript), formats::write_cairn(&counted(&cairn, expected)));
 
     // Then the first one, from the record alone: the original history, whole.
     let undone = cairn::undo::undo(&mut store, &cairn.tokenizer(), None, Some(&one.archive_id)).unwrap();
-    assert_eq!(undone.undone, [one.archive_id.clone()]);
+    assert_eq!(undone.undone, std::slice::from_ref(&one.archive_id));
     assert_eq!(formats::write_cairn(&undone.transcript), formats::write_cairn(&counted(&cairn, session.clone())));
 
     // Undone twice, or nothing left: a clear error, nothing recorded.

@@ -24,6 +24,9 @@ const TURNS: [u32; 3] = [10, 20, 30];
 const CLIENTS: usize = 8;
 const PROTOCOL: &str = "2025-06-18";
 
+/// A compaction a client was told of: its tenant, key, archive id and artifact URIs.
+type Told = (String, String, String, Vec<String>);
+
 /// One node: its process and address (a restarted node listens on a new port).
 struct Node {
     child: Child,
@@ -136,7 +139,7 @@ fn three_nodes_on_postgresql_lose_nothing_when_one_is_killed_mid_run() {
     let done = Arc::new(AtomicUsize::new(0));
     let retries = Arc::new(AtomicUsize::new(0));
     // What clients were told: (tenant, key) → archive ids and artifact URIs of compactions.
-    let told: Arc<Mutex<Vec<(String, String, String, Vec<String>)>>> = Arc::default();
+    let told: Arc<Mutex<Vec<Told>>> = Arc::default();
     let transcripts: Vec<Vec<String>> = TENANTS.iter().map(|t| (0..TURNS.len()).map(|k| transcript(t, k)).collect()).collect();
     let transcripts = Arc::new(transcripts);
 

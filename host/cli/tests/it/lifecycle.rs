@@ -181,8 +181,7 @@ fn boundary_from_transcript_uses_the_billed_usage() {
         let last_billed: u64 = text
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|l| l["type"] == "assistant" && l["isSidechain"] != true)
-            .last()
+            .rfind(|l| l["type"] == "assistant" && l["isSidechain"] != true)
             .map(|l| ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"].iter().map(|k| l["message"]["usage"][k].as_u64().unwrap_or(0)).sum())
             .unwrap();
         let run = |usage: &str| -> u64 {

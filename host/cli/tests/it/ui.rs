@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-#[path = "agents/npm.rs"]
-mod npm;
+use crate::agents::npm;
 
 /// The browser driver, pinned (a bump is one line here).
 const PUPPETEER_CORE: (&str, &str) = ("puppeteer-core", "24.43.1");

@@ -10,6 +10,7 @@
 //!   and timing `system` lines) carry no message and are skipped; meta user lines (hook
 //!   reminders the model does read) and `attachment` lines with `rendered` text are kept as
 //!   harness entries.
+//!
 //! Line shapes: Claude Code 2.1 as recorded; documented only for `compact_boundary`
 //! (https://code.claude.com/docs/en/hooks, "PreCompact"/"SessionStart" and the transcript
 //! notes), the rest read off real sessions.

@@ -20,6 +20,7 @@
 //!   opaque summary entry (see [`encrypted_summary`]);
 //! - MCP calls name their tool in two fields (`namespace: "mcp__server"`, `name: "tool"`); the
 //!   entry keeps the name Codex qualifies them with, `mcp__server__tool`.
+//!
 //! Shapes: openai/codex `codex-rs/protocol/src/{protocol,models}.rs` (Dec 2025) and, before the
 //! envelope (PR #3380), `codex-rs/core/src/rollout.rs`.
 

@@ -163,8 +163,6 @@ pub(crate) fn quote(word: &str) -> String {
     }
 }
 
-/// Cairn's handler for `verb`, whatever binary path or home it was installed with.
-
 /// Cairn's MCP server entry, whatever binary path or home it was registered with.
 pub(crate) fn is_cairn_server(entry: &Value) -> bool {
     entry.get("args").and_then(Value::as_array).is_some_and(|args| args.first().and_then(Value::as_str) == Some("serve") && args.iter().any(|a| a == "--expose"))
@@ -238,6 +236,7 @@ impl JsonFile {
 }
 
 impl Hooks {
+    /// Cairn's handler for `verb`, whatever binary path or home it was installed with.
     fn is_cairn(&self, handler: &Value, verb: &str) -> bool {
         handler.get("command").and_then(Value::as_str).is_some_and(|c| c.contains(&format!(" {} {verb}", self.agent)))
     }

@@ -111,7 +111,7 @@ pub fn run(args: Args) -> Result<()> {
 
 fn print_table(card: &Scorecard) {
     println!("cairn eval — policy: {}; sessions: {}\n", card.policy, card.sessions);
-    println!("{:<22} {:<9} {:>22}  {}", "scenario", "result", "tokens (first → last)", "what was checked");
+    println!("{:<22} {:<9} {:>22}  what was checked", "scenario", "result", "tokens (first → last)");
     for o in &card.scenarios {
         let tokens = match (o.tokens.first(), o.tokens.last()) {
             (Some(first), Some(last)) => format!("{} → {}", first.before, last.after),

@@ -128,8 +128,7 @@ fn build_rust(dir: &Path, component: &Path) -> Result<()> {
         .filter(|m| m["reason"] == "compiler-artifact")
         .flat_map(|m| m["filenames"].as_array().cloned().unwrap_or_default())
         .filter_map(|f| f.as_str().map(PathBuf::from))
-        .filter(|f| f.extension().is_some_and(|x| x == "wasm"))
-        .last()
+        .rfind(|f| f.extension().is_some_and(|x| x == "wasm"))
         .context("cargo built no .wasm: the crate needs `[lib] crate-type = [\"cdylib\"]`")?;
     let bytes = std::fs::read(&module).with_context(|| format!("reading {}", module.display()))?;
     let mut encoder = wit_component::ComponentEncoder::default();

@@ -109,6 +109,9 @@ pub struct Generation {
     pub lifecycle: Lifecycle,
 }
 
+/// The writer lock of each conversation of each tenant, made when a call first writes to it.
+type ConversationLocks = HashMap<(Tenant, ConversationKey), Arc<tokio::sync::Mutex<()>>>;
+
 /// What every call shares.
 pub struct Serve {
     home: PathBuf,
@@ -120,7 +123,7 @@ pub struct Serve {
     current: RwLock<Arc<Generation>>,
     /// One writer per conversation of each tenant in this process (the storage's lock covers
     /// other processes).
-    conversations: Mutex<HashMap<(Tenant, ConversationKey), Arc<tokio::sync::Mutex<()>>>>,
+    conversations: Mutex<ConversationLocks>,
     /// Notices about the server itself (policy swapped or refused), until each tenant
     /// acknowledges them.
     notices: Mutex<Vec<ServerNotice>>,

@@ -10,7 +10,7 @@ mod claude_code;
 mod codex;
 mod gemini;
 mod model_server;
-mod npm;
+pub(crate) mod npm;
 mod opencode;
 mod pi;
 

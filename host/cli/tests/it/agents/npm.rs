@@ -1,8 +1,6 @@
 //! The agents' CLIs, installed from npm at pinned versions (a version bump is one line here),
 //! once per build into `CARGO_TARGET_TMPDIR`, and each run with a fresh HOME.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;

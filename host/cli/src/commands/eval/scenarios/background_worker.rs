@@ -1,5 +1,5 @@
 //! 6. A server started in the background on a port: after compaction the context still says
-//! it runs, and on which port, so the agent does not launch a second one.
+//!    it runs, and on which port, so the agent does not launch a second one.
 
 use cairn::transcript::{Entry, Origin, Part, Role};
 

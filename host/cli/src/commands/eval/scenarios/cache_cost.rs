@@ -1,8 +1,8 @@
 //! 7. Billed cost over 20 turns with compaction and without, under prompt caching: a
-//! compaction rewrites the cached prefix, so it pays only once the cheaper turns after it have
-//! made up for that rewrite. Priced for an Anthropic and an OpenAI model; reports both costs
-//! and the break-even turn. It passes when the compaction pays for itself within the 20 turns
-//! on both.
+//!    compaction rewrites the cached prefix, so it pays only once the cheaper turns after it have
+//!    made up for that rewrite. Priced for an Anthropic and an OpenAI model; reports both costs
+//!    and the break-even turn. It passes when the compaction pays for itself within the 20 turns
+//!    on both.
 
 use super::{Cycle, Scenario, Score};
 use crate::commands::eval::lab::{grown, tool_work};

@@ -1,5 +1,5 @@
 //! 2. A fix is attempted and fails its tests; after compaction the context still names the
-//! approach as rejected, with the reason.
+//!    approach as rejected, with the reason.
 
 use cairn::transcript::{Entry, Origin, Part, Role};
 
@@ -39,7 +39,7 @@ impl Scenario for FailedHypothesis {
                 _ => Some("the approach is gone".into()),
             }
         })?;
-        Ok(Score::after_cycles(&session, kept, format!("the rejected approach and its reason survive 2 cycles"), tokens).probed(
+        Ok(Score::after_cycles(&session, kept, "the rejected approach and its reason survive 2 cycles".to_string(), tokens).probed(
             "Which fix for the failing upload test did you already try and reject, and why did it not work?",
             &["timeout", "30 seconds"],
             context,

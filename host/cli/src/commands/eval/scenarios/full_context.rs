@@ -1,8 +1,8 @@
 //! 11. The window is already exceeded when maintenance runs: the newest tool output alone is
-//! over it (an 80,000-token output in a 64k window, a 3 MB log in a 128k window). The agent's
-//! next request must fit the usable window (window less reserve), the output must come back
-//! byte for byte from the artifact its placeholder names, and the operator's rule of
-//! buried-constraint must survive.
+//!     over it (an 80,000-token output in a 64k window, a 3 MB log in a 128k window). The agent's
+//!     next request must fit the usable window (window less reserve), the output must come back
+//!     byte for byte from the artifact its placeholder names, and the operator's rule of
+//!     buried-constraint must survive.
 
 use cairn::lifecycle::{Action, BoundaryReport, Usage};
 use cairn::storage::{ArtifactUri, ConversationKey};

@@ -1,5 +1,5 @@
 //! 5. One 80,000-token JSON tool output: no step crashes, the output is set aside with a
-//! recovery pointer that returns it byte for byte, and the context that comes out is bounded.
+//!    recovery pointer that returns it byte for byte, and the context that comes out is bounded.
 
 use cairn::record::OutcomeClass;
 use cairn::storage::ArtifactUri;

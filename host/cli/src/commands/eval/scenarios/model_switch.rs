@@ -1,6 +1,6 @@
 //! 8. Compact, then render the context for Anthropic and for OpenAI: both valid for their API
-//! (the first message the user's and roles alternating for Anthropic, every call answered
-//! right after it, no blocks of the other provider).
+//!    (the first message the user's and roles alternating for Anthropic, every call answered
+//!    right after it, no blocks of the other provider).
 
 use serde_json::Value;
 

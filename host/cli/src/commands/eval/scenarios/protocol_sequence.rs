@@ -1,6 +1,6 @@
 //! 9. Interrupted mid-turn with a tool call outstanding: the lifecycle defers, and a forced
-//! compaction yields a context where every call but the outstanding one has its result, and
-//! the outstanding one is still last, waiting for its result.
+//!    compaction yields a context where every call but the outstanding one has its result, and
+//!    the outstanding one is still last, waiting for its result.
 
 use cairn::lifecycle::{Action, BoundaryReport, Usage};
 use cairn::storage::ConversationKey;

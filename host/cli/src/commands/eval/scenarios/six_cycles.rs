@@ -1,6 +1,6 @@
 //! 10. Six consecutive cycles on a long session: the root objective (the first request), the
-//! operator's constraint and the test status stay in the context in every cycle, and the
-//! context stays under the window.
+//!     operator's constraint and the test status stay in the context in every cycle, and the
+//!     context stays under the window.
 
 use cairn::transcript::{Entry, Origin, Part, Role};
 

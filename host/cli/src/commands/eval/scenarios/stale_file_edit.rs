@@ -1,6 +1,6 @@
 //! 3. A file read, then changed on disk after the compaction: the record holds the file's
-//! hash, and the next boundary reports it stale (and only it), so the agent re-reads it
-//! instead of trusting the summary.
+//!    hash, and the next boundary reports it stale (and only it), so the agent re-reads it
+//!    instead of trusting the summary.
 
 use cairn::lifecycle::{BoundaryReport, Usage};
 use cairn::storage::ConversationKey;

@@ -1,5 +1,5 @@
 //! 4. A UUID and a port inside a tool output that compaction sets aside: the agent's
-//! `session_history` tool finds them and reads them back exactly.
+//!    `session_history` tool finds them and reads them back exactly.
 
 use cairn::recall;
 use cairn::storage::ConversationKey;
