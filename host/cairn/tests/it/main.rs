@@ -9,6 +9,7 @@ mod hostile;
 mod incremental;
 mod lifecycle;
 mod model;
+mod module_graph;
 mod operator;
 mod pipeline;
 mod robustness;

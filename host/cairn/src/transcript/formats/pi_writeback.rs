@@ -16,7 +16,8 @@ use serde_json::{json, Value};
 use crate::transcript::{Entry, Origin, Part, Role, Transcript};
 
 pub(super) fn write(t: &Transcript) -> String {
-    let start = crate::record::now_millis();
+    // The clock here, not `record`'s: a transcript format depends on nothing above `transcript`.
+    let start = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     let iso = |ms: u64| iso8601(ms);
     let mut lines = vec![json!({"type": "session", "version": 3, "id": session_id(t), "timestamp": iso(start), "cwd": ""})];
 
