@@ -87,7 +87,12 @@ async fn read_requests(mut input: impl AsyncBufRead + Unpin, mut rmcp: impl Asyn
             None => {
                 line.push(b'\n');
                 rmcp.write_all(&line).await?;
-                line.clear();
+                // A whole session's line can be tens of MB: its buffer is not kept for the next.
+                if line.capacity() > 4 * PIPE_BYTES {
+                    line = Vec::new();
+                } else {
+                    line.clear();
+                }
             }
         }
     }
