@@ -879,27 +879,18 @@ mod tests {
         let mut other = store(dir.path());
         other.record_snapshot("b", &[entry("e2")]).unwrap();
         drop(other);
-        let ids = |s: &ConversationStore| -> Vec<String> {
-            s.events()
-                .iter()
-                .flat_map(|e| match e {
-                    Event::Snapshot { entries, .. } => entries.iter().map(|e| e.id.clone()).collect(),
-                    _ => Vec::new(),
-                })
-                .collect()
-        };
-        assert_eq!(ids(&store(dir.path())), ["e1", "e2"]);
+        assert_eq!(snapshot_ids(&store(dir.path())), ["e1", "e2"]);
 
         let log = dir.path().join("conversations/c1/events.jsonl");
         let rewritten = std::fs::read_to_string(&log).unwrap().replace("\"e1\"", "\"x1\"").replace("\"e2\"", "\"x2\"");
         std::fs::write(&log, format!("{rewritten}{rewritten}")).unwrap();
-        assert_eq!(ids(&store(dir.path())), ["x1", "x2", "x1", "x2"], "rewritten in place, longer");
+        assert_eq!(snapshot_ids(&store(dir.path())), ["x1", "x2", "x1", "x2"], "rewritten in place, longer");
 
         std::fs::remove_file(&log).unwrap();
         let mut fresh = store(dir.path());
         fresh.record_snapshot("c", &[entry("n1")]).unwrap();
         drop(fresh);
-        assert_eq!(ids(&store(dir.path())), ["n1"], "a new file");
+        assert_eq!(snapshot_ids(&store(dir.path())), ["n1"], "a new file");
     }
 
     /// Every boundary of `cairn serve` opens its conversation again: the kept log is extended

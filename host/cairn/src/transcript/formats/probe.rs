@@ -179,6 +179,30 @@ impl<'de> Visitor<'de> for Message {
     }
 }
 
+/// A scalar where content or a block may stand holds no Anthropic block.
+macro_rules! scalars_hold_no_block {
+    () => {
+        fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_unit<E>(self) -> Result<bool, E> {
+            Ok(false)
+        }
+    };
+}
+
 /// A message's content: any JSON; true for a list holding an object of an Anthropic `type`.
 struct Content;
 
@@ -194,24 +218,7 @@ impl<'de> Visitor<'de> for Content {
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("message content")
     }
-    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_unit<E>(self) -> Result<bool, E> {
-        Ok(false)
-    }
+    scalars_hold_no_block!();
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(false)
@@ -240,24 +247,7 @@ impl<'de> Visitor<'de> for Block {
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a content block")
     }
-    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_unit<E>(self) -> Result<bool, E> {
-        Ok(false)
-    }
+    scalars_hold_no_block!();
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(false)
