@@ -259,6 +259,17 @@ fn whole_request_bytes(turn: usize, escaped_transcript: usize) -> u64 {
     (empty.len() - 2 + escaped_transcript + 1) as u64
 }
 
+/// Whether the boundary at `turn` is one of the `SAMPLES` timed for reported turn `r`: those
+/// ending there, but never a server's first call.
+fn timed(turn: usize, r: usize) -> bool {
+    turn > 1 && turn + SAMPLES > r && turn <= r
+}
+
+/// The late turn the early one is compared with: turn 1,000, else the last.
+fn late(at: &[AtTurn]) -> &AtTurn {
+    at.iter().find(|a| a.turn == 1_000).unwrap_or_else(|| at.last().expect("the last turn is reported"))
+}
+
 /// Timings (ms) of one mode at one reported turn.
 #[derive(Serialize, Clone, Copy)]
 struct Timing {
@@ -304,7 +315,6 @@ pub fn run(exe: &Path, file: &Path, options: Options) -> Result<()> {
     let grown = grow(file, options.target_bytes, options.min_turns)?;
     let last = grown.last_turn();
     let reported: Vec<usize> = [10, 100, 1_000].into_iter().filter(|&t| t < last).chain([last]).collect();
-    let timed = |turn: usize| reported.iter().any(|&r| turn + SAMPLES > r && turn <= r) && turn > 1;
     let temp = tempfile::tempdir()?;
     let progress = ProgressBar::new((last + reported.len() * (SAMPLES + 1)) as u64);
     progress.set_style(ProgressStyle::with_template("{spinner} {bar:30} {pos}/{len} {msg}").expect("a valid template"));
@@ -323,11 +333,9 @@ pub fn run(exe: &Path, file: &Path, options: Options) -> Result<()> {
         let answer = server.boundary(args).with_context(|| format!("incremental boundary at turn {turn}"))?;
         let elapsed = ms(started.elapsed());
         acknowledged = Some(answer["acknowledged"].as_str().with_context(|| format!("turn {turn}: no `acknowledged` in {answer:.300}"))?.to_string());
-        if timed(turn) {
-            for (i, &r) in reported.iter().enumerate() {
-                if turn + SAMPLES > r && turn <= r {
-                    incremental[i].push(elapsed);
-                }
+        for (i, &r) in reported.iter().enumerate() {
+            if timed(turn, r) {
+                incremental[i].push(elapsed);
             }
         }
         progress.inc(1);
@@ -347,7 +355,7 @@ pub fn run(exe: &Path, file: &Path, options: Options) -> Result<()> {
         for turn in first..=r {
             let started = Instant::now();
             server.boundary(arguments(turn, grown.whole(turn), None)).with_context(|| format!("whole boundary at turn {turn}"))?;
-            if timed(turn) && turn > first {
+            if timed(turn, r) {
                 samples.push(ms(started.elapsed()));
             }
             progress.inc(1);
@@ -372,7 +380,7 @@ pub fn run(exe: &Path, file: &Path, options: Options) -> Result<()> {
         .enumerate()
         .map(|(i, &turn)| AtTurn { turn, session_mb: mb(grown.bytes_through(turn) as f64), incremental: Timing::of(incremental[i].clone()), whole: Timing::of(whole[i].clone()) })
         .collect();
-    let late = at.iter().find(|a| a.turn == 1_000).unwrap_or(at.last().expect("the last turn is reported"));
+    let late = late(&at);
     let report = Report {
         session,
         turns: last,
@@ -403,12 +411,7 @@ fn print(report: &Report) {
     let peak = |p: Option<f64>| p.map(|p| format!("{p:.0} MiB")).unwrap_or_else(|| "—".into());
     println!("bytes sent, whole replay   incremental {:.1} MB, whole {:.1} MB ({:.0}×)", report.incremental_mb_sent, report.whole_mb_sent, report.whole_mb_sent / report.incremental_mb_sent);
     println!("incremental sent / final session   {:.2}×   (goal < 3×)", report.incremental_sent_per_session_byte);
-    println!(
-        "incremental p50, turn {} / turn {}   {:.2}×   (goal ≤ 1.5×)",
-        report.at.iter().find(|a| a.turn == 1_000).unwrap_or(report.at.last().unwrap()).turn,
-        report.at[0].turn,
-        report.incremental_late_over_early
-    );
+    println!("incremental p50, turn {} / turn {}   {:.2}×   (goal ≤ 1.5×)", late(&report.at).turn, report.at[0].turn, report.incremental_late_over_early);
     println!("server peak memory   incremental {}, whole {}", peak(report.incremental_peak_mib), peak(report.whole_peak_mib));
     println!("(p99 of {} boundaries per turn is their slowest; the whole mode's bytes are computed for every turn, its times measured on these turns)", report.samples_per_turn);
 }
