@@ -5,8 +5,9 @@
 
 use std::collections::HashMap;
 
+use cairn_sdk::lent::Conversation;
 use cairn_sdk::types::*;
-use cairn_sdk::{count_tokens, log_info, parse_config, placeholder_text, range_of, recount, store_artifact, tool_calls, Strategy};
+use cairn_sdk::{count_tokens, log_info, parse_config, placeholder_text, recount, store_artifact, Strategy};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -31,19 +32,22 @@ impl Default for Config {
 /// Public so the same code can run natively (`cairn bench` compares both builds).
 pub struct ShakeElide;
 
+/// Reads the conversation's outlines, and the text of a part only where a decision needs it:
+/// what it elides goes to the archive by index (`set-aside`), without crossing, and every
+/// entry it keeps goes back as its index.
 impl Strategy for ShakeElide {
-    fn compact(request: CompactRequest) -> Result<Outcome, StrategyError> {
+    fn compact_lent(conversation: &dyn Conversation, request: Request) -> Result<WireOutcome, StrategyError> {
         let config: Config = parse_config(&request.config)?;
-        let entries = &request.entries;
-        let calls = tool_calls(entries);
-        let last_touch = last_touch_by_path(entries);
-        let window = request.protected_head as usize..(request.tail_start as usize).min(entries.len());
+        let outlines = conversation.outlines(0, conversation.len());
+        let calls = tool_calls(&outlines);
+        let last_touch = last_touch_by_path(&outlines);
+        let window = request.protected_head as usize..(request.tail_start as usize).min(outlines.len());
 
         let mut changed: Vec<(usize, Entry)> = Vec::new();
         // Pinned entries must come through unchanged; the host checks it.
-        for i in window.filter(|&i| !entries[i].pinned) {
-            let mut entry = entries[i].clone();
-            if shake_entry(&mut entry, i, &config, &calls, &last_touch)? {
+        for i in window.filter(|&i| !outlines[i].pinned) {
+            let shaken = Shaken { conversation, index: i, config: &config, calls: &calls, last_touch: &last_touch };
+            if let Some(mut entry) = shaken.entry(&outlines[i])? {
                 recount(&mut entry);
                 changed.push((i, entry));
             }
@@ -55,61 +59,119 @@ impl Strategy for ShakeElide {
         let mut changed = changed.into_iter().peekable();
         let replacement = (first..=last)
             .map(|i| match changed.next_if(|(j, _)| *j == i) {
-                Some((_, entry)) => entry,
-                None => entries[i].clone(),
+                Some((_, entry)) => Replacement::Entry(entry),
+                None => Replacement::Original(i as u32),
             })
             .collect();
-        Ok(Outcome::new(range_of(entries, first, last), replacement))
+        let replaced = EntryRange { first: outlines[first].id.clone(), last: outlines[last].id.clone() };
+        Ok(WireOutcome { replaced, replacement, checkpoint: None, seed: None, retrospective: None })
     }
 }
 
-/// Elides what is worth eliding in one entry; true when something changed.
-fn shake_entry(entry: &mut Entry, index: usize, config: &Config, calls: &HashMap<String, (String, String)>, last_touch: &HashMap<String, usize>) -> Result<bool, StrategyError> {
-    let mut changed = false;
-    let operator = entry.origin == Origin::Operator;
-    for part in entry.parts.iter_mut() {
+/// One entry of the window being shaken.
+struct Shaken<'a> {
+    conversation: &'a dyn Conversation,
+    index: usize,
+    config: &'a Config,
+    calls: &'a HashMap<String, (String, String)>,
+    last_touch: &'a HashMap<String, usize>,
+}
+
+impl Shaken<'_> {
+    fn text(&self, part: usize) -> String {
+        self.conversation.part_text(self.index as u32, part as u32).unwrap_or_default()
+    }
+
+    fn tokens(&self, part: usize) -> u32 {
+        self.conversation.part_tokens(self.index as u32, part as u32).unwrap_or(0)
+    }
+
+    fn set_aside(&self, part: usize) -> Result<String, StrategyError> {
+        self.conversation.set_aside(self.index as u32, part as u32)
+    }
+
+    /// The entry with what is worth eliding elided; `None` when nothing is. A text's tokens
+    /// never exceed its bytes, so parts smaller than a threshold are passed over unread.
+    fn entry(&self, outline: &EntryOutline) -> Result<Option<Entry>, StrategyError> {
+        let config = self.config;
+        let operator = outline.origin == Origin::Operator;
+        let mut elided: Vec<Option<Part>> = vec![None; outline.parts.len()];
+        for (p, part) in outline.parts.iter().enumerate() {
+            match part {
+                PartOutline::ToolResult(result) => {
+                    if result.elided.is_some() {
+                        continue;
+                    }
+                    let (name, args) = self.calls.get(&result.call_id).map(|(n, a)| (n.as_str(), a.as_str())).unwrap_or(("", ""));
+                    if config.protected_tools.iter().any(|t| t == name) {
+                        continue;
+                    }
+                    let stale_path = config.read_tools.iter().any(|t| t == name).then(|| path_argument(args)).flatten().filter(|path| self.last_touch.get(path).is_some_and(|&at| at > self.index));
+                    if stale_path.is_none() && result.bytes < config.min_tokens {
+                        continue;
+                    }
+                    if result.bytes < OLD_PLACEHOLDER_MAX_BYTES && is_old_placeholder(&self.text(p)) {
+                        continue;
+                    }
+                    let tokens = self.tokens(p);
+                    if stale_path.is_none() && tokens < config.min_tokens {
+                        continue;
+                    }
+                    let uri = self.set_aside(p)?;
+                    let what = match &stale_path {
+                        Some(path) => format!("superseded read of {path}, elided"),
+                        None => "elided".to_string(),
+                    };
+                    elided[p] = Some(Part::ToolResult(ToolResult { call_id: result.call_id.clone(), content: placeholder_text(&what, tokens, &uri), is_error: result.is_error, elided: Some(uri) }));
+                }
+                PartOutline::Thinking(bytes) if *bytes >= config.min_tokens => {
+                    let tokens = self.tokens(p);
+                    if tokens >= config.min_tokens {
+                        let uri = self.set_aside(p)?;
+                        elided[p] = Some(Part::Placeholder(Placeholder { text: placeholder_text("thinking elided", tokens, &uri), uri: Some(uri) }));
+                    }
+                }
+                // Operator text is intent and stays verbatim.
+                PartOutline::Text(bytes) if !operator && *bytes >= config.fence_min_tokens => {
+                    if let Some(shaken) = elide_fences(&self.text(p), config.fence_min_tokens)? {
+                        elided[p] = Some(Part::Text(shaken));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if elided.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let parts = outline.parts.iter().zip(elided).enumerate().map(|(p, (part, elided))| elided.unwrap_or_else(|| self.whole(p, part))).collect();
+        Ok(Some(Entry { id: outline.id.clone(), role: outline.role, origin: outline.origin, parts, tokens: outline.tokens, turn: outline.turn, pinned: outline.pinned }))
+    }
+
+    /// A part kept as it is, read whole.
+    fn whole(&self, p: usize, part: &PartOutline) -> Part {
         match part {
-            Part::ToolResult(result) => {
-                if is_elided(result) {
-                    continue;
-                }
-                let (name, args) = calls.get(&result.call_id).map(|(n, a)| (n.as_str(), a.as_str())).unwrap_or(("", ""));
-                if config.protected_tools.iter().any(|t| t == name) {
-                    continue;
-                }
-                let stale_path = config.read_tools.iter().any(|t| t == name).then(|| path_argument(args)).flatten().filter(|path| last_touch.get(path).is_some_and(|&at| at > index));
-                let tokens = count_tokens(&result.content);
-                if stale_path.is_none() && tokens < config.min_tokens {
-                    continue;
-                }
-                let uri = store(&result.content)?;
-                let what = match &stale_path {
-                    Some(path) => format!("superseded read of {path}, elided"),
-                    None => "elided".to_string(),
-                };
-                result.content = placeholder_text(&what, tokens, &uri);
-                result.elided = Some(uri);
-                changed = true;
-            }
-            Part::Thinking(text) => {
-                let tokens = count_tokens(text);
-                if tokens >= config.min_tokens {
-                    let uri = store(text)?;
-                    *part = Part::Placeholder(Placeholder { text: placeholder_text("thinking elided", tokens, &uri), uri: Some(uri) });
-                    changed = true;
-                }
-            }
-            // Operator text is intent and stays verbatim.
-            Part::Text(text) if !operator => {
-                if let Some(shaken) = elide_fences(text, config.fence_min_tokens)? {
-                    *text = shaken;
-                    changed = true;
-                }
-            }
-            _ => {}
+            PartOutline::Text(_) => Part::Text(self.text(p)),
+            PartOutline::Thinking(_) => Part::Thinking(self.text(p)),
+            PartOutline::ToolCall(call) => Part::ToolCall(call.clone()),
+            PartOutline::ToolResult(r) => Part::ToolResult(ToolResult { call_id: r.call_id.clone(), content: self.text(p), is_error: r.is_error, elided: r.elided.clone() }),
+            PartOutline::Image(_) => Part::Image(self.text(p)),
+            PartOutline::Placeholder(placeholder) => Part::Placeholder(placeholder.clone()),
         }
     }
-    Ok(changed)
+}
+
+/// Each tool call's name and arguments by id.
+fn tool_calls(outlines: &[EntryOutline]) -> HashMap<String, (String, String)> {
+    outlines_calls(outlines).map(|(_, call)| (call.id.clone(), (call.name.clone(), call.args.clone()))).collect()
+}
+
+fn outlines_calls(outlines: &[EntryOutline]) -> impl Iterator<Item = (usize, &ToolCall)> {
+    outlines.iter().enumerate().flat_map(|(i, e)| {
+        e.parts.iter().filter_map(move |p| match p {
+            PartOutline::ToolCall(call) => Some((i, call)),
+            _ => None,
+        })
+    })
 }
 
 /// Replaces the body of each large fenced block (```…```) with a placeholder.
@@ -154,26 +216,17 @@ fn store(content: &str) -> Result<String, StrategyError> {
     store_artifact(content)
 }
 
-/// Already set aside: `elided` names the URI (results elided before the field existed carry
-/// only the placeholder text).
-fn is_elided(result: &ToolResult) -> bool {
-    let content = &result.content;
-    result.elided.is_some() || (content.starts_with('[') && content.contains("— recover: artifact://") && content.len() < 400)
+/// Placeholders written before `elided` existed are at most this long.
+const OLD_PLACEHOLDER_MAX_BYTES: u32 = 400;
+
+/// A result set aside before the `elided` field existed: only its placeholder text says so.
+fn is_old_placeholder(content: &str) -> bool {
+    content.starts_with('[') && content.contains("— recover: artifact://") && content.len() < OLD_PLACEHOLDER_MAX_BYTES as usize
 }
 
 /// The last entry index at which any tool call names each file path.
-fn last_touch_by_path(entries: &[Entry]) -> HashMap<String, usize> {
-    let mut last = HashMap::new();
-    for (i, entry) in entries.iter().enumerate() {
-        for part in &entry.parts {
-            if let Part::ToolCall(call) = part {
-                if let Some(path) = path_argument(&call.args) {
-                    last.insert(path, i);
-                }
-            }
-        }
-    }
-    last
+fn last_touch_by_path(outlines: &[EntryOutline]) -> HashMap<String, usize> {
+    outlines_calls(outlines).filter_map(|(i, call)| Some((path_argument(&call.args)?, i))).collect()
 }
 
 /// The file path a tool call's JSON arguments name, under the keys agents commonly use.
@@ -190,16 +243,9 @@ cairn_sdk::export_strategy!(ShakeElide);
 mod tests {
     use super::*;
 
-    fn result(content: &str, elided: Option<&str>) -> ToolResult {
-        ToolResult { call_id: "c1".into(), content: content.into(), is_error: false, elided: elided.map(String::from) }
-    }
-
     #[test]
-    fn elided_results_are_recognised_by_their_uri() {
-        let text = placeholder_text("elided", 1_234, "artifact://a-1/2");
-        assert!(is_elided(&result(&text, Some("artifact://a-1/2"))));
-        assert!(is_elided(&result("[anything]", Some("artifact://a-1/2"))));
-        assert!(is_elided(&result(&text, None)), "the placeholder text alone, as written before `elided`");
-        assert!(!is_elided(&result("cargo test: 3 passed", None)));
+    fn old_placeholders_are_recognised_by_their_text() {
+        assert!(is_old_placeholder(&placeholder_text("elided", 1_234, "artifact://a-1/2")));
+        assert!(!is_old_placeholder("cargo test: 3 passed"));
     }
 }

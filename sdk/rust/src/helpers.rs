@@ -29,12 +29,28 @@ pub fn count_tokens(text: &str) -> u32 {
 /// moves on.
 pub fn store_artifact(content: &str) -> Result<String, StrategyError> {
     #[cfg(target_arch = "wasm32")]
-    return crate::host::archive::put_artifact(content).map_err(|e| match e {
-        crate::host::archive::ArchiveError::Denied(why) | crate::host::archive::ArchiveError::Unavailable(why) => StrategyError::Unavailable(format!("archive write: {why}")),
-        other => StrategyError::Failed(format!("archive write: {other:?}")),
-    });
+    return crate::host::archive::put_artifact(content).map_err(archive_write_error);
     #[cfg(not(target_arch = "wasm32"))]
     return crate::native::host().put_artifact(content).map_err(|why| StrategyError::Unavailable(format!("archive write: {why}")));
+}
+
+/// A refused or unavailable archive write is `unavailable` (the chain moves on); the rest fail.
+pub(crate) fn archive_write_error(error: crate::host::archive::ArchiveError) -> StrategyError {
+    match error {
+        crate::host::archive::ArchiveError::Denied(why) | crate::host::archive::ArchiveError::Unavailable(why) => StrategyError::Unavailable(format!("archive write: {why}")),
+        other => StrategyError::Failed(format!("archive write: {other:?}")),
+    }
+}
+
+/// A part's text: a text's, a thinking's, a tool result's content, a placeholder's text, an
+/// image's reference, a tool call's arguments (what the host's `part-text` returns).
+pub fn part_text(part: &Part) -> &str {
+    match part {
+        Part::Text(text) | Part::Thinking(text) | Part::Image(text) => text,
+        Part::ToolCall(call) => &call.args,
+        Part::ToolResult(result) => &result.content,
+        Part::Placeholder(placeholder) => &placeholder.text,
+    }
 }
 
 fn log(level: log::Level, message: &str) {
@@ -97,13 +113,6 @@ pub fn tool_calls(entries: &[Entry]) -> std::collections::HashMap<String, (Strin
 /// The range covering `entries[first..=last]`.
 pub fn range_of(entries: &[Entry], first: usize, last: usize) -> EntryRange {
     EntryRange { first: entries[first].id.clone(), last: entries[last].id.clone() }
-}
-
-impl crate::types::Outcome {
-    /// An outcome replacing `replaced` by `replacement`, with no checkpoint, seed or retrospective.
-    pub fn new(replaced: EntryRange, replacement: Vec<Entry>) -> Self {
-        crate::types::Outcome { replaced, replacement, checkpoint: None, seed: None, retrospective: None }
-    }
 }
 
 /// The text parts of an entry joined by newlines (no thinking, tool traffic or placeholders).

@@ -42,9 +42,11 @@
 pub mod checkpoint;
 pub mod chunks;
 mod helpers;
+pub mod lent;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
 pub mod prompt;
+mod request;
 
 /// The rules host and plugins share, as the host applies them.
 pub use cairn_rules as rules;
@@ -54,7 +56,7 @@ pub use helpers::*;
 #[doc(hidden)]
 pub mod strategy_bindings {
     wit_bindgen::generate!({
-        path: "../../wit/0.1.0",
+        path: "../../wit/0.2.0",
         world: "strategy",
         pub_export_macro: true,
         export_macro_name: "__export_strategy_world",
@@ -67,14 +69,14 @@ pub mod strategy_bindings {
 #[doc(hidden)]
 pub mod trigger_bindings {
     wit_bindgen::generate!({
-        path: "../../wit/0.1.0",
+        path: "../../wit/0.2.0",
         world: "trigger",
         pub_export_macro: true,
         export_macro_name: "__export_trigger_world",
         default_bindings_module: "cairn_sdk::trigger_bindings",
         with: {
-            "cairn:compaction/types@0.1.0": crate::strategy_bindings::cairn::compaction::types,
-            "cairn:compaction/log@0.1.0": crate::strategy_bindings::cairn::compaction::log,
+            "cairn:compaction/types@0.2.0": crate::strategy_bindings::cairn::compaction::types,
+            "cairn:compaction/log@0.2.0": crate::strategy_bindings::cairn::compaction::log,
         },
     });
 }
@@ -84,26 +86,35 @@ pub mod trigger_bindings {
 #[allow(clippy::too_many_arguments)] // the flattened `decide(boundary, proposal)` export
 pub mod commit_policy_bindings {
     wit_bindgen::generate!({
-        path: "../../wit/0.1.0",
+        path: "../../wit/0.2.0",
         world: "commit-policy",
         pub_export_macro: true,
         export_macro_name: "__export_commit_policy_world",
         default_bindings_module: "cairn_sdk::commit_policy_bindings",
         with: {
-            "cairn:compaction/types@0.1.0": crate::strategy_bindings::cairn::compaction::types,
-            "cairn:compaction/log@0.1.0": crate::strategy_bindings::cairn::compaction::log,
+            "cairn:compaction/types@0.2.0": crate::strategy_bindings::cairn::compaction::types,
+            "cairn:compaction/log@0.2.0": crate::strategy_bindings::cairn::compaction::log,
         },
     });
 }
 
-/// The contract's types: entries, parts, requests, outcomes, decisions.
+/// The contract's types: entries, parts, requests, outcomes, decisions. [`CompactRequest`]
+/// and [`Outcome`] are the SDK's (with every entry); [`Request`] and [`WireOutcome`] are the
+/// contract's own, for [`Strategy::compact_lent`].
+///
+/// [`CompactRequest`]: types::CompactRequest
+/// [`Outcome`]: types::Outcome
+/// [`Request`]: types::Request
+/// [`WireOutcome`]: types::WireOutcome
 pub mod types {
+    pub use crate::request::{CompactRequest, Outcome};
     pub use crate::strategy_bindings::cairn::compaction::types::*;
+    pub use crate::strategy_bindings::cairn::compaction::types::{CompactRequest as Request, Outcome as WireOutcome, ReplacementEntry as Replacement};
 }
 
 /// Host capabilities. Each call works only if the policy grants the capability to this plugin.
 pub mod host {
-    pub use crate::strategy_bindings::cairn::compaction::{archive, log, model, tokens};
+    pub use crate::strategy_bindings::cairn::compaction::{archive, conversation, log, model, tokens};
 }
 
 use types::*;
@@ -113,6 +124,14 @@ pub trait Strategy {
     fn compact(request: CompactRequest) -> Result<Outcome, StrategyError> {
         let _ = request;
         Err(StrategyError::Failed("compact is not implemented by this plugin".into()))
+    }
+
+    /// The call as the host makes it: the conversation lent, read by index. By default every
+    /// entry is read in one batch and [`Strategy::compact`] answers. A strategy that needs
+    /// less (outlines, a few parts' text) reads only that here, and answers with
+    /// [`Replacement::Original`](types::Replacement::Original) for entries it keeps.
+    fn compact_lent(conversation: &dyn lent::Conversation, request: Request) -> Result<WireOutcome, StrategyError> {
+        lent::compact_with_every_entry(conversation, request, Self::compact)
     }
 }
 
@@ -138,9 +157,10 @@ macro_rules! export_strategy {
     ($plugin:ident) => {
         impl $crate::strategy_bindings::Guest for $plugin {
             fn compact(
-                request: $crate::types::CompactRequest,
-            ) -> Result<$crate::types::Outcome, $crate::types::StrategyError> {
-                <$plugin as $crate::Strategy>::compact(request)
+                history: &$crate::host::conversation::History,
+                request: $crate::types::Request,
+            ) -> Result<$crate::types::WireOutcome, $crate::types::StrategyError> {
+                <$plugin as $crate::Strategy>::compact_lent(history, request)
             }
         }
         $crate::strategy_bindings::__export_strategy_world!($plugin with_types_in $crate::strategy_bindings);

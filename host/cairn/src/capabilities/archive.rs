@@ -115,15 +115,32 @@ impl ArchiveCapability {
 
     /// Buffers an artifact and returns its `artifact://` URI.
     pub fn put_artifact(&mut self, content: String) -> Result<String, ArchiveError> {
-        self.gate.check(&[Capability::ArchiveWrite], "store artifacts").map_err(ArchiveError::Denied)?;
-        if content.len() > MAX_ARTIFACT_BYTES || self.bytes + content.len() > MAX_CALL_ARTIFACT_BYTES {
-            return Err(ArchiveError::TooLarge(format!("artifact too large: {} bytes (each at most {MAX_ARTIFACT_BYTES}, {MAX_CALL_ARTIFACT_BYTES} per call)", content.len())));
-        }
-        self.bytes += content.len();
+        self.admit(content.len())?;
         // Most artifacts are an output set aside whole: the entry's own text, not a second copy.
         let artifact = self.originals.find(&content).unwrap_or_else(|| content.into());
+        Ok(self.push(artifact))
+    }
+
+    /// Buffers part `index` of an entry's `parts` as an artifact, shared with the entry.
+    pub fn set_aside(&mut self, parts: &Parts, index: usize) -> Result<String, ArchiveError> {
+        let artifact = Artifact::shared(parts, index).ok_or_else(|| ArchiveError::Unavailable(format!("no part {index} to set aside")))?;
+        self.admit(artifact.len())?;
+        Ok(self.push(artifact))
+    }
+
+    /// Checks the grant and the size caps for an artifact of `bytes`.
+    fn admit(&mut self, bytes: usize) -> Result<(), ArchiveError> {
+        self.gate.check(&[Capability::ArchiveWrite], "store artifacts").map_err(ArchiveError::Denied)?;
+        if bytes > MAX_ARTIFACT_BYTES || self.bytes + bytes > MAX_CALL_ARTIFACT_BYTES {
+            return Err(ArchiveError::TooLarge(format!("artifact too large: {bytes} bytes (each at most {MAX_ARTIFACT_BYTES}, {MAX_CALL_ARTIFACT_BYTES} per call)")));
+        }
+        self.bytes += bytes;
+        Ok(())
+    }
+
+    fn push(&mut self, artifact: Artifact) -> String {
         self.pending.push(artifact);
-        Ok(ArtifactUri { archive_id: self.archive_id.clone(), index: self.first + self.pending.len() as u32 }.to_string())
+        ArtifactUri { archive_id: self.archive_id.clone(), index: self.first + self.pending.len() as u32 }.to_string()
     }
 }
 

@@ -5,6 +5,7 @@
 //! refusal the same way so the step record can name the plugin and the capability.
 
 pub mod archive;
+pub mod conversation;
 pub mod log;
 pub mod model;
 pub mod tokens;
@@ -57,7 +58,8 @@ impl Interface {
             "tokens" => Ok(Interface::Tokens),
             "model" => Ok(Interface::Model),
             "archive" => Ok(Interface::Archive),
-            "types" => return None,
+            // The entry model, and the conversation a strategy is lent: not grants.
+            "types" | "conversation" => return None,
             other => Err(format!("unknown cairn interface `{other}`")),
         })
     }

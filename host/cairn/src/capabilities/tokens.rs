@@ -37,6 +37,11 @@ impl TokensCapability {
         &self.gate
     }
 
+    /// The call's tokenizer, for counts that need no grant (a lent conversation's parts).
+    pub fn tokenizer(&self) -> Tokenizer {
+        self.tokenizer
+    }
+
     pub fn count(&mut self, text: &str) -> Result<u32, CountError> {
         self.gate.check(&[Capability::Tokens], "count tokens").map_err(CountError::Denied)?;
         if text.len() > MAX_COUNT_BYTES {

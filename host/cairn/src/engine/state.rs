@@ -4,11 +4,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use wasmtime::component::Resource;
 use wasmtime::ResourceLimiter;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxView, WasiView};
 
 use crate::capabilities::archive::Originals;
+use crate::capabilities::conversation::LentHistory;
 use crate::capabilities::{ArchiveCapability, Gate, Grants, LogCapability, ModelCapability, Refusal, TokensCapability};
 use crate::model::ModelProvider;
 use crate::storage::ArchiveView;
@@ -76,6 +78,25 @@ impl CallState {
             wasi,
             table: ResourceTable::new(),
         }
+    }
+
+    /// Lends the conversation to the call (contract 0.2.0): the handle the guest borrows.
+    pub fn lend(&mut self, history: LentHistory) -> wasmtime::Result<Resource<LentHistory>> {
+        Ok(self.table.push(history)?)
+    }
+
+    pub fn lent(&self, history: &Resource<LentHistory>) -> wasmtime::Result<&LentHistory> {
+        Ok(self.table.get(history)?)
+    }
+
+    /// The lent conversation and the archive its parts are set aside in.
+    pub fn lent_with_archive(&mut self, history: &Resource<LentHistory>) -> wasmtime::Result<(&LentHistory, &mut ArchiveCapability)> {
+        Ok((self.table.get(history)?, &mut self.archive))
+    }
+
+    pub fn give_back(&mut self, history: Resource<LentHistory>) -> wasmtime::Result<()> {
+        self.table.delete(history)?;
+        Ok(())
     }
 
     /// Every capability call refused during this call, in capability order.

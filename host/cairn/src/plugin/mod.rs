@@ -42,6 +42,11 @@ impl Plugin {
         &self.label
     }
 
+    /// The version of `cairn:compaction` it was built against, as its imports say.
+    pub fn contract(&self) -> &'static str {
+        self.pre.contract()
+    }
+
     /// A message about this plugin, worded the one way every message names a plugin.
     pub fn says(&self, what: impl std::fmt::Display) -> String {
         format!("plugin {}: {what}", self.label)
@@ -86,6 +91,8 @@ fn capability_imports(engine: &Engine, component: &Component) -> Result<(Vec<Int
             Some(Ok(interface)) => interfaces.push(interface),
             Some(Err(unknown)) => bail!("imports {unknown}"),
             None if name.starts_with("cairn:compaction/") => {}
+            // A type a world `use`s (0.2.0's `history`): no capability in it, it links or not.
+            None if matches!(item.ty, ComponentItem::Resource(_) | ComponentItem::Type(_)) => {}
             None => {
                 let kind = if matches!(item.ty, ComponentItem::ComponentFunc(_)) { "function" } else { "interface" };
                 bail!("imports the {kind} `{name}`, which no Cairn world provides");

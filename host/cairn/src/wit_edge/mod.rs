@@ -1,10 +1,13 @@
 //! The WIT edge: the only place that knows the plugin contract's generated types. One
 //! private module per contract version (`v0_1_0/`: bindings, conversions, `Host` impls,
 //! typed calls); this file picks the version a component was built against and offers calls
-//! in domain types only. Adding contract 0.2.0 means a `v0_2_0/` module beside `v0_1_0/`, a
-//! variant in [`PluginPre`] and its linkers in [`Linkers`]; 0.1.0 plugins keep loading.
+//! in domain types only. A new version is a module beside the others, a variant in
+//! [`PluginPre`] and its linkers in [`Linkers`]; plugins built against older ones keep loading.
+//! Conversions that are the same in every version are written once (`same_in_every_version`).
 
+mod same_in_every_version;
 mod v0_1_0;
+mod v0_2_0;
 
 use anyhow::{bail, Result};
 use wasmtime::component::Component;
@@ -15,30 +18,43 @@ use crate::engine::{CallState, World};
 use crate::record::{Boundary, CommitDecision, Proposal, TriggerDecision, TriggerInput};
 
 /// The contract versions this host links, oldest first.
-pub const CONTRACT_VERSIONS: &[&str] = &[v0_1_0::VERSION];
+pub const CONTRACT_VERSIONS: &[&str] = &[v0_1_0::VERSION, v0_2_0::VERSION];
 
 /// The linkers of every contract version, built once per engine.
 pub struct Linkers {
     v0_1_0: v0_1_0::Linkers,
+    v0_2_0: v0_2_0::Linkers,
 }
 
 impl Linkers {
     pub fn new(engine: &wasmtime::Engine) -> Result<Self> {
-        Ok(Linkers { v0_1_0: v0_1_0::Linkers::new(engine)? })
+        Ok(Linkers { v0_1_0: v0_1_0::Linkers::new(engine)?, v0_2_0: v0_2_0::Linkers::new(engine)? })
     }
 }
 
 /// A compiled plugin ready to instantiate, for the contract version it was built against.
 pub enum PluginPre {
     V0_1_0(v0_1_0::Pre),
+    V0_2_0(v0_2_0::Pre),
 }
 
 impl PluginPre {
     /// Links `component` as a `world` plugin of the contract version its imports name.
     pub fn new(linkers: &Linkers, engine: &wasmtime::Engine, component: &Component, world: World, uses_wasi: bool) -> Result<Self> {
         match contract_version(engine, component)?.as_deref() {
+            // Importing nothing of the contract: only a 0.1.0 strategy can (0.2.0's names the
+            // lent `history`), and the other worlds are the same in both.
             None | Some(v0_1_0::VERSION) => Ok(PluginPre::V0_1_0(v0_1_0::Pre::new(&linkers.v0_1_0, component, world, uses_wasi)?)),
+            Some(v0_2_0::VERSION) => Ok(PluginPre::V0_2_0(v0_2_0::Pre::new(&linkers.v0_2_0, component, world, uses_wasi)?)),
             Some(other) => bail!("it was built against cairn:compaction@{other}; this host links {}", CONTRACT_VERSIONS.iter().map(|v| format!("@{v}")).collect::<Vec<_>>().join(", ")),
+        }
+    }
+
+    /// The contract version the plugin was linked against (`0.1.0`, `0.2.0`).
+    pub fn contract(&self) -> &'static str {
+        match self {
+            PluginPre::V0_1_0(_) => v0_1_0::VERSION,
+            PluginPre::V0_2_0(_) => v0_2_0::VERSION,
         }
     }
 
@@ -47,18 +63,21 @@ impl PluginPre {
     pub fn compact(&self, store: &mut Store<CallState>, input: &StepInput<'_>, config: &str) -> wasmtime::Result<Result<StrategyOutput, StepError>> {
         match self {
             PluginPre::V0_1_0(pre) => pre.compact(store, input, config),
+            PluginPre::V0_2_0(pre) => pre.compact(store, input, config),
         }
     }
 
     pub fn decide_trigger(&self, store: &mut Store<CallState>, input: &TriggerInput, config: &str) -> wasmtime::Result<TriggerDecision> {
         match self {
             PluginPre::V0_1_0(pre) => pre.decide_trigger(store, input, config),
+            PluginPre::V0_2_0(pre) => pre.decide_trigger(store, input, config),
         }
     }
 
     pub fn decide_commit(&self, store: &mut Store<CallState>, boundary: &Boundary, proposal: &Proposal, config: &str) -> wasmtime::Result<CommitDecision> {
         match self {
             PluginPre::V0_1_0(pre) => pre.decide_commit(store, boundary, proposal, config),
+            PluginPre::V0_2_0(pre) => pre.decide_commit(store, boundary, proposal, config),
         }
     }
 }

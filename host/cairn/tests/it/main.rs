@@ -4,6 +4,7 @@
 mod agent_summaries;
 mod archive;
 mod chain;
+mod contract_versions;
 mod fact_check;
 mod hostile;
 mod incremental;

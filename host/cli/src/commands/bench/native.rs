@@ -41,10 +41,10 @@ pub fn shake_elide(transcript: &Transcript, window: &Window, config: &str) -> Du
     // From the host's entries to the outcome, as the Wasm path is timed: the request in the
     // SDK's types is built here as the host builds it for the component.
     let started = Instant::now();
-    let request = wit::CompactRequest {
+    let entries: Vec<wit::Entry> = transcript.entries.iter().map(entry).collect();
+    let request = wit::Request {
         purpose: wit::RequestKind::Compact,
         archive_id: "a-0000000000000000".into(),
-        entries: transcript.entries.iter().map(entry).collect(),
         protected_head: window.protected_head as u32,
         tail_start: window.tail_start as u32,
         token_target: window.token_target,
@@ -53,7 +53,8 @@ pub fn shake_elide(transcript: &Transcript, window: &Window, config: &str) -> Du
         previous_checkpoint: None,
         config: config.into(),
     };
-    let outcome = <shake_elide::ShakeElide as Strategy>::compact(request);
+    // The component's path, natively: the conversation read through the same trait.
+    let outcome = <shake_elide::ShakeElide as Strategy>::compact_lent(entries.as_slice(), request);
     let elapsed = started.elapsed();
     assert!(outcome.is_ok(), "native shake-elide failed on the bench session");
     elapsed
