@@ -7,8 +7,11 @@
 //! by a successful retry of the same call become pending work ("Unresolved error …"); failed
 //! test/build runs go to `verification.failed` instead, so nothing is listed twice.
 
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
+use aho_corasick::AhoCorasick;
 use serde::{Deserialize, Serialize};
 
 use crate::types::{Entry, Part, Role, ToolResult};
@@ -154,6 +157,29 @@ pub fn extract(entries: &[Entry], token_budget: u32) -> Checkpoint {
 /// request, after the latest longer one when it is short) comes first, then constraint
 /// sentences, newest message first; what does not fit is left out.
 pub fn extract_with(entries: &[Entry], token_budget: u32, count: &dyn Fn(&str) -> u32) -> Checkpoint {
+    extract_onto(None, entries, 0, token_budget, count)
+}
+
+/// A later checkpoint, starting from `previous`, the one whose extraction read `entries` up to
+/// and including the one with id `covered_through` (it should end a turn: no call waiting for
+/// its result). Only the entries after it are read for what accumulates (statements, files,
+/// runs, artifacts); operator intent and pending work are read where they are (every operator
+/// message, the last agent text, the calls since the operator last spoke).
+///
+/// The result is [`carry_forward`] of [`extract_with`] on all of `entries`, within the bounds
+/// each list keeps: a statement, run or artifact `previous` already dropped for space does not
+/// come back, and artifacts keep `previous`'s order. When `covered_through` is not in
+/// `entries`, that is what it computes.
+pub fn extract_since(previous: &Checkpoint, entries: &[Entry], covered_through: &str, token_budget: u32, count: &dyn Fn(&str) -> u32) -> Checkpoint {
+    match entries.iter().position(|e| e.id == covered_through) {
+        Some(at) => merge(previous, extract_onto(Some(previous), entries, at + 1, token_budget, count)),
+        None => carry_forward(Some(previous), extract_with(entries, token_budget, count)),
+    }
+}
+
+/// The extraction of `entries`, reading what accumulates only from `entries[from..]`, after
+/// what `earlier` holds (statements and runs are folded onto it; the caller merges the rest).
+fn extract_onto(earlier: Option<&Checkpoint>, entries: &[Entry], from: usize, token_budget: u32, count: &dyn Fn(&str) -> u32) -> Checkpoint {
     let operator: Vec<String> = entries.iter().filter(|e| is_operator_message(e)).map(|e| message_text(e).trim().to_string()).filter(|t| !t.is_empty()).collect();
     let mut budget = token_budget;
 
@@ -171,13 +197,15 @@ pub fn extract_with(entries: &[Entry], token_budget: u32, count: &dyn Fn(&str) -
     }
     budget = budget.saturating_sub(count(&objective));
 
-    let calls = Calls::new(entries);
-    let (files_read, files_modified) = files_touched(entries);
+    // The calls read: the new ones, and those since the operator last spoke (pending errors).
+    let since = entries.iter().rposition(is_operator_message).unwrap_or(0);
+    let first = since.min(from);
+    let calls = Calls::new(&entries[first..]);
+    let (files_read, files_modified) = calls.files(from - first);
     let mut pending: Vec<String> = requests.iter().flat_map(|r| request_items(r)).collect();
     let last_agent_text = entries.iter().rev().filter(|e| e.role == Role::Assistant).map(message_text).find(|t| !t.trim().is_empty());
     pending.extend(last_agent_text.as_deref().map(todo_lines).unwrap_or_default());
-    let since = entries.iter().rposition(is_operator_message).unwrap_or(0);
-    pending.extend(calls.unresolved_errors(since));
+    pending.extend(calls.unresolved_errors(since - first));
     let pending = dedup(pending);
 
     // The latest request's first sentence that asks for something: not "Great.", not a prohibition.
@@ -186,7 +214,7 @@ pub fn extract_with(entries: &[Entry], token_budget: u32, count: &dyn Fn(&str) -
         Some(first) => clip_ellipsis(first, 300),
         None => pending.last().cloned().unwrap_or_default(),
     };
-    let agent = agent_statements(entries);
+    let agent = agent_statements(&entries[from..], earlier);
     Checkpoint {
         root_objective: operator.first().map(|first| cairn_rules::intent::root_objective(first)).unwrap_or_default(),
         task_objective: objective,
@@ -195,8 +223,8 @@ pub fn extract_with(entries: &[Entry], token_budget: u32, count: &dyn Fn(&str) -
         rejected_hypotheses: agent.rejected,
         completed_milestones: agent.milestones,
         pending_work: pending,
-        verification: calls.verification(),
-        external_artifacts: artifacts(entries),
+        verification: calls.verification(from - first, earlier.map_or(&Verification::default(), |e| &e.verification)),
+        external_artifacts: artifacts(&entries[from..]),
         next_immediate_action,
         files_read,
         files_modified,
@@ -346,7 +374,7 @@ fn strip_list_marker(line: &str) -> Option<&str> {
 fn todo_lines(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut in_list = false;
-    for line in text.lines() {
+    for (line, marks) in marked_lines(text, statement_markers()) {
         if in_list {
             if let Some(item) = strip_list_marker(line) {
                 out.push(clip_ellipsis(item, 300));
@@ -358,8 +386,7 @@ fn todo_lines(text: &str) -> Vec<String> {
             }
         }
         let bare = strip_bullet(line);
-        let lower = bare.to_lowercase();
-        if lower.contains("todo") || starts_with_word(&lower, "next") {
+        if marks & TODO != 0 || (marks & NEXT != 0 && starts_with_word(&bare.to_lowercase(), "next")) {
             if bare.ends_with(':') || line.trim_start().starts_with('#') {
                 in_list = true;
             } else {
@@ -380,15 +407,34 @@ struct AgentStatements {
 }
 
 const MILESTONE_WORDS: &[&str] = &["Done", "Fixed", "Implemented", "Added"];
-const DECISION_MARKERS: &[&str] = &["decided to", "going with", "instead of"];
-/// "instead of" alone mostly describes; with one of these it decides.
-const CHOICE_WORDS: &[&str] = &["i'll", "i will", "we'll", "we will", "let's", "let me", "switch", "chose", "choose", "prefer", "decid", "going with"];
 /// The latest this many statements of each kind are kept.
 const MAX_STATEMENTS: usize = 20;
-const REJECTION_MARKERS: &[&str] = &["doesn't work", "doesn’t work", "does not work", "didn't work", "didn’t work", "won't work", "won’t work", "will not work"];
 
-fn agent_statements(entries: &[Entry]) -> AgentStatements {
-    let mut out = AgentStatements::default();
+markers! {
+    /// What agent text is searched for, ASCII case-insensitively.
+    STATEMENT_MARKERS {
+        DECIDED_TO = "decided to", GOING_WITH = "going with", INSTEAD_OF = "instead of",
+        // "instead of" alone mostly describes; with one of these it decides ("going with" too).
+        I_LL = "i'll", I_WILL = "i will", WE_LL = "we'll", WE_WILL = "we will", LET_S = "let's", LET_ME = "let me",
+        SWITCH = "switch", CHOSE = "chose", CHOOSE = "choose", PREFER = "prefer", DECID = "decid",
+        // Rejections, in order of preference when a sentence has several.
+        DOESNT_WORK = "doesn't work", DOESNT_WORK_Q = "doesn’t work", DOES_NOT_WORK = "does not work", DIDNT_WORK = "didn't work",
+        DIDNT_WORK_Q = "didn’t work", WONT_WORK = "won't work", WONT_WORK_Q = "won’t work", WILL_NOT_WORK = "will not work",
+        TODO = "todo", NEXT = "next",
+    }
+}
+const DECIDES: u64 = DECIDED_TO | GOING_WITH;
+const CHOICE_WORDS: u64 = I_LL | I_WILL | WE_LL | WE_WILL | LET_S | LET_ME | SWITCH | CHOSE | CHOOSE | PREFER | DECID | GOING_WITH;
+const REJECTIONS: [u64; 8] = [DOESNT_WORK, DOESNT_WORK_Q, DOES_NOT_WORK, DIDNT_WORK, DIDNT_WORK_Q, WONT_WORK, WONT_WORK_Q, WILL_NOT_WORK];
+const REJECTION: u64 = DOESNT_WORK | DOESNT_WORK_Q | DOES_NOT_WORK | DIDNT_WORK | DIDNT_WORK_Q | WONT_WORK | WONT_WORK_Q | WILL_NOT_WORK;
+
+/// The statements of `entries`, after those `earlier` holds.
+fn agent_statements(entries: &[Entry], earlier: Option<&Checkpoint>) -> AgentStatements {
+    let mut out = earlier.map_or_else(AgentStatements::default, |e| AgentStatements {
+        milestones: e.completed_milestones.clone(),
+        decisions: e.accepted_decisions.clone(),
+        rejected: e.rejected_hypotheses.clone(),
+    });
     for text in entries.iter().filter(|e| e.role == Role::Assistant).map(message_text) {
         for line in text.lines() {
             let bare = strip_bullet(line);
@@ -400,16 +446,27 @@ fn agent_statements(entries: &[Entry]) -> AgentStatements {
                 out.milestones.push(clip_ellipsis(bare, 200));
             }
         }
+        // Every marker of the message in one pass (by end offset), then each sentence's share.
+        let found: Vec<aho_corasick::Match> = statement_markers().find_overlapping_iter(&text).collect();
+        if !found.iter().any(|m| 1 << m.pattern().as_usize() & (DECIDES | INSTEAD_OF | REJECTION) != 0) {
+            continue; // no sentence of it decides or rejects
+        }
+        let mut next = 0;
         for sentence in sentences(&text) {
             let sentence = strip_bullet(sentence);
-            // ASCII folding keeps byte offsets, so a marker's position holds in the original.
-            let lower = sentence.to_ascii_lowercase();
-            let decides = |m: &&str| lower.contains(m) && (*m != "instead of" || CHOICE_WORDS.iter().any(|c| lower.contains(c)));
-            if DECISION_MARKERS.iter().any(decides) {
+            let (start, end) = (offset_in(&text, sentence), offset_in(&text, sentence) + sentence.len());
+            while found.get(next).is_some_and(|m| m.end() <= start) {
+                next += 1;
+            }
+            let inside = found[next..].iter().take_while(|m| m.end() <= end).filter(|m| m.start() >= start);
+            let marks = inside.clone().fold(0, |marks, m| marks | 1 << m.pattern().as_usize());
+            if marks & DECIDES != 0 || (marks & INSTEAD_OF != 0 && marks & CHOICE_WORDS != 0) {
                 out.decisions.push(clip_ellipsis(sentence, 300));
             }
-            if let Some((at, len)) = REJECTION_MARKERS.iter().find_map(|m| lower.find(m).map(|at| (at, m.len()))) {
-                out.rejected.push(rejection(sentence, at, len));
+            // The first kind of rejection the sentence holds, where it first does.
+            if let Some(kind) = REJECTIONS.into_iter().find(|r| marks & r != 0) {
+                let at = inside.filter(|m| 1 << m.pattern().as_usize() == kind).map(|m| m.start()).min().expect("a marked kind was found");
+                out.rejected.push(rejection(sentence, at - start, STATEMENT_MARKERS[kind.trailing_zeros() as usize].len()));
             }
         }
     }
@@ -446,18 +503,7 @@ fn push_new<T: PartialEq>(mut list: Vec<T>, item: T) -> Vec<T> {
 /// The files that successful tool calls read and modified, in first-touch order. As in Pi, a
 /// file that was modified is listed only under modified.
 pub fn files_touched(entries: &[Entry]) -> (Vec<String>, Vec<String>) {
-    let calls = Calls::new(entries);
-    let (mut read, mut modified) = (Vec::new(), Vec::new());
-    for call in calls.list.into_iter().filter(|c| !c.result.is_some_and(|r| r.is_error)) {
-        match call.op {
-            Some((FileOp::Read, paths)) => read.extend(paths),
-            Some((FileOp::Modify, paths)) => modified.extend(paths),
-            None => {}
-        }
-    }
-    let modified = unique(modified);
-    let read = unique(read).into_iter().filter(|p| !modified.contains(p)).collect();
-    (read, modified)
+    Calls::new(entries).files(0)
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -472,9 +518,13 @@ const WRITE_TOOLS: &[&str] = &["write", "write_file", "edit", "edit_file", "mult
 /// What a tool call does to files, and which files.
 fn file_op(name: &str, args: &str) -> Option<(FileOp, Vec<String>)> {
     let name = name.to_lowercase();
+    let editor = name == "str_replace_editor" || name == "str_replace_based_edit_tool";
+    if !editor && !READ_TOOLS.contains(&name.as_str()) && !WRITE_TOOLS.contains(&name.as_str()) {
+        return None; // not a file tool: its arguments are not parsed for nothing
+    }
     let value: Option<serde_json::Value> = serde_json::from_str(args).ok();
     let arg = |key: &str| value.as_ref().and_then(|v| v.get(key)).and_then(|v| v.as_str());
-    let op = if name == "str_replace_editor" || name == "str_replace_based_edit_tool" {
+    let op = if editor {
         // OpenHands / Anthropic text editor: the command says what happens.
         if arg("command")? == "view" {
             FileOp::Read
@@ -483,10 +533,8 @@ fn file_op(name: &str, args: &str) -> Option<(FileOp, Vec<String>)> {
         }
     } else if READ_TOOLS.contains(&name.as_str()) {
         FileOp::Read
-    } else if WRITE_TOOLS.contains(&name.as_str()) {
-        FileOp::Modify
     } else {
-        return None;
+        FileOp::Modify
     };
     let mut paths: Vec<String> = ["path", "file_path", "filePath", "filename"].iter().find_map(|k| arg(k)).map(|p| vec![p.to_string()]).unwrap_or_default();
     if paths.is_empty() && op == FileOp::Modify {
@@ -537,34 +585,51 @@ impl<'a> Calls<'a> {
         Calls { list }
     }
 
+    /// [`files_touched`] by the calls of entries from `from` on.
+    fn files(&self, from: usize) -> (Vec<String>, Vec<String>) {
+        let (mut read, mut modified) = (Vec::new(), Vec::new());
+        for call in self.list.iter().filter(|c| c.at >= from && !c.result.is_some_and(|r| r.is_error)) {
+            match &call.op {
+                Some((FileOp::Read, paths)) => read.extend(paths.iter().cloned()),
+                Some((FileOp::Modify, paths)) => modified.extend(paths.iter().cloned()),
+                None => {}
+            }
+        }
+        let modified = unique(modified);
+        let read = unique(read).into_iter().filter(|p| !modified.contains(p)).collect();
+        (read, modified)
+    }
+
     /// Each test/build command's latest run with a recognisable outcome (a later run whose
-    /// output says nothing, e.g. filtered through `grep`, does not undo it).
-    fn verification(&self) -> Verification {
-        let mut runs: Vec<(String, Verdict)> = Vec::new();
-        for call in &self.list {
+    /// output says nothing, e.g. filtered through `grep`, does not undo it): the runs of entries
+    /// from `from` on, after those of `earlier`.
+    fn verification(&self, from: usize, earlier: &Verification) -> Verification {
+        // Per outcome (passed, failed, not run): each run's command where it was read here, and its item.
+        let mut lists: [Vec<(Option<String>, String)>; 3] = [&earlier.passed, &earlier.failed, &earlier.not_run].map(|l| l.iter().map(|item| (None, item.clone())).collect());
+        for call in self.list.iter().filter(|c| c.at >= from) {
             let Some(command) = call.command.as_deref().map(run_key).filter(|c| is_check_command(c)) else { continue };
             let verdict = call.result.map(|r| verdict(&r.content, r.is_error)).unwrap_or(Verdict::Unknown);
-            if let Some(at) = runs.iter().position(|(c, _)| *c == command) {
-                if verdict == Verdict::Unknown && runs[at].1 != Verdict::Unknown {
+            let shown = clip_ellipsis(&command, 200);
+            // An earlier checkpoint's item is known by its text: `command` or `command — why`.
+            let same = |(key, item): &(Option<String>, String)| match key {
+                Some(key) => *key == command,
+                None => *item == shown || item.strip_prefix(shown.as_str()).is_some_and(|rest| rest.starts_with(" — ")),
+            };
+            if let Some((list, at)) = (0..3).find_map(|l| lists[l].iter().position(same).map(|at| (l, at))) {
+                if verdict == Verdict::Unknown && list != 2 {
                     continue;
                 }
-                runs.remove(at);
+                lists[list].remove(at);
             }
-            runs.push((command, verdict));
+            let (list, item) = match verdict {
+                Verdict::Passed(why) => (0, format!("{shown} — {why}")),
+                Verdict::Failed(why) => (1, format!("{shown} — {why}")),
+                Verdict::Unknown => (2, shown),
+            };
+            lists[list].push((Some(command), item));
         }
-        let mut v = Verification::default();
-        for (command, verdict) in runs {
-            let command = clip_ellipsis(&command, 200);
-            match verdict {
-                Verdict::Passed(why) => v.passed.push(format!("{command} — {why}")),
-                Verdict::Failed(why) => v.failed.push(format!("{command} — {why}")),
-                Verdict::Unknown => v.not_run.push(command),
-            }
-        }
-        for list in [&mut v.passed, &mut v.failed, &mut v.not_run] {
-            *list = latest(std::mem::take(list), MAX_RUNS);
-        }
-        v
+        let [passed, failed, not_run] = lists.map(|list| latest(list.into_iter().map(|(_, item)| item).collect(), MAX_RUNS));
+        Verification { passed, failed, not_run }
     }
 
     /// Error results since the operator last spoke (earlier ones were answered by the operator
@@ -582,8 +647,9 @@ impl<'a> Calls<'a> {
             let retried = self.list[i + 1..].iter().any(|l| l.name == call.name && subject(l) == key && l.result.is_some_and(|r| !r.is_error));
             if !retried {
                 // The line that names the error, else the first line.
-                let lines = || result.content.lines().map(str::trim).filter(|l| !l.is_empty());
-                let line = lines().find(|l| l.to_lowercase().contains("error")).or_else(|| lines().next()).unwrap_or("(no output)");
+                let lines = marked_lines(&result.content, output_markers());
+                let lines = || lines.iter().map(|&(l, marks)| (l.trim(), marks)).filter(|(l, _)| !l.is_empty());
+                let line = lines().find(|(_, marks)| marks & ERROR != 0).or_else(|| lines().next()).map_or("(no output)", |(l, _)| l);
                 let what = if key.is_empty() { call.name.clone() } else { format!("{} `{}`", call.name, clip_ellipsis(&key, 120)) };
                 out.push(format!("Unresolved error from {what}: {}", clip_ellipsis(line, 200)));
             }
@@ -643,35 +709,51 @@ enum Verdict {
     Unknown,
 }
 
+markers! {
+    /// What run output is searched for, ASCII case-insensitively.
+    OUTPUT_MARKERS {
+        TEST_RESULT_FAILED = "test result: failed", ERROR_CODE = "error[e", COULD_NOT_COMPILE = "error: could not compile", BUILD_FAILED = "build failed",
+        TRACEBACK = "traceback (most recent call last)",
+        FAILED = "failed", FAILURES = "failures", FAILING = "failing", ERRORS = "errors", ERROR = "error", FAIL = "fail", PASSED = "passed", PASSING = "passing",
+        EXIT_CODE = "exit code", EXITED_WITH_CODE = "exited with code", EXIT_STATUS = "exit status", EXIT_CODE_KEY = "exit_code", EXITCODE = "exitcode", RETURNCODE = "returncode",
+        TEST_RESULT_OK = "test result: ok", ALL_TESTS_PASSED = "all tests passed", OK = "ok", FINISHED = "finished", TARGETS = "target(s)", BUILD_SUCCEEDED = "build succeeded",
+    }
+}
+const EXIT_MARKERS: u64 = EXIT_CODE | EXITED_WITH_CODE | EXIT_STATUS | EXIT_CODE_KEY | EXITCODE | RETURNCODE;
+
 /// Classifies a run by its output: any failure signal wins over success signals.
 fn verdict(content: &str, is_error: bool) -> Verdict {
+    let lines: Vec<(&str, u64)> = marked_lines(content, output_markers()).into_iter().map(|(l, marks)| (l.trim(), marks)).filter(|(l, _)| !l.is_empty()).collect();
     let mut passed: Option<&str> = None;
-    for line in content.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let lower = line.to_lowercase();
-        let fails = lower.contains("test result: failed")
+    for &(line, marks) in &lines {
+        let has = |m: u64| marks & m != 0;
+        // Lowercased only where a marker's surroundings decide.
+        let lower = OnceCell::new();
+        let lower = || lower.get_or_init(|| line.to_lowercase()).as_str();
+        let counted = |m: u64, word: &str| has(m) && count_before(lower(), word) > 0;
+        let exit = || if has(EXIT_MARKERS) { exit_code(lower()) } else { None };
+        let fails = has(TEST_RESULT_FAILED)
             || line.starts_with("FAILED")
             || line == "FAIL"
             || line.starts_with("FAIL ")
             || line.starts_with("FAIL\t")
             || line.starts_with("--- FAIL")
-            || lower.contains("error[e")
-            || lower.contains("error: could not compile")
-            || lower.contains("build failed")
-            || lower.contains("traceback (most recent call last)")
-            || ["failed", "failures", "failing", "errors", "error"].iter().any(|w| count_before(&lower, w) > 0)
-            || exit_code(&lower).is_some_and(|c| c != 0);
+            || has(ERROR_CODE | COULD_NOT_COMPILE | BUILD_FAILED | TRACEBACK)
+            || [(FAILED, "failed"), (FAILURES, "failures"), (FAILING, "failing"), (ERRORS, "errors"), (ERROR, "error")].into_iter().any(|(m, w)| counted(m, w))
+            || exit().is_some_and(|c| c != 0);
         if fails {
             return Verdict::Failed(clip_ellipsis(line, 200));
         }
-        let passes = lower.contains("test result: ok")
-            || count_before(&lower, "passed") > 0
-            || count_before(&lower, "passing") > 0
-            || exit_code(&lower) == Some(0)
-            || lower.contains("all tests passed")
-            || lower == "ok"
+        let passes = has(TEST_RESULT_OK)
+            || counted(PASSED, "passed")
+            || counted(PASSING, "passing")
+            || exit() == Some(0)
+            || has(ALL_TESTS_PASSED)
+            // At most two chars lowercase to "ok" (a line of 8 bytes at most).
+            || (has(OK) && line.len() <= 8 && lower() == "ok")
             || (line.starts_with("ok ") || line.starts_with("ok\t"))
-            || (lower.starts_with("finished") && lower.contains("target(s)"))
-            || lower.contains("build succeeded");
+            || (has(FINISHED) && has(TARGETS) && lower().starts_with("finished"))
+            || has(BUILD_SUCCEEDED);
         if passes {
             passed = Some(line);
         }
@@ -679,8 +761,7 @@ fn verdict(content: &str, is_error: bool) -> Verdict {
     match (is_error, passed) {
         (true, _) => {
             // The line that says what failed, else the last (often the exit status).
-            let lines = || content.lines().map(str::trim).filter(|l| !l.is_empty());
-            let line = lines().find(|l| ["error", "fail"].iter().any(|w| l.to_lowercase().contains(w))).or_else(|| lines().next_back());
+            let line = lines.iter().find(|(_, marks)| marks & (ERROR | FAIL) != 0).or(lines.last()).map(|(l, _)| *l);
             Verdict::Failed(clip_ellipsis(line.unwrap_or("error"), 200))
         }
         (false, Some(line)) => Verdict::Passed(clip_ellipsis(line, 200)),
@@ -734,8 +815,11 @@ fn artifacts(entries: &[Entry]) -> Vec<ExternalArtifact> {
                 _ => vec![],
             };
             for uri in texts.into_iter().flat_map(find_uris) {
-                if out.len() < MAX_ARTIFACTS && seen.insert(uri.to_string()) {
+                if seen.insert(uri.to_string()) {
                     out.push(ExternalArtifact { name: uri_name(uri), uri: uri.to_string() });
+                    if out.len() == MAX_ARTIFACTS {
+                        return out;
+                    }
                 }
             }
         }
@@ -744,16 +828,24 @@ fn artifacts(entries: &[Entry]) -> Vec<ExternalArtifact> {
 }
 
 fn find_uris(text: &str) -> Vec<&str> {
+    // One needle every scheme ends with (a substring search, fast), then the scheme before it.
+    static SEPARATOR: OnceLock<AhoCorasick> = OnceLock::new();
+    let separator = SEPARATOR.get_or_init(|| AhoCorasick::new(["://"]).expect("a fixed needle builds"));
+    let scheme_at = |at: usize| ["https", "http", "artifact"].into_iter().find(|s| text[..at].ends_with(s)).map(|s| (at - s.len(), s.len() + 3));
     let mut out = Vec::new();
     let mut from = 0;
-    while let Some(at) = ["https://", "http://", "artifact://"].iter().filter_map(|s| text[from..].find(s).map(|i| (from + i, s.len()))).min() {
-        let (start, scheme) = at;
+    let mut search = 0;
+    while let Some(found) = separator.find(aho_corasick::Input::new(text).span(search..text.len())) {
+        search = found.start() + 1;
+        // A scheme before `from` is inside the URI before.
+        let Some((start, scheme)) = scheme_at(found.start()).filter(|(start, _)| *start >= from) else { continue };
         let len = text[start..].find(|c: char| c.is_whitespace() || "\"'<>`)]}|\\".contains(c)).unwrap_or(text.len() - start);
         let uri = text[start..start + len].trim_end_matches(['.', ',', ';', ':', '!', '?']);
         if uri.len() > scheme {
             out.push(uri);
         }
         from = start + len.max(scheme);
+        search = search.max(from);
     }
     out
 }
@@ -766,6 +858,66 @@ fn uri_name(uri: &str) -> String {
 }
 
 // ---- text -------------------------------------------------------------------------------------
+
+/// A list of marker strings (`$list`) and, for each, a bit (`1 << index`) named `$name`: the
+/// marks of a text are the bits of the markers it holds.
+macro_rules! markers {
+    ($(#[$doc:meta])* $list:ident { $($name:ident = $text:literal),* $(,)? }) => {
+        $(#[$doc])*
+        const $list: &[&str] = &[$($text),*];
+        markers!(@bits 0; $($name)*);
+    };
+    (@bits $n:expr; $name:ident $($rest:ident)*) => {
+        const $name: u64 = 1 << ($n);
+        markers!(@bits $n + 1; $($rest)*);
+    };
+    (@bits $n:expr;) => {};
+}
+use markers;
+
+fn ascii_case_insensitive(markers: &[&str]) -> AhoCorasick {
+    AhoCorasick::builder().ascii_case_insensitive(true).build(markers).expect("fixed markers build")
+}
+
+fn output_markers() -> &'static AhoCorasick {
+    static BUILT: OnceLock<AhoCorasick> = OnceLock::new();
+    BUILT.get_or_init(|| ascii_case_insensitive(OUTPUT_MARKERS))
+}
+
+fn statement_markers() -> &'static AhoCorasick {
+    static BUILT: OnceLock<AhoCorasick> = OnceLock::new();
+    BUILT.get_or_init(|| ascii_case_insensitive(STATEMENT_MARKERS))
+}
+
+/// The non-ASCII chars whose lowercase holds ASCII (the Kelvin sign → "k", "İ" → "i̇"): where a
+/// text has one, ASCII case folding finds less than `to_lowercase` would.
+const FOLDS_TO_ASCII: [char; 2] = ['\u{130}', '\u{212A}'];
+
+/// Each line of `text` with the marks of the markers it holds, as `line.to_lowercase()` would
+/// contain them: one pass over the whole text (markers hold no line break, so each match lies
+/// in one line).
+fn marked_lines<'t>(text: &'t str, markers: &AhoCorasick) -> Vec<(&'t str, u64)> {
+    let mark = |found: aho_corasick::Match| 1u64 << found.pattern().as_usize();
+    if text.contains(FOLDS_TO_ASCII) {
+        return text.lines().map(|line| (line, markers.find_overlapping_iter(&line.to_lowercase()).fold(0, |marks, m| marks | mark(m)))).collect();
+    }
+    let mut found = markers.find_overlapping_iter(text).peekable();
+    text.lines()
+        .map(|line| {
+            let end = offset_in(text, line) + line.len();
+            let mut marks = 0;
+            while let Some(m) = found.next_if(|m| m.end() <= end) {
+                marks |= mark(m);
+            }
+            (line, marks)
+        })
+        .collect()
+}
+
+/// Where `part`, a slice of `text`, starts in it.
+fn offset_in(text: &str, part: &str) -> usize {
+    part.as_ptr() as usize - text.as_ptr() as usize
+}
 
 fn starts_with_word(lower: &str, word: &str) -> bool {
     lower.strip_prefix(word).is_some_and(|rest| !rest.starts_with(char::is_alphanumeric))
@@ -792,6 +944,10 @@ fn dedup(items: Vec<String>) -> Vec<String> {
     let mut seen = HashSet::new();
     items.into_iter().filter(|i| seen.insert(normalize(i))).collect()
 }
+
+#[cfg(test)]
+#[path = "../tests/support/pi.rs"]
+mod pi_sessions;
 
 #[cfg(test)]
 mod tests {
@@ -874,6 +1030,202 @@ mod tests {
         assert_eq!(keys, fields);
         assert!(schema["properties"]["root_objective"].is_object());
         assert_eq!(cp.root_objective, FIRST_REQUEST.trim());
+    }
+
+    #[test]
+    fn markers_match_whatever_the_case() {
+        let failed = |out: &str| matches!(verdict(out, false), Verdict::Failed(_));
+        let passed = |out: &str| matches!(verdict(out, false), Verdict::Passed(_));
+        assert!(failed("TEST RESULT: FAILED. 1 passed; 2 failed") && failed("Error[E0308]: mismatched types") && failed("Build Failed"));
+        assert!(failed("3 FAILED, 1 passed") && failed("Exit Code: 2") && !failed("exit code: 0"));
+        assert!(passed("ALL TESTS PASSED") && passed("Ok") && passed("FINISHED `dev` profile target(s) in 1s") && passed("12 PASSED"));
+        // A Kelvin sign lowercases to "k", as `to_lowercase` reads it.
+        assert!(failed("TRACEBAC\u{212A} (most recent call last):"));
+        assert!(matches!(verdict("Segfault\nNo ERROR here\nlast", true), Verdict::Failed(line) if line == "No ERROR here"));
+        let agent = agent_statements(&[agent("We DECIDED TO keep it. Going With plan B. LET'S use X Instead Of Y. Regex DOESN'T WORK because of nesting.")], None);
+        assert_eq!(agent.decisions, ["We DECIDED TO keep it.", "Going With plan B.", "LET'S use X Instead Of Y."]);
+        assert_eq!(agent.rejected, [RejectedHypothesis { approach: "Regex".into(), reason: "of nesting.".into() }]);
+        assert_eq!(todo_lines("ToDo: docs\nNEXT: release\nnextgen is out"), ["ToDo: docs", "NEXT: release"]);
+    }
+
+    /// Where a text holds none of these, ASCII case folding finds what `to_lowercase` does.
+    #[test]
+    fn only_two_chars_lowercase_to_ascii() {
+        let folding: Vec<char> = (0..=char::MAX as u32).filter_map(char::from_u32).filter(|c| !c.is_ascii() && c.to_lowercase().any(|l| l.is_ascii())).collect();
+        assert_eq!(folding, FOLDS_TO_ASCII);
+    }
+
+    /// The code the matchers replaced, as it was: the oracle on recorded sessions.
+    mod before {
+        use super::super::*;
+
+        pub fn verdict(content: &str, is_error: bool) -> Verdict {
+            let mut passed: Option<&str> = None;
+            for line in content.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                let lower = line.to_lowercase();
+                let fails = lower.contains("test result: failed")
+                    || line.starts_with("FAILED")
+                    || line == "FAIL"
+                    || line.starts_with("FAIL ")
+                    || line.starts_with("FAIL\t")
+                    || line.starts_with("--- FAIL")
+                    || lower.contains("error[e")
+                    || lower.contains("error: could not compile")
+                    || lower.contains("build failed")
+                    || lower.contains("traceback (most recent call last)")
+                    || ["failed", "failures", "failing", "errors", "error"].iter().any(|w| count_before(&lower, w) > 0)
+                    || exit_code(&lower).is_some_and(|c| c != 0);
+                if fails {
+                    return Verdict::Failed(clip_ellipsis(line, 200));
+                }
+                let passes = lower.contains("test result: ok")
+                    || count_before(&lower, "passed") > 0
+                    || count_before(&lower, "passing") > 0
+                    || exit_code(&lower) == Some(0)
+                    || lower.contains("all tests passed")
+                    || lower == "ok"
+                    || (line.starts_with("ok ") || line.starts_with("ok\t"))
+                    || (lower.starts_with("finished") && lower.contains("target(s)"))
+                    || lower.contains("build succeeded");
+                if passes {
+                    passed = Some(line);
+                }
+            }
+            match (is_error, passed) {
+                (true, _) => {
+                    let lines = || content.lines().map(str::trim).filter(|l| !l.is_empty());
+                    let line = lines().find(|l| ["error", "fail"].iter().any(|w| l.to_lowercase().contains(w))).or_else(|| lines().next_back());
+                    Verdict::Failed(clip_ellipsis(line.unwrap_or("error"), 200))
+                }
+                (false, Some(line)) => Verdict::Passed(clip_ellipsis(line, 200)),
+                (false, None) => Verdict::Unknown,
+            }
+        }
+
+        /// Decisions and rejections of one agent text.
+        pub fn statements(text: &str) -> (Vec<String>, Vec<RejectedHypothesis>) {
+            const DECISION_MARKERS: &[&str] = &["decided to", "going with", "instead of"];
+            const CHOICE_WORDS: &[&str] = &["i'll", "i will", "we'll", "we will", "let's", "let me", "switch", "chose", "choose", "prefer", "decid", "going with"];
+            const REJECTION_MARKERS: &[&str] = &["doesn't work", "doesn’t work", "does not work", "didn't work", "didn’t work", "won't work", "won’t work", "will not work"];
+            let (mut decisions, mut rejected) = (Vec::new(), Vec::new());
+            for sentence in sentences(text) {
+                let sentence = strip_bullet(sentence);
+                let lower = sentence.to_ascii_lowercase();
+                let decides = |m: &&str| lower.contains(m) && (*m != "instead of" || CHOICE_WORDS.iter().any(|c| lower.contains(c)));
+                if DECISION_MARKERS.iter().any(decides) {
+                    decisions.push(clip_ellipsis(sentence, 300));
+                }
+                if let Some((at, len)) = REJECTION_MARKERS.iter().find_map(|m| lower.find(m).map(|at| (at, m.len()))) {
+                    rejected.push(rejection(sentence, at, len));
+                }
+            }
+            (decisions, rejected)
+        }
+
+        pub fn todo_lines(text: &str) -> Vec<String> {
+            let mut out = Vec::new();
+            let mut in_list = false;
+            for line in text.lines() {
+                if in_list {
+                    if let Some(item) = strip_list_marker(line) {
+                        out.push(clip_ellipsis(item, 300));
+                        continue;
+                    }
+                    in_list = line.trim().is_empty();
+                    if in_list {
+                        continue;
+                    }
+                }
+                let bare = strip_bullet(line);
+                let lower = bare.to_lowercase();
+                if lower.contains("todo") || starts_with_word(&lower, "next") {
+                    if bare.ends_with(':') || line.trim_start().starts_with('#') {
+                        in_list = true;
+                    } else {
+                        out.push(clip_ellipsis(bare, 300));
+                    }
+                }
+            }
+            out
+        }
+
+        pub fn find_uris(text: &str) -> Vec<&str> {
+            let mut out = Vec::new();
+            let mut from = 0;
+            while let Some(at) = ["https://", "http://", "artifact://"].iter().filter_map(|s| text[from..].find(s).map(|i| (from + i, s.len()))).min() {
+                let (start, scheme) = at;
+                let len = text[start..].find(|c: char| c.is_whitespace() || "\"'<>`)]}|\\".contains(c)).unwrap_or(text.len() - start);
+                let uri = text[start..start + len].trim_end_matches(['.', ',', ';', ':', '!', '?']);
+                if uri.len() > scheme {
+                    out.push(uri);
+                }
+                from = start + len.max(scheme);
+            }
+            out
+        }
+    }
+
+    /// Every text of the recorded sessions (and a few made to be awkward) reads the same with
+    /// one pass of the matchers as with the lowercase copies and searches they replaced.
+    #[test]
+    fn the_matchers_find_what_the_searches_they_replaced_found() {
+        let awkward = [
+            "BUİLD FAİLED\nTRACEBAC\u{212A} (most recent call last)\n2 errors",
+            "see https://a.dev/x and http://b.dev, artifact://a-1/2. xhttps://c.dev https://",
+            "http://https://x.dev/ ftp://no artifact:// https://d.dev/a\"b",
+            "I'll use A instead of B. It didn’t work: no. Doesn't work, because it won’t work because.",
+            "- [x] TODO one\n## Next steps\n1. a\n\nnext: b\r\nNext!",
+        ];
+        let mut texts: Vec<(String, bool)> = awkward.iter().map(|t| (t.to_string(), true)).collect();
+        for (_, entries) in pi_sessions::sessions() {
+            for entry in &entries {
+                texts.push((message_text(entry), false));
+                for part in &entry.parts {
+                    match part {
+                        Part::ToolResult(r) => texts.push((r.content.clone(), r.is_error)),
+                        Part::ToolCall(c) => texts.push((c.args.clone(), false)),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        for (text, is_error) in &texts {
+            assert_eq!(verdict(text, *is_error), before::verdict(text, *is_error), "{text}");
+            let now = agent_statements(&[agent(text)], None);
+            let (decisions, rejected) = before::statements(text);
+            assert_eq!((latest(dedup(decisions), MAX_STATEMENTS), latest(rejected.into_iter().fold(vec![], push_new), MAX_STATEMENTS)), (now.decisions, now.rejected), "{text}");
+            assert_eq!(todo_lines(text), before::todo_lines(text), "{text}");
+            assert_eq!(find_uris(text), before::find_uris(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_later_checkpoint_reads_only_what_is_new_and_holds_what_a_whole_extraction_holds() {
+        let mut entries = session();
+        entries.iter_mut().enumerate().for_each(|(n, e)| e.id = format!("e{n}"));
+        // The next turn runs the tests again (failing now) and a lint the first turn never ran.
+        entries.push(operator("Run the tests again, then lint."));
+        entries.extend(tool("c9", "bash", r#"{"command":"cargo test"}"#, Some(("test result: FAILED. 2 passed; 1 failed", false))));
+        entries.extend(tool("c10", "bash", r#"{"command":"npm run lint"}"#, Some(("✓ 0 problems\nProcess exited with code 0", false))));
+        entries.push(agent("Fixed the lint warnings. Going with the old lexer."));
+        for covered in entries.iter().enumerate().filter(|(_, e)| is_operator_message(e)).map(|(at, _)| at) {
+            let previous = extract_with(&entries[..covered], 4000, &quarter);
+            let later = extract_since(&previous, &entries, &entries[covered - 1].id, 4000, &quarter);
+            assert_eq!(later, extract_with(&entries, 4000, &quarter), "covered through {covered}");
+        }
+        let last_turn = entries.iter().rposition(is_operator_message).unwrap();
+        let through = entries[last_turn - 1].id.clone();
+        let cp = extract_since(&extract_with(&entries[..last_turn], 4000, &quarter), &entries, &through, 4000, &quarter);
+        assert_eq!(cp.verification.failed, ["cargo test — test result: FAILED. 2 passed; 1 failed"]);
+        assert_eq!(cp.verification.passed, ["npm run lint — Process exited with code 0"]);
+        assert!(cp.verification.not_run.is_empty(), "the lint ran since");
+        assert_eq!(cp.completed_milestones, ["Fixed the parser: nested braces now parse.", "Fixed the lint warnings. Going with the old lexer."]);
+        assert_eq!(cp.accepted_decisions, ["I decided to write a small recursive descent parser.", "Going with the old lexer."]);
+        // What the previous checkpoint holds from entries no longer present stays.
+        let earlier = Checkpoint { negative_constraints: vec!["Keep the MSRV.".into()], files_modified: vec!["build.rs".into()], ..Default::default() };
+        let cp = extract_since(&merge(&earlier, extract_with(&entries[..last_turn], 4000, &quarter)), &entries[1..], &through, 4000, &quarter);
+        assert_eq!(cp.negative_constraints[0], "Keep the MSRV.");
+        assert_eq!(cp.files_modified, ["build.rs", "src/parser.rs"]);
     }
 
     #[test]

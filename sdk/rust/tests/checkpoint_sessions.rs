@@ -1,0 +1,94 @@
+//! The deterministic checkpoint extraction on recorded Pi sessions (`../shared/transcripts/pi/`,
+//! skipped where they are absent): what it finds, and what an extraction that starts from the
+//! previous checkpoint finds.
+
+use std::time::Instant;
+
+use cairn_sdk::types;
+#[path = "support/pi.rs"]
+mod pi;
+use pi::sessions;
+
+use cairn_sdk::checkpoint::{self, Checkpoint};
+
+fn quarter(text: &str) -> u32 {
+    text.chars().count().div_ceil(4) as u32
+}
+
+fn median_ms(mut runs: Vec<f64>) -> f64 {
+    runs.sort_by(f64::total_cmp);
+    runs[runs.len() / 2]
+}
+
+fn timed(runs: usize, mut f: impl FnMut()) -> f64 {
+    median_ms(
+        (0..runs)
+            .map(|_| {
+                let started = Instant::now();
+                f();
+                started.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect(),
+    )
+}
+
+/// Where a turn starts: before each operator message.
+fn turn_starts(entries: &[types::Entry]) -> Vec<usize> {
+    entries.iter().enumerate().filter(|(_, e)| e.origin == types::Origin::Operator).map(|(at, _)| at).filter(|&at| at > 0).collect()
+}
+
+/// Equal, artifacts in any order (a later checkpoint keeps the previous one's first).
+fn assert_same_content(mut later: Checkpoint, mut whole: Checkpoint, what: &str) {
+    later.external_artifacts.sort_by(|a, b| a.uri.cmp(&b.uri));
+    whole.external_artifacts.sort_by(|a, b| a.uri.cmp(&b.uri));
+    assert_eq!(later, whole, "{what}");
+}
+
+/// Turn by turn through the recorded sessions, each checkpoint extracted from the one before
+/// (reading only the entries since) holds what an extraction of the whole history holds
+/// (checked at every 5th turn).
+#[test]
+fn a_later_checkpoint_from_the_previous_one_holds_what_a_whole_extraction_holds() {
+    for (name, entries) in sessions() {
+        let starts = turn_starts(&entries);
+        let Some(&first) = starts.first() else { continue };
+        let mut covered = first;
+        let mut previous = checkpoint::extract_with(&entries[..covered], 4000, &quarter);
+        for (n, &upto) in starts[1..].iter().enumerate() {
+            let later = checkpoint::extract_since(&previous, &entries[..upto], &entries[covered - 1].id, 4000, &quarter);
+            if n % 5 == 0 {
+                assert_same_content(later.clone(), checkpoint::extract_with(&entries[..upto], 4000, &quarter), &format!("{name}, turn {n}: entries {covered}..{upto}"));
+            }
+            (previous, covered) = (later, upto);
+        }
+        // The last tenth at once, and an id the entries do not hold (the whole extraction).
+        let covered = entries.len() * 9 / 10;
+        let covered = starts.iter().copied().find(|&at| at >= covered).unwrap_or(covered);
+        let previous = checkpoint::extract_with(&entries[..covered], 4000, &quarter);
+        let whole = checkpoint::extract_with(&entries, 4000, &quarter);
+        assert_same_content(checkpoint::extract_since(&previous, &entries, &entries[covered - 1].id, 4000, &quarter), whole.clone(), &format!("{name}: the last tenth"));
+        assert_eq!(checkpoint::extract_since(&previous, &entries, "no-such-id", 4000, &quarter), checkpoint::carry_forward(Some(&previous), whole));
+    }
+}
+
+/// What reading only the new entries saves, per recorded session (`cargo test --release --test
+/// checkpoint_sessions -- --ignored --nocapture`): the whole extraction, and the later one after
+/// the previous checkpoint covered all but the last tenth or all but the last turn.
+#[test]
+#[ignore = "prints timings"]
+fn later_extraction_timings() {
+    let runs = std::env::var("RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(21);
+    for (name, entries) in sessions() {
+        let starts = turn_starts(&entries);
+        let whole = timed(runs, || drop(std::hint::black_box(checkpoint::extract_with(&entries, 4000, &quarter))));
+        let mut line = format!("{name}: {} entries, whole {whole:.2} ms", entries.len());
+        for (label, covered) in [("last tenth", starts.iter().copied().find(|&at| at >= entries.len() * 9 / 10)), ("last turn", starts.last().copied())] {
+            let Some(covered) = covered else { continue };
+            let previous = checkpoint::extract_with(&entries[..covered], 4000, &quarter);
+            let id = &entries[covered - 1].id;
+            let later = timed(runs, || drop(std::hint::black_box(checkpoint::extract_since(&previous, &entries, id, 4000, &quarter))));
+            line.push_str(&format!(", from the previous ({label}, {} new entries) {later:.2} ms", entries.len() - covered));
+        }
+        println!("{line}");
+    }
+}
