@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use cairn_sdk::lent::Conversation;
+use cairn_sdk::lent::{Batched, Conversation};
 use cairn_sdk::types::*;
 use cairn_sdk::{count_tokens, log_info, parse_config, placeholder_text, recount, store_artifact, Strategy};
 use serde::Deserialize;
@@ -21,11 +21,20 @@ struct Config {
     protected_tools: Vec<String>,
     /// Tools that read a file; a read followed by a later read or edit of the same path is stale.
     read_tools: Vec<String>,
+    /// Read the window's entries in one batch instead of only the texts a decision needs
+    /// (`cairn bench` measures both ways of reading the lent conversation).
+    read_window_in_one_batch: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { min_tokens: 200, fence_min_tokens: 400, protected_tools: Vec::new(), read_tools: ["read", "Read", "read_file", "view", "cat"].map(String::from).to_vec() }
+        Config {
+            min_tokens: 200,
+            fence_min_tokens: 400,
+            protected_tools: Vec::new(),
+            read_tools: ["read", "Read", "read_file", "view", "cat"].map(String::from).to_vec(),
+            read_window_in_one_batch: false,
+        }
     }
 }
 
@@ -42,6 +51,14 @@ impl Strategy for ShakeElide {
         let calls = tool_calls(&outlines);
         let last_touch = last_touch_by_path(&outlines);
         let window = request.protected_head as usize..(request.tail_start as usize).min(outlines.len());
+        let batched;
+        let conversation = match config.read_window_in_one_batch {
+            true => {
+                batched = Batched::new(conversation, window.start as u32, window.end as u32);
+                &batched as &dyn Conversation
+            }
+            false => conversation,
+        };
 
         let mut changed: Vec<(usize, Entry)> = Vec::new();
         // Pinned entries must come through unchanged; the host checks it.
@@ -242,6 +259,68 @@ cairn_sdk::export_strategy!(ShakeElide);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct CharsHost;
+
+    impl cairn_sdk::native::Host for CharsHost {
+        fn count_tokens(&self, text: &str) -> u32 {
+            text.len() as u32 / 4
+        }
+        fn put_artifact(&self, content: &str) -> Result<String, String> {
+            Ok(format!("artifact://a-0/{}", content.len()))
+        }
+        fn log(&self, _: cairn_sdk::host::log::Level, _: &str) {}
+    }
+
+    fn entry(id: &str, role: Role, origin: Origin, parts: Vec<Part>) -> Entry {
+        Entry { id: id.into(), role, origin, parts, tokens: 10, turn: 1, pinned: false }
+    }
+
+    fn session() -> Vec<Entry> {
+        let call = |id: &str, path: &str| Part::ToolCall(ToolCall { id: id.into(), name: "read".into(), args: format!("{{\"path\":\"{path}\"}}") });
+        let result = |id: &str, content: String| Part::ToolResult(ToolResult { call_id: id.into(), content, is_error: false, elided: None });
+        vec![
+            entry("s", Role::System, Origin::Harness, vec![Part::Text("system".into())]),
+            entry("u", Role::User, Origin::Operator, vec![Part::Text("go".into())]),
+            entry("a1", Role::Assistant, Origin::Agent, vec![Part::Thinking("t".repeat(2_000)), call("c1", "a.rs")]),
+            entry("t1", Role::Tool, Origin::Tool, vec![result("c1", "x".repeat(4_000))]),
+            entry("a2", Role::Assistant, Origin::Agent, vec![call("c2", "b.rs")]),
+            entry("t2", Role::Tool, Origin::Tool, vec![result("c2", "short".into())]),
+            entry("a3", Role::Assistant, Origin::Agent, vec![Part::Text(format!("small\n```\n{}\n```\n", "y".repeat(2_000))), call("c3", "a.rs")]),
+            entry("t3", Role::Tool, Origin::Tool, vec![result("c3", "short".into())]),
+            entry("a4", Role::Assistant, Origin::Agent, vec![Part::Text("done".into())]),
+        ]
+    }
+
+    fn request(config: &str) -> Request {
+        Request {
+            purpose: RequestKind::Compact,
+            archive_id: "a-0".into(),
+            protected_head: 2,
+            tail_start: 8,
+            token_target: 0,
+            preserve: None,
+            resume: None,
+            previous_checkpoint: None,
+            config: config.into(),
+        }
+    }
+
+    #[test]
+    fn reading_only_what_decisions_need_or_the_window_in_one_batch_answers_alike() {
+        cairn_sdk::native::install(Box::new(CharsHost));
+        let session = session();
+        let lean = ShakeElide::compact_lent(&session, request("")).unwrap();
+        let batched = ShakeElide::compact_lent(&session, request(r#"{"read_window_in_one_batch": true}"#)).unwrap();
+        assert_eq!(format!("{lean:?}"), format!("{batched:?}"));
+        // The thinking, the superseded read and the fenced block are elided; the entries between
+        // them stay, and go back as their indexes.
+        assert_eq!((lean.replaced.first.as_str(), lean.replaced.last.as_str()), ("a1", "a3"));
+        let kept: Vec<u32> = lean.replacement.iter().filter_map(|r| if let Replacement::Original(i) = r { Some(*i) } else { None }).collect();
+        assert_eq!(kept, [4, 5]);
+        let Replacement::Entry(read) = &lean.replacement[1] else { panic!("{lean:?}") };
+        assert!(matches!(&read.parts[0], Part::ToolResult(r) if r.elided.is_some() && r.content.contains("superseded read of a.rs")), "{read:?}");
+    }
 
     #[test]
     fn old_placeholders_are_recognised_by_their_text() {

@@ -51,7 +51,7 @@ impl Conversation for crate::strategy_bindings::cairn::compaction::conversation:
 
 /// A conversation held by the plugin itself: a native run (`cairn bench`) or a test. Counts
 /// and artifacts go through the SDK's helpers, so natively through [`crate::native`].
-impl Conversation for [Entry] {
+impl Conversation for Vec<Entry> {
     fn len(&self) -> u32 {
         self.len() as u32
     }
@@ -70,6 +70,49 @@ impl Conversation for [Entry] {
     fn set_aside(&self, index: u32, part: u32) -> Result<String, StrategyError> {
         let text = self.part_text(index, part).ok_or_else(|| StrategyError::Failed(format!("entry {index} has no part {part}")))?;
         crate::store_artifact(&text)
+    }
+}
+
+/// Entries [start, end) read in one batch up front, their texts served from the copy; the rest
+/// of the conversation, counts and set-asides still go to the host. For a strategy that reads
+/// most texts of its window: one crossing instead of one per part.
+pub struct Batched<'a> {
+    lent: &'a dyn Conversation,
+    start: u32,
+    entries: Vec<Entry>,
+}
+
+impl<'a> Batched<'a> {
+    pub fn new(lent: &'a dyn Conversation, start: u32, end: u32) -> Self {
+        Batched { lent, start, entries: lent.entries(start, end) }
+    }
+
+    fn local(&self, index: u32) -> Option<&Entry> {
+        self.entries.get(index.checked_sub(self.start)? as usize)
+    }
+}
+
+impl Conversation for Batched<'_> {
+    fn len(&self) -> u32 {
+        self.lent.len()
+    }
+    fn entries(&self, start: u32, end: u32) -> Vec<Entry> {
+        self.lent.entries(start, end)
+    }
+    fn outlines(&self, start: u32, end: u32) -> Vec<EntryOutline> {
+        self.lent.outlines(start, end)
+    }
+    fn part_text(&self, index: u32, part: u32) -> Option<String> {
+        match self.local(index) {
+            Some(entry) => entry.parts.get(part as usize).map(|p| crate::part_text(p).to_string()),
+            None => self.lent.part_text(index, part),
+        }
+    }
+    fn part_tokens(&self, index: u32, part: u32) -> Option<u32> {
+        self.lent.part_tokens(index, part)
+    }
+    fn set_aside(&self, index: u32, part: u32) -> Result<String, StrategyError> {
+        self.lent.set_aside(index, part)
     }
 }
 
@@ -128,4 +171,47 @@ fn fingerprint(entry: &Entry) -> u64 {
         }
     }
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{EntryRange, Origin, Replacement, RequestKind, Role};
+
+    fn text(id: &str, text: &str) -> Entry {
+        Entry { id: id.into(), role: Role::Assistant, origin: Origin::Agent, parts: vec![Part::Text(text.into())], tokens: 1, turn: 1, pinned: false }
+    }
+
+    #[test]
+    fn unchanged_entries_go_back_as_their_index_and_the_rest_whole() {
+        let conversation = vec![text("a", "one"), text("b", "two"), text("c", "three")];
+        let request = Request {
+            purpose: RequestKind::Compact,
+            archive_id: "a-0".into(),
+            protected_head: 0,
+            tail_start: 3,
+            token_target: 0,
+            preserve: None,
+            resume: None,
+            previous_checkpoint: None,
+            config: String::new(),
+        };
+        let wire = compact_with_every_entry(&conversation, request, |request| {
+            let entries = &request.entries;
+            assert_eq!(entries.len(), 3, "every entry, in one batch");
+            let changed = Entry { tokens: 2, ..entries[1].clone() };
+            let new = text("", "a summary");
+            Ok(Outcome::new(EntryRange { first: "a".into(), last: "c".into() }, vec![entries[0].clone(), changed, new, entries[2].clone()]))
+        })
+        .unwrap();
+        let shape: Vec<String> = wire
+            .replacement
+            .iter()
+            .map(|r| match r {
+                Replacement::Original(i) => format!("original {i}"),
+                Replacement::Entry(e) => format!("entry {}", e.id),
+            })
+            .collect();
+        assert_eq!(shape, ["original 0", "entry b", "entry ", "original 2"], "a changed count is a change too");
+    }
 }

@@ -54,7 +54,7 @@ pub fn shake_elide(transcript: &Transcript, window: &Window, config: &str) -> Du
         config: config.into(),
     };
     // The component's path, natively: the conversation read through the same trait.
-    let outcome = <shake_elide::ShakeElide as Strategy>::compact_lent(entries.as_slice(), request);
+    let outcome = <shake_elide::ShakeElide as Strategy>::compact_lent(&entries, request);
     let elapsed = started.elapsed();
     assert!(outcome.is_ok(), "native shake-elide failed on the bench session");
     elapsed
