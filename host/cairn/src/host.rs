@@ -239,6 +239,7 @@ impl Cairn {
             preserve: options.preserve,
             resume: options.resume,
             previous_checkpoint: store.latest_checkpoint(),
+            previous_checkpoint_through: store.latest_checkpoint_through(),
             deadline: settings.chain_deadline(),
             reject_unverified: settings.reject_unverified,
         };
@@ -305,6 +306,7 @@ impl Cairn {
         event.replacement = applied.replacement;
         event.tokens_after = applied.tokens_after;
         event.artifacts = artifacts;
+        event.checkpoint_through = committed.checkpoint.as_ref().and_then(|_| transcript.entries.last()).map(|e| e.id.clone());
         event.checkpoint = committed.checkpoint;
         event.seed = committed.seed;
         event.retrospective = committed.retrospective;

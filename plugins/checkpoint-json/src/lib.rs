@@ -46,7 +46,7 @@ impl Strategy for CheckpointJson {
                 log_info(&format!("checkpoint from the model in {} chunk(s){}", done.chunks, if done.retried { " (a too-long prompt was retried smaller)" } else { "" }));
                 from_model(&done.reply, entries, previous.as_ref(), budget, &count_tokens)?
             }
-            None => checkpoint::carry_forward(previous.as_ref(), checkpoint::extract(entries, budget)),
+            None => checkpoint::update(previous.as_ref(), request.previous_checkpoint_through.as_deref(), entries, budget),
         };
         let mut outcome = Outcome::new(range_of(entries, *range.start(), *range.end()), summary_replacement(&entries[range], checkpoint::render(&cp)));
         outcome.checkpoint = Some(cp.to_json());
@@ -146,6 +146,7 @@ mod tests {
             preserve: Some("the logging format".into()),
             resume: None,
             previous_checkpoint: None,
+            previous_checkpoint_through: None,
             config: String::new(),
         };
         let previous = Checkpoint { task_objective: "earlier goal".into(), ..Default::default() };

@@ -37,7 +37,7 @@ impl Strategy for Handover {
         let range = replaceable_range(&request)?;
         let entries = &request.entries;
         let previous = checkpoint::previous(request.previous_checkpoint.as_deref());
-        let cp = checkpoint::carry_forward(previous.as_ref(), checkpoint::extract(entries, config.operator_budget_tokens));
+        let cp = checkpoint::update(previous.as_ref(), request.previous_checkpoint_through.as_deref(), entries, config.operator_budget_tokens);
         let rendered = checkpoint::render(&cp);
         // A history larger than the model's window goes in chunks: each chunk's retrospective is
         // updated with the next.

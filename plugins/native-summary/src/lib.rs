@@ -275,6 +275,7 @@ mod tests {
             preserve: None,
             resume: None,
             previous_checkpoint: None,
+            previous_checkpoint_through: None,
             config: String::new(),
         }
     }

@@ -302,6 +302,7 @@ mod tests {
             preserve: None,
             resume: None,
             previous_checkpoint: None,
+            previous_checkpoint_through: None,
             config: config.into(),
         }
     }

@@ -177,6 +177,16 @@ pub fn extract_since(previous: &Checkpoint, entries: &[Entry], covered_through: 
     }
 }
 
+/// The checkpoint of `entries` after `previous`: started from it when the host says which
+/// entry it was made through (`previous_checkpoint_through`), so only what came after is read;
+/// else extracted whole and carried forward.
+pub fn update(previous: Option<&Checkpoint>, through: Option<&str>, entries: &[Entry], token_budget: u32) -> Checkpoint {
+    match (previous, through) {
+        (Some(previous), Some(through)) => extract_since(previous, entries, through, token_budget, &crate::count_tokens),
+        _ => carry_forward(previous, extract(entries, token_budget)),
+    }
+}
+
 /// The extraction of `entries`, reading what accumulates only from `entries[from..]`, after
 /// what `earlier` holds (statements and runs are folded onto it; the caller merges the rest).
 fn extract_onto(earlier: Option<&Checkpoint>, entries: &[Entry], from: usize, token_budget: u32, count: &dyn Fn(&str) -> u32) -> Checkpoint {

@@ -194,6 +194,7 @@ mod tests {
             preserve: None,
             resume: None,
             previous_checkpoint: None,
+            previous_checkpoint_through: None,
             config: String::new(),
         };
         let wire = compact_with_every_entry(&conversation, request, |request| {

@@ -189,6 +189,7 @@ mod tests {
             preserve: Some("the API".into()),
             resume: Some("  ".into()),
             previous_checkpoint: None,
+            previous_checkpoint_through: None,
             config: String::new(),
         };
         assert_eq!(request_as_data(&request, 100), format!("{DATA_NOT_INSTRUCTIONS}\n\n<conversation>\n[user/operator] go\n</conversation>\n\n"));

@@ -24,14 +24,16 @@ pub struct CompactRequest {
     pub resume: Option<String>,
     /// The latest checkpoint JSON committed for this conversation, if any.
     pub previous_checkpoint: Option<String>,
+    /// The id of the last entry that checkpoint was made from: what follows is new to it.
+    pub previous_checkpoint_through: Option<String>,
     /// The plugin's own configuration from the policy, as JSON text.
     pub config: String,
 }
 
 impl CompactRequest {
     pub fn new(request: Request, entries: Vec<Entry>) -> Self {
-        let Request { purpose, archive_id, protected_head, tail_start, token_target, preserve, resume, previous_checkpoint, config } = request;
-        CompactRequest { purpose, archive_id, entries, protected_head, tail_start, token_target, preserve, resume, previous_checkpoint, config }
+        let Request { purpose, archive_id, protected_head, tail_start, token_target, preserve, resume, previous_checkpoint, previous_checkpoint_through, config } = request;
+        CompactRequest { purpose, archive_id, entries, protected_head, tail_start, token_target, preserve, resume, previous_checkpoint, previous_checkpoint_through, config }
     }
 }
 

@@ -110,6 +110,7 @@ mod tests {
             preserve: None,
             resume: None,
             previous_checkpoint: None,
+            previous_checkpoint_through: None,
             deadline: std::time::Instant::now(),
             reject_unverified: false,
         }

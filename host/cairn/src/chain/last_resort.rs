@@ -189,6 +189,7 @@ mod tests {
             preserve: None,
             resume: None,
             previous_checkpoint: None,
+            previous_checkpoint_through: None,
             deadline: std::time::Instant::now(),
             reject_unverified: false,
         }

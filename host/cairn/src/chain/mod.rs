@@ -94,6 +94,8 @@ pub struct StepInput<'a> {
     pub preserve: Option<&'a str>,
     pub resume: Option<&'a str>,
     pub previous_checkpoint: Option<&'a str>,
+    /// The id of the last entry `previous_checkpoint` was made from.
+    pub previous_checkpoint_through: Option<&'a str>,
     /// When the whole chain must be done; each step's own limit is cut to fit.
     pub deadline: std::time::Instant,
     /// Refuse a model-written outcome the fact-check flags ([`fact_check`]), as the commit

@@ -72,6 +72,12 @@ pub fn run_pipeline(stages: &[StageSteps<'_>], input: &StepInput<'_>, tokenizer:
             preserve: input.preserve,
             resume: input.resume,
             previous_checkpoint: earlier.and_then(|c| c.checkpoint.as_deref()).or(input.previous_checkpoint),
+            // An earlier stage's checkpoint was made from this run's conversation, whose end
+            // every stage keeps.
+            previous_checkpoint_through: match earlier.and_then(|c| c.checkpoint.as_ref()) {
+                Some(_) => input.entries.last().map(|e| e.id.as_str()),
+                None => input.previous_checkpoint_through,
+            },
             deadline: input.deadline,
             reject_unverified: input.reject_unverified,
         };

@@ -43,6 +43,10 @@ pub struct CompactionEvent {
     pub steps: Vec<StepReport>,
     pub artifacts: Vec<String>,
     pub checkpoint: Option<String>,
+    /// The id of the last entry of the conversation the checkpoint was made from: what comes
+    /// after it is new to the checkpoint (a later one can start from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_through: Option<String>,
     /// Handover only: the seed of the next session, the retrospective, and which session
     /// was handed over to which.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -111,6 +115,7 @@ impl CompactionEvent {
             steps,
             artifacts: Vec::new(),
             checkpoint: None,
+            checkpoint_through: None,
             seed: None,
             retrospective: None,
             sessions: None,

@@ -349,7 +349,16 @@ impl ConversationStore {
     /// The checkpoint of the latest standing compaction or handover that has one (an undone
     /// one's checkpoint describes a context that no longer exists).
     pub fn latest_checkpoint(&self) -> Option<&str> {
-        self.standing().into_iter().rev().find_map(|c| c.checkpoint.as_deref())
+        self.latest_checkpoint_event().and_then(|c| c.checkpoint.as_deref())
+    }
+
+    /// The id of the last entry the latest checkpoint was made from, where the record says.
+    pub fn latest_checkpoint_through(&self) -> Option<&str> {
+        self.latest_checkpoint_event().and_then(|c| c.checkpoint_through.as_deref())
+    }
+
+    fn latest_checkpoint_event(&self) -> Option<&CompactionEvent> {
+        self.standing().into_iter().rev().find(|c| c.checkpoint.is_some())
     }
 
     /// The text of the operator's first message in the whole record, whatever compactions

@@ -87,3 +87,51 @@ fn the_0_2_0_rebuild_answers_as_the_0_1_0_build_did() {
         }
     }
 }
+
+/// 0.2.0 tells a strategy where the previous checkpoint ended (`previous-checkpoint-through`):
+/// the record keeps it with the checkpoint, and checkpoint-json starts from the previous
+/// checkpoint instead of reading everything again, still holding what that one held.
+#[test]
+fn a_later_checkpoint_starts_where_the_previous_one_ended() {
+    use cairn::record::Event;
+    use cairn::transcript::{Entry, Origin, Role};
+
+    let cairn = host();
+    let policy = policy(&cairn, "[compaction]\ntarget_ratio = 0.2\n[[chain]]\nplugin = \"checkpoint-json\"\ngrants = [\"log\", \"tokens\"]\n");
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::open(dir.path()).unwrap();
+    let key = ConversationKey::parse("later").unwrap();
+    let mut store = home.conversation(&key).unwrap();
+    let first = sample::coding_session(12);
+    let report = cairn.compact(&policy, &mut store, &first, "sample").unwrap();
+    assert!(report.committed_by.is_some(), "{:#?}", report.steps);
+    let checkpoint_event = |store: &cairn::storage::ConversationStore| -> (Option<String>, serde_json::Value) {
+        let Some(Event::Compaction(c)) = store.events().iter().rev().find(|e| matches!(e, Event::Compaction(c) if c.checkpoint.is_some())) else { panic!("no checkpoint recorded") };
+        (c.checkpoint_through.clone(), serde_json::from_str(c.checkpoint.as_deref().unwrap()).unwrap())
+    };
+    let (through, checkpoint) = checkpoint_event(&store);
+    assert_eq!(through.as_deref(), Some(first.entries.last().unwrap().id.as_str()), "made through the end of the conversation it was given");
+    let files = |cp: &serde_json::Value| -> Vec<String> { cp["files_modified"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_string()).collect() };
+    let earlier_files = files(&checkpoint);
+    assert!(!earlier_files.is_empty(), "{checkpoint}");
+
+    // A new turn after the compacted context, touching a file the first part never did.
+    let mut next = report.transcript.clone();
+    let turn = next.entries.iter().map(|e| e.turn).max().unwrap() + 1;
+    let call = cairn::transcript::Part::ToolCall { id: "call-docs".into(), name: "edit".into(), args: r#"{"path":"docs/ledger.md","old":"a","new":"b"}"#.into() };
+    let result = cairn::transcript::Part::ToolResult { call_id: "call-docs".into(), content: "Edited docs/ledger.md".into(), is_error: false, elided: None };
+    let mut push = |id: &str, role, origin, parts: Vec<cairn::transcript::Part>| next.entries.push(Entry { turn, parts: parts.into(), ..Entry::text(id, role, origin, "") });
+    push("u-next", Role::User, Origin::Operator, vec![cairn::transcript::Part::Text { text: "Document the ledger rules.".into() }]);
+    push("a-next", Role::Assistant, Origin::Agent, vec![call]);
+    push("t-next", Role::Tool, Origin::Tool, vec![result]);
+    for filler in 0..6 {
+        push(&format!("f-{filler}"), Role::Assistant, Origin::Agent, vec![cairn::transcript::Part::Text { text: "Checked the ledger rules again. ".repeat(200) }]);
+    }
+    let report = cairn.compact(&policy, &mut store, &next, "sample").unwrap();
+    assert!(report.committed_by.is_some(), "{:#?}", report.steps);
+    let (through, checkpoint) = checkpoint_event(&store);
+    assert_eq!(through.as_deref(), Some("f-5"));
+    let later_files = files(&checkpoint);
+    assert!(later_files.contains(&"docs/ledger.md".to_string()), "the new turn is read: {later_files:?}");
+    assert!(earlier_files.iter().all(|f| later_files.contains(f)), "what the previous one held is kept: {earlier_files:?} ⊄ {later_files:?}");
+}

@@ -80,6 +80,7 @@ pub fn compact_request(input: &StepInput<'_>, config: &str) -> wit::CompactReque
         preserve: input.preserve.map(str::to_string),
         resume: input.resume.map(str::to_string),
         previous_checkpoint: input.previous_checkpoint.map(str::to_string),
+        previous_checkpoint_through: input.previous_checkpoint_through.map(str::to_string),
         config: config.to_string(),
     }
 }

@@ -51,6 +51,7 @@ pub fn shake_elide(transcript: &Transcript, window: &Window, config: &str) -> Du
         preserve: None,
         resume: None,
         previous_checkpoint: None,
+        previous_checkpoint_through: None,
         config: config.into(),
     };
     // The component's path, natively: the conversation read through the same trait.
