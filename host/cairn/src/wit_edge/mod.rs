@@ -10,7 +10,7 @@ mod v0_1_0;
 mod v0_2_0;
 
 use anyhow::{bail, Result};
-use wasmtime::component::Component;
+use wasmtime::component::{Component, Linker};
 use wasmtime::Store;
 
 use crate::chain::{StepError, StepInput, StrategyOutput};
@@ -28,7 +28,40 @@ pub struct Linkers {
 
 impl Linkers {
     pub fn new(engine: &wasmtime::Engine) -> Result<Self> {
-        Ok(Linkers { v0_1_0: v0_1_0::Linkers::new(engine)?, v0_2_0: v0_2_0::Linkers::new(engine)? })
+        Ok(Linkers { v0_1_0: v0_1_0::linkers(engine)?, v0_2_0: v0_2_0::linkers(engine)? })
+    }
+}
+
+/// One contract version's linkers: per world, one without WASI and its twin with a deny-all
+/// WASI. The version says which imports each world gets (`add_imports`).
+pub struct WorldLinkers {
+    linkers: [(Linker<CallState>, Linker<CallState>); 3],
+}
+
+impl WorldLinkers {
+    fn new(engine: &wasmtime::Engine, add_imports: fn(&mut Linker<CallState>, World) -> wasmtime::Result<()>) -> Result<Self> {
+        let pair = |world| -> Result<_> {
+            let mut plain = Linker::new(engine);
+            add_imports(&mut plain, world)?;
+            let mut with_wasi = Linker::new(engine);
+            add_imports(&mut with_wasi, world)?;
+            crate::engine::wasi::add_to_linker(&mut with_wasi)?;
+            Ok((plain, with_wasi))
+        };
+        Ok(WorldLinkers { linkers: [pair(World::Strategy)?, pair(World::Trigger)?, pair(World::CommitPolicy)?] })
+    }
+
+    fn get(&self, world: World, uses_wasi: bool) -> &Linker<CallState> {
+        let (plain, with_wasi) = match world {
+            World::Strategy => &self.linkers[0],
+            World::Trigger => &self.linkers[1],
+            World::CommitPolicy => &self.linkers[2],
+        };
+        if uses_wasi {
+            with_wasi
+        } else {
+            plain
+        }
     }
 }
 

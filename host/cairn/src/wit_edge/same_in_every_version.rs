@@ -4,6 +4,16 @@
 
 macro_rules! same_in_every_version {
     () => {
+        /// What a strategy answered instead of an outcome. A plugin's own words are clipped
+        /// before they reach a log line or the record.
+        fn strategy_error(error: wit::StrategyError) -> StepError {
+            match error {
+                wit::StrategyError::Unavailable(why) => StepError::Unavailable(clip_message(&why)),
+                wit::StrategyError::NothingToDo(why) => StepError::NoProgress(clip_message(&why)),
+                wit::StrategyError::Failed(why) => StepError::Invalid(format!("plugin reported failure: {}", clip_message(&why))),
+            }
+        }
+
         impl From<wit::Entry> for Entry {
             fn from(e: wit::Entry) -> Self {
                 Entry {

@@ -105,10 +105,7 @@ pub fn strategy_result(result: Result<wit::Outcome, wit::StrategyError>, entries
             seed: o.seed,
             retrospective: o.retrospective,
         }),
-        // A plugin's own words are clipped before they reach a log line or the record.
-        Err(wit::StrategyError::Unavailable(why)) => Err(StepError::Unavailable(clip_message(&why))),
-        Err(wit::StrategyError::NothingToDo(why)) => Err(StepError::NoProgress(clip_message(&why))),
-        Err(wit::StrategyError::Failed(why)) => Err(StepError::Invalid(format!("plugin reported failure: {}", clip_message(&why)))),
+        Err(error) => Err(strategy_error(error)),
     }
 }
 

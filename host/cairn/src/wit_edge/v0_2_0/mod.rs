@@ -61,41 +61,11 @@ mod bindings {
 
 use bindings::{archive, commit_policy, conversation, log, model, strategy, tokens, trigger, types};
 
-/// One world's linker without WASI and its twin with a deny-all WASI.
-struct WorldLinkers {
-    plain: Linker<CallState>,
-    with_wasi: Linker<CallState>,
-}
+/// This version's linkers, one pair per world.
+pub type Linkers = super::WorldLinkers;
 
-pub struct Linkers {
-    strategy: WorldLinkers,
-    trigger: WorldLinkers,
-    commit_policy: WorldLinkers,
-}
-
-impl Linkers {
-    pub fn new(engine: &wasmtime::Engine) -> Result<Self> {
-        Ok(Linkers { strategy: WorldLinkers::build(engine, World::Strategy)?, trigger: WorldLinkers::build(engine, World::Trigger)?, commit_policy: WorldLinkers::build(engine, World::CommitPolicy)? })
-    }
-
-    fn world(&self, world: World) -> &WorldLinkers {
-        match world {
-            World::Strategy => &self.strategy,
-            World::Trigger => &self.trigger,
-            World::CommitPolicy => &self.commit_policy,
-        }
-    }
-}
-
-impl WorldLinkers {
-    fn build(engine: &wasmtime::Engine, world: World) -> Result<Self> {
-        let mut plain = Linker::new(engine);
-        add_imports(&mut plain, world)?;
-        let mut with_wasi = Linker::new(engine);
-        add_imports(&mut with_wasi, world)?;
-        crate::engine::wasi::add_to_linker(&mut with_wasi)?;
-        Ok(WorldLinkers { plain, with_wasi })
-    }
+pub fn linkers(engine: &wasmtime::Engine) -> Result<Linkers> {
+    Linkers::new(engine, add_imports)
 }
 
 /// The world's imports, each capability projected onto its own state in the call's store.
@@ -121,8 +91,7 @@ pub enum Pre {
 
 impl Pre {
     pub fn new(linkers: &Linkers, component: &Component, world: World, uses_wasi: bool) -> Result<Self> {
-        let linkers = linkers.world(world);
-        let linker = if uses_wasi { &linkers.with_wasi } else { &linkers.plain };
+        let linker = linkers.get(world, uses_wasi);
         let pre = linker.instantiate_pre(component).map_err(anyhow::Error::from).with_context(|| format!("its imports do not match the {world} world"))?;
         let wrong_world = || format!("it does not export the {world} world of cairn:compaction@{VERSION}");
         Ok(match world {
