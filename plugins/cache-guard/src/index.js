@@ -19,9 +19,9 @@
 
 import { CommitDecision, CommitPolicy, commitPolicyExport, logInfo, logWarn, parseConfig, thousands } from '@cairn/sdk';
 
-/** @typedef {import('cairn:compaction/types@0.1.0').Boundary} Boundary */
-/** @typedef {import('cairn:compaction/types@0.1.0').Proposal} Proposal */
-/** @typedef {import('cairn:compaction/types@0.1.0').CommitDecision} Decision */
+/** @typedef {import('cairn:compaction/types@0.2.0').Boundary} Boundary */
+/** @typedef {import('cairn:compaction/types@0.2.0').Proposal} Proposal */
+/** @typedef {import('cairn:compaction/types@0.2.0').CommitDecision} Decision */
 
 /**
  * Prices are USD per million tokens. The defaults are Anthropic's list prices for Claude Sonnet

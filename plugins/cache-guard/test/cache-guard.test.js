@@ -10,7 +10,7 @@ afterEach(() => installHost({}));
 
 const config = loadConfig('');
 
-/** @param {Partial<import('cairn:compaction/types@0.1.0').Boundary>} [fields] */
+/** @param {Partial<import('cairn:compaction/types@0.2.0').Boundary>} [fields] */
 const boundary = (fields = {}) => ({ turn: 12, turnComplete: true, toolCallOutstanding: false, config: '', ...fields });
 
 /**

@@ -34,7 +34,16 @@ const WORLDS = {
 };
 const CAPABILITIES = ['log', 'tokens', 'model', 'archive'];
 const PACKAGE = 'cairn:compaction';
-const VERSION = '0.1.0';
+/** The contract of the WIT directory the build reads. */
+const VERSION = '0.2.0';
+/**
+ * The contract a strategy component speaks to the host, for now 0.1.0 (the host links both):
+ * 0.2.0's `compact(history: borrow<history>, …)` traps in every QuickJS component, because
+ * componentize-qjs 0.4.5 (jco 1.35.0) in its synchronous mode drops a borrowed handle only in
+ * post-return, after wasmtime has checked that none remains ("borrow handles still remain at the
+ * end of the call"). `strategyExport` serves both shapes; set this to VERSION once that is fixed.
+ */
+const STRATEGY_WIRE = '0.1.0';
 
 /** A build error: printed without a stack, after the work directory is removed. */
 class BuildError extends Error {}
@@ -94,30 +103,90 @@ async function readManifest(projectDir) {
 
 /**
  * Copies the WIT package into `into`, keeping in the plugin's world only the capability imports
- * the manifest declares.
+ * the manifest declares, as contract `wire`.
  * @param {string} witDir
  * @param {string} world
  * @param {string[]} declared
  * @param {string} into
+ * @param {string} wire
  */
-function narrowWit(witDir, world, declared, into) {
+function narrowWit(witDir, world, declared, into, wire) {
   const files = readdirSync(witDir).filter((f) => f.endsWith('.wit'));
   if (!files.includes('worlds.wit')) {
     fail(`${witDir} has no worlds.wit: pass the cairn:compaction@${VERSION} WIT directory with --wit`);
   }
   for (const file of files) {
     let text = readFileSync(join(witDir, file), 'utf8');
+    const pkg = text.match(/^package cairn:compaction@([0-9.]+);/m);
+    if (pkg && pkg[1] !== VERSION) {
+      fail(`${join(witDir, file)} is cairn:compaction@${pkg[1]}: this SDK builds against @${VERSION} (pass its WIT with --wit)`);
+    }
+    if (wire === '0.1.0') {
+      text = asContract010(file, text);
+    }
+    if (!declared.includes('archive')) {
+      text = ownArchiveError(text);
+    }
     if (file === 'worlds.wit') {
       const block = new RegExp(`(world\\s+${world}\\s*\\{)([\\s\\S]*?)(\\n\\})`);
       const found = text.match(block);
       if (!found) {
         fail(`${join(witDir, file)} has no world ${world}`);
       }
-      const body = found[2].replace(/^[ \t]*import[ \t]+([a-z-]+)[ \t]*;[^\n]*\n?/gm, (line, name) => (declared.includes(name) ? line : ''));
+      // Only capabilities are narrowed: `conversation` (the strategy's lent history) is no grant.
+      const keep = (/** @type {string} */ name) => !CAPABILITIES.includes(name) || declared.includes(name);
+      const body = found[2].replace(/^[ \t]*import[ \t]+([a-z-]+)[ \t]*;[^\n]*\n?/gm, (line, name) => (keep(name) ? line : ''));
       text = text.replace(block, `$1${body}$3`);
     }
     writeFileSync(join(into, file), text);
   }
+}
+
+/**
+ * The 0.2.0 WIT as the 0.1.0 contract the host also links: the strategy gets every entry in
+ * `compact-request` and answers with whole entries; everything else is the same.
+ * @param {string} file
+ * @param {string} text
+ */
+function asContract010(file, text) {
+  /** @type {(from: RegExp | string, to: string) => void} */
+  const edit = (from, to) => {
+    const next = text.replace(from, to);
+    if (next === text) fail(`${file}: cannot find ${from} to build a cairn:compaction@0.1.0 strategy`);
+    text = next;
+  };
+  edit(/^package cairn:compaction@[0-9.]+;/m, 'package cairn:compaction@0.1.0;');
+  if (file === 'types.wit') {
+    edit(/(record compact-request \{[^}]*?\n([ \t]*)archive-id: string,\n)/, '$1$2entries: list<entry>,\n');
+    edit('replacement: list<replacement-entry>,', 'replacement: list<entry>,');
+    // A field newer than 0.1.0 (with its doc comment): records must match the host's field by field.
+    text = text.replace(/(?:^[ \t]*\/\/\/[^\n]*\n)*^[ \t]*previous-checkpoint-through: option<string>,\n/m, '');
+  }
+  if (file === 'worlds.wit') {
+    edit(/^[ \t]*import conversation;[^\n]*\n/m, '');
+    edit(/^[ \t]*use conversation\.\{history\};[^\n]*\n/m, '');
+    edit('compact: func(history: borrow<history>, request: compact-request)', 'compact: func(request: compact-request)');
+  }
+  return text;
+}
+
+/**
+ * `conversation` uses `archive.archive-error` for `set-aside`; that alone makes the component
+ * import `archive` (for the type), which the host counts as the capability. Without `archive` in
+ * the manifest, `conversation` gets its own copy of the variant: component types are structural,
+ * so it links against the host's `set-aside` all the same.
+ * @param {string} text a .wit file
+ */
+function ownArchiveError(text) {
+  const use = /^([ \t]*)use archive\.\{archive-error\};[^\n]*$/m;
+  const variant = text.match(/^[ \t]*variant archive-error \{[\s\S]*?\n[ \t]*\}/m);
+  if (!use.test(text)) {
+    return text;
+  }
+  if (!variant) {
+    fail('the WIT\'s conversation uses archive-error, but no `variant archive-error` is found beside it');
+  }
+  return text.replace(use, variant[0]);
 }
 
 async function main() {
@@ -133,6 +202,7 @@ async function main() {
   const projectDir = process.cwd();
   const manifest = await readManifest(projectDir);
   const { world, export: exported } = WORLDS[manifest.kind];
+  const wire = manifest.kind === 'strategy' ? STRATEGY_WIRE : VERSION;
   const entry = resolve(projectDir, values.entry);
   const witDir = resolve(projectDir, values.wit);
   const outDir = resolve(projectDir, values.out);
@@ -147,10 +217,10 @@ async function main() {
   try {
     const wit = join(work, 'wit');
     mkdirSync(wit);
-    narrowWit(witDir, world, manifest.declared, wit);
+    narrowWit(witDir, world, manifest.declared, wit, wire);
 
     // The component's entry: capabilities in, the plugin's export out.
-    const imports = manifest.declared.map((c) => `import * as ${c} from '${PACKAGE}/${c}@${VERSION}';`);
+    const imports = manifest.declared.map((c) => `import * as ${c} from '${PACKAGE}/${c}@${wire}';`);
     const source = [
       `import { installHost } from '@cairn/sdk';`,
       ...imports,
@@ -194,7 +264,7 @@ async function main() {
     copyFileSync(manifest.file, join(outDir, `${manifest.name}.toml`));
     const size = (statSync(wasm).size / 1024 / 1024).toFixed(1);
     const millis = Date.now() - started;
-    console.log(`cairn-js-build: ${relative(projectDir, wasm)} (${manifest.kind}, ${size} MiB, imports: ${manifest.declared.join(', ') || 'none'}) in ${millis} ms`);
+    console.log(`cairn-js-build: ${relative(projectDir, wasm)} (${manifest.kind}, cairn:compaction@${wire}, ${size} MiB, imports: ${manifest.declared.join(', ') || 'none'}) in ${millis} ms`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

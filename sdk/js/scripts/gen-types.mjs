@@ -1,9 +1,10 @@
 // Regenerates `types/` from the WIT (`npm run types`): `jco guest-types` for each world, the way
-// `jco guest-types ../../wit/0.1.0 -n WORLD -o types` would, with two corrections for the QuickJS
+// `jco guest-types ../../wit/0.2.0 -n WORLD -o types` would, with corrections for the QuickJS
 // runtime the components run on (componentize-qjs maps u64 to `number` and an absent option to
-// `null`; jco's generator assumes its own runtime's `bigint` and `undefined`).
+// `null`, in fields and in what an import returns; jco's generator assumes its own runtime's
+// `bigint` and `undefined`).
 //
-//   node scripts/gen-types.mjs [WIT_DIR]     (default: ../../wit/0.1.0)
+//   node scripts/gen-types.mjs [WIT_DIR]     (default: ../../wit/0.2.0)
 //
 // jco 1.35's CLI cannot read the WIT directory here: its WASI shim (preview2-shim 0.26) starts
 // with no preopened directories, so every path lookup fails ("No such file or directory"). This
@@ -15,7 +16,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const sdkDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const witDir = resolve(process.argv[2] ?? join(sdkDir, '../../wit/0.1.0'));
+const witDir = resolve(process.argv[2] ?? join(sdkDir, '../../wit/0.2.0'));
 const outDir = join(sdkDir, 'types');
 const WORLDS = ['strategy', 'trigger', 'commit-policy'];
 
@@ -39,7 +40,9 @@ function forQuickJs(text) {
   return text
     .replace(/\bbigint\b/g, 'number')
     // `field?: T,` → `field?: T | null,`: inputs carry `null`, outputs may use either.
-    .replace(/^(\s+[A-Za-z0-9]+\?: )(.+),$/gm, '$1$2 | null,');
+    .replace(/^(\s+[A-Za-z0-9]+\?: )(.+),$/gm, '$1$2 | null,')
+    // `partText(…): string | undefined;` → `| null`: an import's `none` arrives as `null`.
+    .replace(/^(\s+[A-Za-z0-9]+\(.*\): .+) \| undefined;$/gm, '$1 | null;');
 }
 
 rmSync(outDir, { recursive: true, force: true });

@@ -1,8 +1,8 @@
 // Errors a plugin throws and the SDK turns into the contract's variants.
 
-/** @typedef {import('cairn:compaction/types@0.1.0').StrategyError} StrategyErrorVariant */
-/** @typedef {import('cairn:compaction/model@0.1.0').ModelError} ModelErrorVariant */
-/** @typedef {import('cairn:compaction/archive@0.1.0').ArchiveError} ArchiveErrorVariant */
+/** @typedef {import('cairn:compaction/types@0.2.0').StrategyError} StrategyErrorVariant */
+/** @typedef {import('cairn:compaction/model@0.2.0').ModelError} ModelErrorVariant */
+/** @typedef {import('cairn:compaction/archive@0.2.0').ArchiveError} ArchiveErrorVariant */
 
 /**
  * How a strategy says it produced no outcome. Throw it from `compact`; the SDK hands the host the

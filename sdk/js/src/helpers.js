@@ -7,17 +7,17 @@ import { capability, hasCapability } from './host.js';
 import { ArchiveError, ModelError, StrategyError, errorVariant } from './errors.js';
 import { charCount, clipChars, entryText } from './rules.js';
 
-/** @typedef {import('cairn:compaction/types@0.1.0').Entry} Entry */
-/** @typedef {import('cairn:compaction/types@0.1.0').EntryRange} EntryRange */
-/** @typedef {import('cairn:compaction/types@0.1.0').Outcome} Outcome */
-/** @typedef {import('cairn:compaction/types@0.1.0').CompactRequest} CompactRequest */
-/** @typedef {import('cairn:compaction/types@0.1.0').TriggerInput} TriggerInput */
-/** @typedef {import('cairn:compaction/types@0.1.0').TriggerDecision} TriggerDecisionVariant */
-/** @typedef {import('cairn:compaction/types@0.1.0').CommitDecision} CommitDecisionVariant */
-/** @typedef {import('cairn:compaction/log@0.1.0').Level} LogLevel */
-/** @typedef {import('cairn:compaction/archive@0.1.0').Summary} ArchiveSummary */
-/** @typedef {import('cairn:compaction/archive@0.1.0').Hits} ArchiveHits */
-/** @typedef {import('cairn:compaction/archive@0.1.0').Page} ArchivePage */
+/** @typedef {import('cairn:compaction/types@0.2.0').Entry} Entry */
+/** @typedef {import('cairn:compaction/types@0.2.0').EntryRange} EntryRange */
+/** @typedef {import('cairn:compaction/types@0.2.0').ReplacementEntry} ReplacementEntry */
+/** @typedef {import('./conversation.js').CompactRequest} CompactRequest */
+/** @typedef {import('cairn:compaction/types@0.2.0').TriggerInput} TriggerInput */
+/** @typedef {import('cairn:compaction/types@0.2.0').TriggerDecision} TriggerDecisionVariant */
+/** @typedef {import('cairn:compaction/types@0.2.0').CommitDecision} CommitDecisionVariant */
+/** @typedef {import('cairn:compaction/log@0.2.0').Level} LogLevel */
+/** @typedef {import('cairn:compaction/archive@0.2.0').Summary} ArchiveSummary */
+/** @typedef {import('cairn:compaction/archive@0.2.0').Hits} ArchiveHits */
+/** @typedef {import('cairn:compaction/archive@0.2.0').Page} ArchivePage */
 
 // ---- logging ------------------------------------------------------------------------------
 
@@ -99,10 +99,12 @@ export function rangeOf(entries, first, last) {
 /**
  * An outcome replacing `replaced` by `replacement`; checkpoint, seed and retrospective are none
  * unless given.
+ * `replacement` holds entries, and (from `compactLent`) `original(i)` for entries kept unchanged.
+ * @template {Entry | ReplacementEntry} R
  * @param {EntryRange} replaced
- * @param {Entry[]} replacement
+ * @param {R[]} replacement
  * @param {{ checkpoint?: string | null, seed?: string | null, retrospective?: string | null }} [extra]
- * @returns {Outcome}
+ * @returns {{ replaced: EntryRange, replacement: R[], checkpoint: string | null, seed: string | null, retrospective: string | null }}
  */
 export function outcome(replaced, replacement, extra = {}) {
   return {

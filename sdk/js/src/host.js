@@ -4,10 +4,10 @@
 // `@cairn/sdk/testing`). Plugin code never imports `cairn:compaction/*` itself, so the same module
 // runs in both places.
 
-/** @typedef {typeof import('cairn:compaction/log@0.1.0')} LogCapability */
-/** @typedef {typeof import('cairn:compaction/tokens@0.1.0')} TokensCapability */
-/** @typedef {typeof import('cairn:compaction/model@0.1.0')} ModelCapability */
-/** @typedef {typeof import('cairn:compaction/archive@0.1.0')} ArchiveCapability */
+/** @typedef {typeof import('cairn:compaction/log@0.2.0')} LogCapability */
+/** @typedef {typeof import('cairn:compaction/tokens@0.2.0')} TokensCapability */
+/** @typedef {typeof import('cairn:compaction/model@0.2.0')} ModelCapability */
+/** @typedef {typeof import('cairn:compaction/archive@0.2.0')} ArchiveCapability */
 
 /**
  * What a plugin can reach. Each one is there only if the manifest declares it (and, at run time,

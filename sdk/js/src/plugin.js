@@ -5,18 +5,26 @@
 //
 // and `cairn-js-build` makes that function the component's `decide`.
 
+import { History, compactWithEveryEntry, lend, toWire, wholeEntries } from './conversation.js';
 import { ArchiveError, ModelError, StrategyError } from './errors.js';
 import { CommitDecision, TriggerDecision, logError, modelUnavailable } from './helpers.js';
 
-/** @typedef {import('cairn:compaction/types@0.1.0').CompactRequest} CompactRequest */
-/** @typedef {import('cairn:compaction/types@0.1.0').Outcome} Outcome */
-/** @typedef {import('cairn:compaction/types@0.1.0').TriggerInput} TriggerInput */
-/** @typedef {import('cairn:compaction/types@0.1.0').TriggerDecision} TriggerDecisionVariant */
-/** @typedef {import('cairn:compaction/types@0.1.0').Boundary} Boundary */
-/** @typedef {import('cairn:compaction/types@0.1.0').Proposal} Proposal */
-/** @typedef {import('cairn:compaction/types@0.1.0').CommitDecision} CommitDecisionVariant */
+/** @typedef {import('./conversation.js').CompactRequest} CompactRequest */
+/** @typedef {import('./conversation.js').LentRequest} LentRequest */
+/** @typedef {import('./conversation.js').Outcome} Outcome */
+/** @typedef {import('./conversation.js').HistorySource} HistorySource */
+/** @typedef {import('cairn:compaction/types@0.2.0').Outcome} WireOutcome */
+/** @typedef {import('cairn:compaction/types@0.2.0').TriggerInput} TriggerInput */
+/** @typedef {import('cairn:compaction/types@0.2.0').TriggerDecision} TriggerDecisionVariant */
+/** @typedef {import('cairn:compaction/types@0.2.0').Boundary} Boundary */
+/** @typedef {import('cairn:compaction/types@0.2.0').Proposal} Proposal */
+/** @typedef {import('cairn:compaction/types@0.2.0').CommitDecision} CommitDecisionVariant */
 
-/** What replaces older history. Called with the entries, the protected head and the verbatim tail. */
+/**
+ * What replaces older history. Called with the entries, the protected head and the verbatim tail.
+ * A subclass may also define `compactLent(history, request)` (see `strategyExport`) to read only
+ * part of the conversation the host lends it.
+ */
 export class Strategy {
   /**
    * Returns the outcome, or throws a `StrategyError` to say why there is none.
@@ -91,20 +99,46 @@ export function asStrategyError(error) {
 }
 
 /**
- * The `compact` export of a strategy: the outcome, or the contract's error variant for whatever
- * `compact` threw (see `asStrategyError`).
- * @param {Strategy} plugin
- * @returns {(request: CompactRequest) => Outcome}
+ * A strategy that reads the lent conversation itself.
+ * @typedef {object} LentStrategy
+ * @property {(history: History, request: LentRequest) => Outcome} compactLent
+ */
+
+/**
+ * The `compact(history, request)` export of a strategy: the outcome on the wire, or the
+ * contract's error variant for whatever the plugin threw (see `asStrategyError`).
+ *
+ * - When `plugin.compactLent(history, request)` is defined it is called with the lent
+ *   conversation (a `History`) and the request without entries; its outcome's replacement may
+ *   mix entries and `original(i)`.
+ * - Otherwise every entry is read in one batch, `plugin.compact(request)` gets them in
+ *   `request.entries`, and each replacement entry equal to the original of its id is sent back as
+ *   `original(i)`: unchanged entries do not cross back.
+ *
+ * Called with one argument, a request holding its `entries`, it is contract 0.1.0's
+ * `compact(request)`: the outcome holds whole entries (an `original(i)` of `compactLent` becomes
+ * `request.entries[i]`). Strategy components are built for that shape for now (see
+ * `bin/cairn-js-build.mjs`), and tests call it so.
+ * @param {Strategy & Partial<LentStrategy>} plugin
+ * @returns {{ (history: HistorySource, request: LentRequest): WireOutcome, (request: CompactRequest): Outcome }}
  */
 export function strategyExport(plugin) {
-  return (request) => {
+  /** @type {(first: HistorySource | CompactRequest, request?: LentRequest) => WireOutcome | Outcome} */
+  const compact = (first, request) => {
     try {
-      return plugin.compact(request);
+      if (request === undefined) {
+        const whole = /** @type {CompactRequest} */ (first);
+        return plugin.compactLent ? wholeEntries(plugin.compactLent(...lend(whole)), whole.entries) : plugin.compact(whole);
+      }
+      const history = new History(/** @type {HistorySource} */ (first));
+      return plugin.compactLent ? toWire(plugin.compactLent(history, request)) : compactWithEveryEntry(history, request, (r) => plugin.compact(r));
     } catch (error) {
       // The component runtime turns a thrown variant into `err(variant)`.
       throw asStrategyError(error).toVariant();
     }
   };
+  // One function with two call shapes: an arrow cannot be checked against an overload set.
+  return /** @type {any} */ (compact);
 }
 
 /**

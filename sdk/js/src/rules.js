@@ -5,8 +5,8 @@
 // "Chars" are Unicode scalar values, as in Rust: a JS string is iterated by code point, never by
 // UTF-16 unit, so an emoji counts once.
 
-/** @typedef {import('cairn:compaction/types@0.1.0').Entry} Entry */
-/** @typedef {import('cairn:compaction/types@0.1.0').Part} Part */
+/** @typedef {import('cairn:compaction/types@0.2.0').Entry} Entry */
+/** @typedef {import('cairn:compaction/types@0.2.0').Part} Part */
 
 /** How many operator messages a handover seed quotes… */
 export const SEED_MESSAGES = 3;

@@ -3,10 +3,12 @@
 
 import { installHost } from './host.js';
 
-/** @typedef {import('cairn:compaction/types@0.1.0').Entry} Entry */
-/** @typedef {import('cairn:compaction/types@0.1.0').Part} Part */
-/** @typedef {import('cairn:compaction/model@0.1.0').CompletionRequest} CompletionRequest */
-/** @typedef {import('cairn:compaction/log@0.1.0').Level} LogLevel */
+export { History, lend } from './conversation.js';
+
+/** @typedef {import('cairn:compaction/types@0.2.0').Entry} Entry */
+/** @typedef {import('cairn:compaction/types@0.2.0').Part} Part */
+/** @typedef {import('cairn:compaction/model@0.2.0').CompletionRequest} CompletionRequest */
+/** @typedef {import('cairn:compaction/log@0.2.0').Level} LogLevel */
 /** @typedef {import('./host.js').Host} Host */
 
 /**

@@ -2,11 +2,11 @@
 // with jco 1.35.0 guest-types; u64 is `number` and an absent option `null`, as the QuickJS runtime passes them. Do not edit.
 /// <reference path="./interfaces/cairn-compaction-log.d.ts" />
 /// <reference path="./interfaces/cairn-compaction-types.d.ts" />
-declare module 'cairn:compaction/commit-policy@0.1.0' {
-  export type Boundary = import('cairn:compaction/types@0.1.0').Boundary;
-  export type Proposal = import('cairn:compaction/types@0.1.0').Proposal;
-  export type CommitDecision = import('cairn:compaction/types@0.1.0').CommitDecision;
-  export type * as CairnCompactionLog010 from 'cairn:compaction/log@0.1.0'; // import cairn:compaction/log@0.1.0
-  export type * as CairnCompactionTypes010 from 'cairn:compaction/types@0.1.0'; // import cairn:compaction/types@0.1.0
+declare module 'cairn:compaction/commit-policy@0.2.0' {
+  export type Boundary = import('cairn:compaction/types@0.2.0').Boundary;
+  export type Proposal = import('cairn:compaction/types@0.2.0').Proposal;
+  export type CommitDecision = import('cairn:compaction/types@0.2.0').CommitDecision;
+  export type * as CairnCompactionLog020 from 'cairn:compaction/log@0.2.0'; // import cairn:compaction/log@0.2.0
+  export type * as CairnCompactionTypes020 from 'cairn:compaction/types@0.2.0'; // import cairn:compaction/types@0.2.0
   export function decide(boundary: Boundary, proposal: Proposal): CommitDecision;
 }

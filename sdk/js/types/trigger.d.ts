@@ -2,10 +2,10 @@
 // with jco 1.35.0 guest-types; u64 is `number` and an absent option `null`, as the QuickJS runtime passes them. Do not edit.
 /// <reference path="./interfaces/cairn-compaction-log.d.ts" />
 /// <reference path="./interfaces/cairn-compaction-types.d.ts" />
-declare module 'cairn:compaction/trigger@0.1.0' {
-  export type TriggerInput = import('cairn:compaction/types@0.1.0').TriggerInput;
-  export type TriggerDecision = import('cairn:compaction/types@0.1.0').TriggerDecision;
-  export type * as CairnCompactionLog010 from 'cairn:compaction/log@0.1.0'; // import cairn:compaction/log@0.1.0
-  export type * as CairnCompactionTypes010 from 'cairn:compaction/types@0.1.0'; // import cairn:compaction/types@0.1.0
+declare module 'cairn:compaction/trigger@0.2.0' {
+  export type TriggerInput = import('cairn:compaction/types@0.2.0').TriggerInput;
+  export type TriggerDecision = import('cairn:compaction/types@0.2.0').TriggerDecision;
+  export type * as CairnCompactionLog020 from 'cairn:compaction/log@0.2.0'; // import cairn:compaction/log@0.2.0
+  export type * as CairnCompactionTypes020 from 'cairn:compaction/types@0.2.0'; // import cairn:compaction/types@0.2.0
   export function decide(input: TriggerInput): TriggerDecision;
 }

@@ -16,12 +16,17 @@ Subclass the base class of your plugin's world — :class:`Strategy`, :class:`Tr
 Build with ``componentize-py -d wit -w trigger componentize app -p . -o dist/agent-only.wasm``
 and describe the plugin in ``cairn-plugin.toml``; see ``sdk/python/README.md``.
 
+A strategy overrides ``compact(request)`` (every entry in ``request.entries``), or, to read
+only part of the conversation the host lends it, ``compact_lent(history, request)`` (see
+:mod:`cairn_sdk.conversation`).
+
 The package is plain Python: the types are the SDK's own dataclasses (:mod:`cairn_sdk.types`),
 host capabilities go through a replaceable host (:mod:`cairn_sdk.host`), and only
 :mod:`cairn_sdk.export` knows the generated bindings. So plugin logic is tested with
 ``python3 -m unittest`` and :mod:`cairn_sdk.testing`, no Wasm needed.
 """
 
+from .conversation import History, outline, part_text
 from .export import export_commit_policy, export_strategy, export_trigger
 from .helpers import (
     ask_model, ask_model_or_fallback, changed_range_outcome, clip_ellipsis, config_or_defaults,
@@ -35,13 +40,13 @@ from .rules import SEED_MESSAGE_CHARS, SEED_MESSAGES, clip_chars, entry_text, pl
 from .types import *  # noqa: F403 - the contract's types are the SDK's vocabulary
 from .types import __all__ as _types_all
 
-__version__ = "0.1.0"
-#: The contract these bindings target (`wit/0.1.0`).
-CONTRACT = "cairn:compaction@0.1.0"
+__version__ = "0.2.0"
+#: The contract these bindings target (`wit/0.2.0`).
+CONTRACT = "cairn:compaction@0.2.0"
 
 __all__ = [
     *_types_all,
-    "Strategy", "Trigger", "CommitPolicy",
+    "Strategy", "Trigger", "CommitPolicy", "History", "outline", "part_text",
     "export_strategy", "export_trigger", "export_commit_policy",
     "SEED_MESSAGES", "SEED_MESSAGE_CHARS", "entry_text", "safe_cut_points", "placeholder_text", "thousands", "clip_chars",
     "ask_model", "ask_model_or_fallback", "changed_range_outcome", "clip_ellipsis", "config_or_defaults",

@@ -3,7 +3,8 @@
 ``app.py`` ends with one line, e.g. ``WitWorld = export_strategy(MyStrategy)``: componentize-py
 instantiates ``app.WitWorld`` and calls its export. The wrapper installs the host that answers
 capability calls through the WIT imports, converts the generated dataclasses to the SDK's own
-types and back, and maps errors:
+types and back (a strategy's lent ``history`` becomes a :class:`History` that asks the host;
+:meth:`Strategy.compact_lent` reads it), and maps errors:
 
 * strategy (has an error channel): a :class:`StrategyError` becomes its WIT case; any other
   exception becomes ``failed("<Type>: <message> (at file:line)")`` and is logged with its stack,
@@ -24,15 +25,17 @@ from types import ModuleType, TracebackType
 from typing import Any
 
 from . import host as _host
+from .conversation import History
+from .helpers import archive_write_error
 from .plugin import CommitPolicy, Strategy, Trigger
 from .types import (
     Advise, AgentRequest, ArchiveDenied, ArchiveError, ArchiveInvalid, ArchiveNotFound,
-    ArchiveSummary, ArchiveUnavailable, Boundary, Commit, CommitDecision, Compact, CompactRequest,
-    Defer, Entry, EntrySlice, Handover, Hit, Hits, Image, LogLevel, Message,
-    ModelDenied, ModelError, ModelFailed, ModelTimeout, ModelUnavailable, NothingToDo, Origin,
-    Outcome, OutcomeClass, Page, Part, Placeholder, Proposal, Reject, RequestKind, Role,
-    StrategyError, Text, Thinking, ToolCall, ToolResult, TriggerDecision, TriggerInput,
-    Unavailable, Usage,
+    ArchiveSummary, ArchiveUnavailable, Boundary, Commit, CommitDecision, Compact, Defer, Entry,
+    EntryOutline, EntrySlice, Handover, Hit, Hits, Image, ImageOutline, LentRequest, LogLevel,
+    Message, ModelDenied, ModelError, ModelFailed, ModelTimeout, ModelUnavailable, NothingToDo,
+    Origin, Original, Outcome, OutcomeClass, Page, Part, PartOutline, Placeholder, Proposal,
+    Reject, RequestKind, Role, StrategyError, Text, TextOutline, Thinking, ThinkingOutline,
+    ToolCall, ToolResult, ToolResultOutline, TriggerDecision, TriggerInput, Unavailable, Usage,
 )
 
 __all__ = ["export_strategy", "export_trigger", "export_commit_policy"]
@@ -70,13 +73,13 @@ def _world_export(name: str) -> Any:
 
 def export_strategy(plugin: type[Strategy]) -> type:
     """The ``WitWorld`` class of a ``strategy`` component whose work ``plugin`` does."""
-    _check_world(plugin, Strategy, "compact", 2, "strategy")
+    _check_world(plugin, Strategy, "compact", 3, "strategy")
 
     class WitWorld(_world_base()):  # type: ignore[misc]
-        def compact(self, request: Any) -> Any:
+        def compact(self, history: Any, request: Any) -> Any:
             previous = _host.set_host(_WIT_HOST)
             try:
-                outcome = plugin().compact(_compact_request(request))
+                outcome = plugin().compact_lent(_WitHistory(history), _lent_request(request))
                 if not isinstance(outcome, Outcome):
                     raise TypeError(f"compact returned {type(outcome).__name__}, not an Outcome")
                 return _outcome_to_wit(outcome)
@@ -140,7 +143,7 @@ def _check_world(plugin: type, base: type, export: str, arity: int, world: str) 
         return
     method = _world_export(export)  # `arity` counts `self`, as the generated method does
     if method is None or method.__code__.co_argcount != arity:
-        raise TypeError(f"this component is not built for the `{world}` world: pass `-w {world}` to componentize-py")
+        raise TypeError(f"this component is not built for the `{world}` world of cairn:compaction@0.2.0: pass `-w {world}` and that WIT to componentize-py")
 
 
 # ---- errors --------------------------------------------------------------------------------
@@ -220,11 +223,31 @@ def _entry(entry: Any) -> Entry:
     )
 
 
-def _compact_request(r: Any) -> CompactRequest:
-    return CompactRequest(
+def _part_outline(part: Any) -> PartOutline:
+    value = part.value
+    if isinstance(part, _wt.PartOutline_Text):
+        return TextOutline(value)
+    if isinstance(part, _wt.PartOutline_ToolResult):
+        return ToolResultOutline(value.call_id, value.bytes, value.is_error, value.elided)
+    if isinstance(part, _wt.PartOutline_ToolCall):
+        return ToolCall(value.id, value.name, value.args)
+    if isinstance(part, _wt.PartOutline_Thinking):
+        return ThinkingOutline(value)
+    if isinstance(part, _wt.PartOutline_Image):
+        return ImageOutline(value)
+    if isinstance(part, _wt.PartOutline_Placeholder):
+        return Placeholder(value.text, value.uri)
+    raise TypeError(f"unknown part outline {type(part).__name__}")
+
+
+def _entry_outline(o: Any) -> EntryOutline:
+    return EntryOutline(o.id, Role[o.role.name], Origin[o.origin.name], [_part_outline(p) for p in o.parts], o.tokens, o.turn, o.pinned)
+
+
+def _lent_request(r: Any) -> LentRequest:
+    return LentRequest(
         purpose=RequestKind[r.purpose.name],
         archive_id=r.archive_id,
-        entries=[_entry(e) for e in r.entries],
         protected_head=r.protected_head,
         tail_start=r.tail_start,
         token_target=r.token_target,
@@ -232,6 +255,8 @@ def _compact_request(r: Any) -> CompactRequest:
         resume=r.resume,
         previous_checkpoint=r.previous_checkpoint,
         config=r.config,
+        # Read only if this WIT has it: the SDK builds against either shape of the request.
+        previous_checkpoint_through=getattr(r, "previous_checkpoint_through", None),
     )
 
 
@@ -278,16 +303,22 @@ def _part_to_wit(part: Part) -> Any:
 
 def _entry_to_wit(e: Entry) -> Any:
     if not isinstance(e, Entry):
-        raise TypeError(f"a replacement must hold Entry objects, not {type(e).__name__}")
+        raise TypeError(f"a replacement must hold Entry or Original objects, not {type(e).__name__}")
     return _wt.Entry(
         e.id, _wt.Role[e.role.name], _wt.Origin[e.origin.name], [_part_to_wit(p) for p in e.parts], e.tokens, e.turn, e.pinned
     )
 
 
+def _replacement_to_wit(r: Entry | Original) -> Any:
+    if isinstance(r, Original):
+        return _wt.ReplacementEntry_Original(r.index)
+    return _wt.ReplacementEntry_Entry(_entry_to_wit(r))
+
+
 def _outcome_to_wit(o: Outcome) -> Any:
     return _wt.Outcome(
         _wt.EntryRange(o.replaced.first, o.replaced.last),
-        [_entry_to_wit(e) for e in o.replacement],
+        [_replacement_to_wit(r) for r in o.replacement],
         o.checkpoint,
         o.seed,
         o.retrospective,
@@ -319,6 +350,40 @@ def _commit_decision_to_wit(d: CommitDecision) -> Any:
 
 
 # ---- the host that calls the WIT imports ---------------------------------------------------
+
+
+class _WitHistory(History):
+    """The host's lent conversation: each call crosses to the host, which keeps the text."""
+
+    def __init__(self, history: Any) -> None:
+        super().__init__()
+        self._history = history
+
+    def len(self) -> int:
+        return int(self._history.len())
+
+    def entries(self, start: int = 0, end: int | None = None) -> list[Entry]:
+        return [_entry(e) for e in self._history.entries(*self._range(start, end))]
+
+    def outlines(self, start: int = 0, end: int | None = None) -> list[EntryOutline]:
+        return [_entry_outline(o) for o in self._history.outlines(*self._range(start, end))]
+
+    def part_text(self, index: int, part: int) -> str | None:
+        return self._history.part_text(index, part) if index >= 0 and part >= 0 else None
+
+    def part_tokens(self, index: int, part: int) -> int | None:
+        return self._history.part_tokens(index, part) if index >= 0 and part >= 0 else None
+
+    def set_aside(self, index: int, part: int) -> str:
+        try:
+            return str(self._history.set_aside(index, part))
+        except _cpt.Err as e:
+            raise archive_write_error(_archive_error(e.value)) from None
+
+    def _range(self, start: int, end: int | None) -> tuple[int, int]:
+        # u32 on the wire: the host clamps the end, negatives would not convert.
+        high = 0xFFFF_FFFF
+        return min(max(start, 0), high), high if end is None else min(max(end, 0), high)
 
 
 class _WitHost:

@@ -309,7 +309,13 @@ def store_artifact(content: str) -> str:
     :class:`Unavailable`, anything else :class:`Failed`."""
     try:
         return host.put_artifact(content)
-    except (ArchiveDenied, ArchiveUnavailable) as e:
-        raise Unavailable(f"archive write: {e.message}") from None
     except ArchiveError as e:
-        raise Failed(f"archive write: {type(e).__name__}: {e.message}") from None
+        raise archive_write_error(e) from None
+
+
+def archive_write_error(error: ArchiveError) -> StrategyError:
+    """A failed archive write as a strategy error: refused or unreachable is
+    :class:`Unavailable`, anything else :class:`Failed`."""
+    if isinstance(error, (ArchiveDenied, ArchiveUnavailable)):
+        return Unavailable(f"archive write: {error.message}")
+    return Failed(f"archive write: {type(error).__name__}: {error.message}")

@@ -8,19 +8,29 @@ host may run each call in a fresh sandbox anyway).
 
 from __future__ import annotations
 
-from .types import Boundary, Commit, CommitDecision, CompactRequest, Failed, Outcome, Proposal, TriggerDecision, TriggerInput
+from .conversation import History, compact_with_every_entry
+from .types import Boundary, Commit, CommitDecision, CompactRequest, Failed, LentRequest, Outcome, Proposal, TriggerDecision, TriggerInput
 
 __all__ = ["Strategy", "Trigger", "CommitPolicy"]
 
 
 class Strategy:
     """What replaces older history. Called with the entries, the protected head and the
-    verbatim tail (world ``strategy``)."""
+    verbatim tail (world ``strategy``): override :meth:`compact`, or :meth:`compact_lent` to
+    read only part of the conversation."""
 
     def compact(self, request: CompactRequest) -> Outcome:
         """Returns the outcome, or raises :class:`StrategyError` (``Unavailable``,
         ``NothingToDo``, ``Failed``). Any other exception is reported as ``Failed``."""
         raise Failed("compact is not implemented by this plugin")
+
+    def compact_lent(self, history: History, request: LentRequest) -> Outcome:
+        """The call as the host makes it (contract 0.2.0): the conversation lent, read by
+        index. By default every entry is read in one batch, :meth:`compact` answers, and each
+        replacement entry equal to the original of its id goes back as an :class:`Original`.
+        Override it to read less (``history.outlines``, ``part_text`` of a few parts) and
+        answer with :class:`Original` for the entries kept unchanged."""
+        return compact_with_every_entry(history, request, self.compact)
 
 
 class Trigger:

@@ -20,16 +20,17 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 
 from . import host as _host
+from .conversation import lend
 from .rules import entry_text
 from .types import (
     ArchiveDenied, ArchiveNotFound, ArchiveSummary, CompactRequest, Entry, EntrySlice, Hit, Hits,
-    LogLevel, Message, ModelError, ModelUnavailable, Origin, Outcome, Page, Part, RequestKind,
-    Role, Text, ToolCall, ToolResult,
+    LogLevel, Message, ModelError, ModelUnavailable, Origin, Original, Outcome, Page, Part,
+    RequestKind, Role, Text, ToolCall, ToolResult,
 )
 
 __all__ = [
     "FakeHost", "approximate_tokens",
-    "entry", "system", "user", "assistant", "tool_exchange", "compact_request",
+    "entry", "system", "user", "assistant", "tool_exchange", "compact_request", "lend",
     "OutcomeRefused", "check_outcome", "apply_outcome", "pairing_problems",
 ]
 
@@ -196,9 +197,17 @@ def apply_outcome(request: CompactRequest, outcome: Outcome) -> list[Entry]:
     (`host/cairn/src/chain/invariants.rs`): the range is known, in order and inside the
     replaceable window; replacement ids are empty or reuse an id of the range, once; pinned
     entries come through unchanged; tool-call pairing breaks nowhere it was not broken before.
+    An :class:`Original` stands for the request's entry at its index, as the host reads it.
     Raises :class:`OutcomeRefused`."""
     entries = request.entries
     index = {e.id: i for i, e in enumerate(entries)}
+    replacement: list[Entry] = []
+    for r in outcome.replacement:
+        if isinstance(r, Original):
+            if not 0 <= r.index < len(entries):
+                raise OutcomeRefused(f"the replacement names original entry {r.index}; the conversation has {len(entries)}")
+            r = entries[r.index]
+        replacement.append(r)
     if outcome.replaced.first not in index or outcome.replaced.last not in index:
         raise OutcomeRefused(f"the replaced range names an unknown entry id ({outcome.replaced})")
     first, last = index[outcome.replaced.first], index[outcome.replaced.last]
@@ -209,7 +218,7 @@ def apply_outcome(request: CompactRequest, outcome: Outcome) -> list[Entry]:
     if last >= request.tail_start:
         raise OutcomeRefused(f"the replaced range reaches into the verbatim tail (entry {entries[last].id})")
     reused: set[str] = set()
-    for e in outcome.replacement:
+    for e in replacement:
         if not e.id:
             continue
         if not (first <= index.get(e.id, -1) <= last):
@@ -217,12 +226,12 @@ def apply_outcome(request: CompactRequest, outcome: Outcome) -> list[Entry]:
         if e.id in reused:
             raise OutcomeRefused(f"the replacement uses entry id {e.id!r} twice")
         reused.add(e.id)
-    if any(e.pinned and e.id not in reused for e in outcome.replacement):
+    if any(e.pinned and e.id not in reused for e in replacement):
         raise OutcomeRefused("a new replacement entry claims to be pinned")
     for pinned in (e for e in entries[first : last + 1] if e.pinned):
-        if not any(r.id == pinned.id and r.parts == pinned.parts and r.pinned for r in outcome.replacement):
+        if not any(r.id == pinned.id and r.parts == pinned.parts and r.pinned for r in replacement):
             raise OutcomeRefused(f"the outcome drops or changes pinned entry {pinned.id}")
-    context = [*entries[:first], *outcome.replacement, *entries[last + 1 :]]
+    context = [*entries[:first], *replacement, *entries[last + 1 :]]
     broken = sorted(pairing_problems(context) - pairing_problems(entries))
     if broken:
         raise OutcomeRefused(f"the outcome breaks tool-call pairing: {broken[0]}")

@@ -1,4 +1,4 @@
-"""The contract's types (`wit/0.1.0/types.wit`) as plain Python dataclasses, and its errors as
+"""The contract's types (`wit/0.2.0/types.wit`) as plain Python dataclasses, and its errors as
 exceptions.
 
 Plugins never see the classes componentize-py generates: :mod:`cairn_sdk.export` converts at the
@@ -21,7 +21,8 @@ __all__ = [
     "Role", "Origin", "OutcomeClass", "RequestKind", "LogLevel",
     "Text", "Thinking", "ToolCall", "ToolResult", "Image", "Placeholder", "Part", "Entry",
     "Usage", "AgentRequest", "TriggerInput", "Advise", "Compact", "Handover", "TriggerDecision",
-    "CompactRequest", "EntryRange", "Outcome",
+    "CompactRequest", "LentRequest", "EntryRange", "Original", "ReplacementEntry", "Outcome",
+    "TextOutline", "ThinkingOutline", "ToolResultOutline", "ImageOutline", "PartOutline", "EntryOutline",
     "Boundary", "Proposal", "Commit", "Defer", "Reject", "CommitDecision",
     "Message", "ArchiveSummary", "EntrySlice", "Page", "Hit", "Hits",
     "StrategyError", "Unavailable", "NothingToDo", "Failed",
@@ -136,6 +137,51 @@ class Entry:
     pinned: bool = False
 
 
+# ---- outlines: entries without their text (what `History.outlines` returns) ---------------
+
+
+@dataclass
+class TextOutline:
+    #: UTF-8 bytes of the text.
+    bytes: int
+
+
+@dataclass
+class ThinkingOutline:
+    bytes: int
+
+
+@dataclass
+class ToolResultOutline:
+    call_id: str
+    #: UTF-8 bytes of the content; its tokens never exceed it.
+    bytes: int
+    is_error: bool = False
+    elided: str | None = None
+
+
+@dataclass
+class ImageOutline:
+    #: UTF-8 bytes of the reference.
+    bytes: int
+
+
+#: Tool calls and placeholders come whole: they are small, and what tool results pair with.
+PartOutline = TextOutline | ThinkingOutline | ToolCall | ToolResultOutline | ImageOutline | Placeholder
+
+
+@dataclass
+class EntryOutline:
+    id: str
+    role: Role
+    origin: Origin
+    parts: list[PartOutline] = field(default_factory=list)
+    #: The host's count for the whole entry.
+    tokens: int = 0
+    turn: int = 0
+    pinned: bool = False
+
+
 # ---- trigger -------------------------------------------------------------------------------
 
 
@@ -211,6 +257,33 @@ class CompactRequest:
     previous_checkpoint: str | None = None
     #: The plugin's configuration from the policy, as JSON text ("" when there is none).
     config: str = ""
+    #: The id of the last entry that checkpoint was made from, where the host knows it (the
+    #: entries after it are new to the checkpoint). None from a host that does not send it.
+    previous_checkpoint_through: str | None = None
+
+
+@dataclass
+class LentRequest:
+    """The request as the host sends it (contract 0.2.0): a :class:`CompactRequest` without
+    ``entries``; :meth:`Strategy.compact_lent` reads the conversation from its ``History``."""
+
+    purpose: RequestKind
+    archive_id: str
+    protected_head: int
+    tail_start: int
+    token_target: int = 0
+    preserve: str | None = None
+    resume: str | None = None
+    previous_checkpoint: str | None = None
+    config: str = ""
+    previous_checkpoint_through: str | None = None
+
+    def with_entries(self, entries: list[Entry]) -> CompactRequest:
+        """The :class:`CompactRequest` over ``entries`` (the whole conversation)."""
+        return CompactRequest(
+            self.purpose, self.archive_id, entries, self.protected_head, self.tail_start, self.token_target,
+            self.preserve, self.resume, self.previous_checkpoint, self.config, self.previous_checkpoint_through,
+        )
 
 
 @dataclass
@@ -222,9 +295,23 @@ class EntryRange:
 
 
 @dataclass
+class Original:
+    """In a replacement: the conversation's entry at ``index``, unchanged. Only its index
+    crosses back to the host."""
+
+    index: int
+
+
+#: One entry of a replacement: a new or changed :class:`Entry`, or an :class:`Original`.
+ReplacementEntry = Entry | Original
+
+
+@dataclass
 class Outcome:
     replaced: EntryRange
-    replacement: list[Entry]
+    #: What ``compact`` returns holds whole entries: the SDK sends each one equal to the
+    #: original of its id as an :class:`Original`. ``compact_lent`` may use :class:`Original` itself.
+    replacement: list[ReplacementEntry]
     #: Typed continuation state, JSON text valid against `checkpoint.schema.json`.
     checkpoint: str | None = None
     #: For handover: the text that starts the next session.

@@ -5,6 +5,7 @@ Used by test_export.py; prints `ok` when every check passed."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import wit_world
@@ -28,7 +29,7 @@ def wit_entry(id: str, *parts: object, pinned: bool = False) -> wt.Entry:  # noq
 
 
 def strategy() -> None:
-    from wit_world.imports import archive, model, tokens
+    from wit_world.imports import archive, conversation, model, tokens
 
     tokens.count = lambda text: len(text)
     stored: list[str] = []
@@ -48,6 +49,51 @@ def strategy() -> None:
 
     model.complete = complete
 
+    calls: list[str] = []
+
+    class LentHistory(conversation.History):
+        """The host's resource, over generated entries; records what crossed."""
+
+        def __init__(self, entries: list[wt.Entry]) -> None:
+            self.held = entries
+
+        def len(self) -> int:
+            calls.append("len")
+            return len(self.held)
+
+        def entries(self, start: int, end: int) -> list[wt.Entry]:
+            calls.append(f"entries {start} {end}")
+            return self.held[start:end]
+
+        def outlines(self, start: int, end: int) -> list[wt.EntryOutline]:
+            calls.append(f"outlines {start} {end}")
+            out = []
+            for e in self.held[start:end]:
+                parts = [
+                    wt.PartOutline_ToolResult(wt.ToolResultOutline(p.value.call_id, len(p.value.content), p.value.is_error, p.value.elided))
+                    if isinstance(p, wt.Part_ToolResult)
+                    else wt.PartOutline_ToolCall(p.value) if isinstance(p, wt.Part_ToolCall)
+                    else wt.PartOutline_Placeholder(p.value) if isinstance(p, wt.Part_Placeholder)
+                    else wt.PartOutline_Text(len(p.value)) if isinstance(p, wt.Part_Text)
+                    else wt.PartOutline_Image(len(p.value)) if isinstance(p, wt.Part_Image)
+                    else wt.PartOutline_Thinking(len(p.value))
+                    for p in e.parts
+                ]
+                out.append(wt.EntryOutline(e.id, e.role, e.origin, parts, e.tokens, e.turn, e.pinned))
+            return out
+
+        def part_text(self, index: int, part: int) -> str | None:
+            calls.append(f"part_text {index} {part}")
+            return self.held[index].parts[part].value.content
+
+        def part_tokens(self, index: int, part: int) -> int | None:
+            calls.append(f"part_tokens {index} {part}")
+            return None if index >= len(self.held) else 11
+
+        def set_aside(self, index: int, part: int) -> str:
+            calls.append(f"set_aside {index} {part}")
+            return put(self.held[index].parts[part].value.content)
+
     class Echo(sdk.Strategy):
         """Masks every tool result and reports what it saw through the capabilities."""
 
@@ -64,6 +110,10 @@ def strategy() -> None:
                 case "model":
                     expect(sdk.ask_model("s", "u", 10) == "system:s|user:u", "model call")
                     expect(sdk.ask_model_or_fallback("s", "u", 0, "extract") is None, "denied model falls back")
+                case "in place":
+                    # Changed in place: the snapshot taken before `compact` tells it from the original.
+                    request.entries[2].parts[0] = sdk.Text("changed in place")
+                    return sdk.Outcome(sdk.range_of(request.entries, 1, 3), request.entries[1:4])
             sdk.log_info(f"{len(request.entries)} entries, purpose {request.purpose.name}, tokens {sdk.count_tokens('four')}")
             entries = request.entries
             first = entries[0]
@@ -89,22 +139,38 @@ def strategy() -> None:
         wt.Part_Text("a"), wt.Part_ToolCall(wt.ToolCall("c1", "bash", "{}")), wt.Part_Placeholder(wt.Placeholder("[p]", None)),
         wt.Part_Image("img"), wt.Part_Thinking("hm"),
     ]
-    entries = [wit_entry("e1", *parts), wit_entry("e2", wt.Part_ToolResult(wt.ToolResult("c1", "long output", True, None)))]
+    entries = [
+        wit_entry("e1", *parts),
+        wit_entry("e2", wt.Part_ToolResult(wt.ToolResult("c1", "long output", True, None))),
+        wit_entry("e3", wt.Part_Text("kept as it was")),
+        wit_entry("e4", wt.Part_ToolResult(wt.ToolResult("c1", "more output", False, None))),
+        wit_entry("e5", wt.Part_Text("tail")),
+    ]
 
     def request(config: str) -> wt.CompactRequest:
-        return wt.CompactRequest(wt.RequestKind.COMPACT, "a-1", entries, 0, 2, 10, None, None, None, config)
+        # By name: the generated record may hold fields this probe does not set (left None).
+        known = {"purpose": wt.RequestKind.COMPACT, "archive_id": "a-1", "protected_head": 0, "tail_start": 4, "token_target": 10, "config": config}
+        return wt.CompactRequest(**{f.name: known.get(f.name) for f in dataclasses.fields(wt.CompactRequest)})
 
-    outcome = world().compact(request(""))
-    expect(isinstance(outcome, wt.Outcome) and outcome.replaced == wt.EntryRange("e2", "e2"), f"outcome {outcome}")
-    (masked,) = outcome.replacement
+    outcome = world().compact(LentHistory(entries), request(""))
+    expect(calls == ["len", "entries 0 5"], f"the default path reads every entry in one batch: {calls}")
+    expect(isinstance(outcome, wt.Outcome) and outcome.replaced == wt.EntryRange("e2", "e4"), f"outcome {outcome}")
+    masked, kept, masked_too = outcome.replacement
+    expect(kept == wt.ReplacementEntry_Original(2), f"an unchanged entry goes back as its index: {kept}")
+    expect(isinstance(masked, wt.ReplacementEntry_Entry) and isinstance(masked_too, wt.ReplacementEntry_Entry), "changed entries go back whole")
+    masked = masked.value
     expect(masked.parts == [wt.Part_ToolResult(wt.ToolResult("c1", "[masked]", True, "artifact://a-1/1"))], f"parts back {masked.parts}")
     expect((masked.role, masked.origin, masked.turn) == (wt.Role.ASSISTANT, wt.Origin.AGENT, 3), "enums back")
-    expect(outcome.checkpoint == "{}" and stored == ["long output"], "checkpoint and archive")
-    expect(logged[-1] == ("INFO", "2 entries, purpose COMPACT, tokens 4"), f"log line {logged[-1]}")
+    expect(outcome.checkpoint == "{}" and stored == ["long output", "more output"], "checkpoint and archive")
+    expect(logged[-1] == ("INFO", "5 entries, purpose COMPACT, tokens 4"), f"log line {logged[-1]}")
+
+    in_place = world().compact(LentHistory(entries), request("in place")).replacement
+    expect([type(r).__name__ for r in in_place] == ["ReplacementEntry_Original", "ReplacementEntry_Entry", "ReplacementEntry_Original"], f"{in_place}")
+    expect(in_place[1].value.parts == [wt.Part_Text("changed in place")], "an entry changed in place goes back whole")
 
     def error_of(config: str) -> object:
         try:
-            world().compact(request(config))
+            world().compact(LentHistory(entries), request(config))
         except Err as e:
             return e.value
         raise AssertionError(f"{config}: no error")
@@ -118,9 +184,48 @@ def strategy() -> None:
     wrong = error_of("wrong")
     expect(isinstance(wrong, wt.StrategyError_Failed) and "compact returned str, not an Outcome" in wrong.value, f"{wrong}")
     expect(error_of("refuse") == wt.StrategyError_Unavailable("archive write: archive:write is not granted"), "archive errors map")
-    world().compact(request("model"))
+    world().compact(LentHistory(entries), request("model"))
     expect(("INFO", "model not granted: extract") in logged, "the model fallback logs")
     expect(sdk.host._current is None, "the host is uninstalled after the call")
+
+    class Lean(sdk.Strategy):
+        """Reads outlines and one part's size, sets that part aside without reading it."""
+
+        def compact(self, request: sdk.CompactRequest) -> sdk.Outcome:
+            raise AssertionError("compact_lent is defined: compact is not called")
+
+        def compact_lent(self, history: sdk.History, request: sdk.LentRequest) -> sdk.Outcome:
+            expect(request == sdk.LentRequest(sdk.RequestKind.COMPACT, "a-1", 0, 4, 10, config="lean"), f"the request converts: {request}")
+            outlines = history.outlines(0, history.len())
+            expect(outlines[1].parts == [sdk.ToolResultOutline("c1", 11, True, None)], f"outlines convert: {outlines[1]}")
+            expect(outlines[0].parts[:2] == [sdk.TextOutline(1), sdk.ToolCall("c1", "bash", "{}")], f"{outlines[0].parts}")
+            expect(history.part_tokens(1, 0) == 11 and history.part_tokens(9, 0) is None, "part tokens")
+            expect(history.part_text(3, 0) == "more output", "part text")
+            uri = history.set_aside(1, 0)
+            masked = sdk.Entry("e2", sdk.Role.ASSISTANT, sdk.Origin.AGENT, [sdk.ToolResult("c1", "[masked]", True, uri)], 2, 3)
+            return sdk.Outcome(sdk.EntryRange("e2", "e4"), [masked, sdk.Original(2), sdk.Original(3)])
+
+    del calls[:], stored[:]
+    lean = sdk.export_strategy(Lean)().compact(LentHistory(entries), request("lean"))
+    expect(calls == ["len", "outlines 0 5", "part_tokens 1 0", "part_tokens 9 0", "part_text 3 0", "set_aside 1 0"], f"what crossed: {calls}")
+    expect(lean.replacement[1:] == [wt.ReplacementEntry_Original(2), wt.ReplacementEntry_Original(3)], f"{lean.replacement}")
+    expect(lean.replacement[0].value.parts == [wt.Part_ToolResult(wt.ToolResult("c1", "[masked]", True, "artifact://a-1/1"))], "set aside")
+
+    class Refused(sdk.Strategy):
+        def compact_lent(self, history: sdk.History, request: sdk.LentRequest) -> sdk.Outcome:
+            history.set_aside(0, 0)
+            raise AssertionError("unreachable")
+
+    class DenyingHistory(LentHistory):
+        def set_aside(self, index: int, part: int) -> str:
+            raise Err(archive.ArchiveError_Denied("archive:write is not granted"))
+
+    try:
+        sdk.export_strategy(Refused)().compact(DenyingHistory(entries), request(""))
+    except Err as e:
+        expect(e.value == wt.StrategyError_Unavailable("archive write: archive:write is not granted"), f"a refused set-aside: {e.value}")
+    else:
+        raise AssertionError("a refused set-aside is an error")
 
 
 def trigger() -> None:

@@ -13,12 +13,12 @@ import unittest
 from pathlib import Path
 
 SDK = Path(__file__).resolve().parents[1]
-WIT = SDK.parents[1] / "wit" / "0.1.0"
+WIT = SDK.parents[1] / "wit" / "0.2.0"
 PROBE = Path(__file__).with_name("edge_probe.py")
 
 
 @unittest.skipUnless(shutil.which("componentize-py"), "componentize-py is not installed (pip install componentize-py==0.25.1)")
-@unittest.skipUnless(WIT.is_dir(), "no wit/0.1.0 beside the SDK (outside the Cairn repository)")
+@unittest.skipUnless(WIT.is_dir(), "no wit/0.2.0 beside the SDK (outside the Cairn repository)")
 class GeneratedBindings(unittest.TestCase):
     def probe(self, world: str) -> None:
         with tempfile.TemporaryDirectory() as bindings:

@@ -10,7 +10,7 @@ use cairn::World;
 use include_dir::{include_dir, Dir, DirEntry};
 use serde::Serialize;
 
-static WIT: Dir = include_dir!("$CARGO_MANIFEST_DIR/../../wit/0.1.0");
+static WIT: Dir = include_dir!("$CARGO_MANIFEST_DIR/../../wit/0.2.0");
 static RUST_TEMPLATE: Dir = include_dir!("$CARGO_MANIFEST_DIR/../../sdk/rust/template");
 static RUST_SDK: Dir = include_dir!("$CARGO_MANIFEST_DIR/../../sdk/rust/src");
 static RUST_SDK_MANIFEST: &str = include_str!("../../../../sdk/rust/Cargo.toml");
@@ -150,7 +150,8 @@ fn rust_vendor() -> Vec<(PathBuf, Vec<u8>)> {
         (PathBuf::from("vendor/cairn-rules/Cargo.toml"), RULES_MANIFEST.as_bytes().to_vec()),
     ];
     for file in walk(&RUST_SDK) {
-        let text = file.contents_utf8().unwrap_or_default().replace("/wit/0.1.0", "/wit");
+        // The project's `wit/` is 0.2.0; the SDK may still name 0.1.0 for the checkpoint schema (the same in both).
+        let text = file.contents_utf8().unwrap_or_default().replace("/wit/0.2.0", "/wit").replace("/wit/0.1.0", "/wit");
         files.push((Path::new("vendor/cairn-sdk/src").join(file.path()), text.into_bytes()));
     }
     for file in walk(&RULES) {

@@ -150,7 +150,7 @@ fn build_js(dir: &Path, manifest: &Manifest, component: &Path) -> Result<()> {
 fn build_python(dir: &Path, manifest: &Manifest, component: &Path) -> Result<()> {
     // A scaffolded project carries its WIT and SDK; a plugin inside the Cairn repository uses
     // the repository's.
-    let wit = if dir.join("wit").is_dir() { dir.join("wit") } else { in_ancestor(dir, "wit/0.1.0")? };
+    let wit = if dir.join("wit").is_dir() { dir.join("wit") } else { in_ancestor(dir, "wit/0.2.0")? };
     let mut command = Command::new("componentize-py");
     command.arg("-d").arg(&wit).args(["-w", &manifest.kind.to_string(), "componentize", "app", "-p", "."]);
     if !dir.join("cairn_sdk").is_dir() {

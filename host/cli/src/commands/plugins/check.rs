@@ -202,7 +202,7 @@ fn check_world(report: &mut Report, manifest: &Manifest, inspection: &Inspection
         None => report.add(
             Level::Error,
             format!("it exports none of the functions the host calls (it exports: {})", list_or_nothing(&inspection.exports)),
-            Some(format!("a {} exports `{}`: build against world `{}` of wit/0.1.0", manifest.kind, world_export(manifest.kind), manifest.kind)),
+            Some(format!("a {} exports `{}`: build against world `{}` of wit/0.2.0", manifest.kind, world_export(manifest.kind), manifest.kind)),
         ),
         Some(world) if world != manifest.kind => report.add(
             Level::Error,

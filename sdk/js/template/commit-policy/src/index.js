@@ -4,9 +4,9 @@
 
 import { CommitDecision, CommitPolicy, commitPolicyExport, thousands, triggerConfig } from '@cairn/sdk';
 
-/** @typedef {import('cairn:compaction/types@0.1.0').Boundary} Boundary */
-/** @typedef {import('cairn:compaction/types@0.1.0').Proposal} Proposal */
-/** @typedef {import('cairn:compaction/types@0.1.0').CommitDecision} Decision */
+/** @typedef {import('cairn:compaction/types@0.2.0').Boundary} Boundary */
+/** @typedef {import('cairn:compaction/types@0.2.0').Proposal} Proposal */
+/** @typedef {import('cairn:compaction/types@0.2.0').CommitDecision} Decision */
 
 export const DEFAULTS = Object.freeze({
   /** The least share of the context an outcome must free to be worth a swap. */

@@ -5,7 +5,7 @@ import { fakeHost } from '@cairn/sdk/testing';
 
 import { decide } from '../src/index.js';
 
-/** @param {Partial<import('cairn:compaction/types@0.1.0').Boundary>} [fields] */
+/** @param {Partial<import('cairn:compaction/types@0.2.0').Boundary>} [fields] */
 const boundary = (fields = {}) => ({ turn: 9, turnComplete: true, toolCallOutstanding: false, config: '', ...fields });
 /** @param {number} before @param {number} after */
 const proposal = (before, after) => ({ strategy: 'shake-elide@0.1.0', tokensBefore: before, tokensAfter: after, replacedIds: ['e2'], keptSummaryIds: [] });

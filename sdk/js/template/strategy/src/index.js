@@ -19,9 +19,9 @@ import {
   thousands,
 } from '@cairn/sdk';
 
-/** @typedef {import('cairn:compaction/types@0.1.0').CompactRequest} CompactRequest */
-/** @typedef {import('cairn:compaction/types@0.1.0').Entry} Entry */
-/** @typedef {import('cairn:compaction/types@0.1.0').Outcome} Outcome */
+/** @typedef {import('@cairn/sdk').CompactRequest} CompactRequest */
+/** @typedef {import('cairn:compaction/types@0.2.0').Entry} Entry */
+/** @typedef {import('@cairn/sdk').Outcome} Outcome */
 
 export const DEFAULTS = Object.freeze({
   /** Each operator message is kept up to this many chars. */

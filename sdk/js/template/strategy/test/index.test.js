@@ -5,7 +5,7 @@ import { fakeHost, makeEntry, part } from '@cairn/sdk/testing';
 
 import { compact } from '../src/index.js';
 
-/** @param {import('cairn:compaction/types@0.1.0').Entry[]} entries @param {string} [config] */
+/** @param {import('cairn:compaction/types@0.2.0').Entry[]} entries @param {string} [config] */
 const request = (entries, config = '') => ({
   purpose: /** @type {const} */ ('compact'),
   archiveId: 'a-1',

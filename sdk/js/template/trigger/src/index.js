@@ -3,8 +3,8 @@
 
 import { Trigger, TriggerDecision, pendingRequestDecision, thousands, triggerConfig, triggerExport } from '@cairn/sdk';
 
-/** @typedef {import('cairn:compaction/types@0.1.0').TriggerInput} TriggerInput */
-/** @typedef {import('cairn:compaction/types@0.1.0').TriggerDecision} Decision */
+/** @typedef {import('cairn:compaction/types@0.2.0').TriggerInput} TriggerInput */
+/** @typedef {import('cairn:compaction/types@0.2.0').TriggerDecision} Decision */
 
 export const DEFAULTS = Object.freeze({
   /** Share of the window from which to compact. */

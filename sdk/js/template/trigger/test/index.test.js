@@ -7,7 +7,7 @@ import { decide } from '../src/index.js';
 
 /**
  * @param {number | null} tokens
- * @param {Partial<import('cairn:compaction/types@0.1.0').TriggerInput>} [fields]
+ * @param {Partial<import('cairn:compaction/types@0.2.0').TriggerInput>} [fields]
  */
 const input = (tokens, fields = {}) => ({
   usage: { contextTokens: tokens, window: 128_000, reserve: 16_384 },
