@@ -124,9 +124,6 @@ function narrowWit(witDir, world, declared, into, wire) {
     if (wire === '0.1.0') {
       text = asContract010(file, text);
     }
-    if (!declared.includes('archive')) {
-      text = ownArchiveError(text);
-    }
     if (file === 'worlds.wit') {
       const block = new RegExp(`(world\\s+${world}\\s*\\{)([\\s\\S]*?)(\\n\\})`);
       const found = text.match(block);
@@ -168,25 +165,6 @@ function asContract010(file, text) {
     edit('compact: func(history: borrow<history>, request: compact-request)', 'compact: func(request: compact-request)');
   }
   return text;
-}
-
-/**
- * `conversation` uses `archive.archive-error` for `set-aside`; that alone makes the component
- * import `archive` (for the type), which the host counts as the capability. Without `archive` in
- * the manifest, `conversation` gets its own copy of the variant: component types are structural,
- * so it links against the host's `set-aside` all the same.
- * @param {string} text a .wit file
- */
-function ownArchiveError(text) {
-  const use = /^([ \t]*)use archive\.\{archive-error\};[^\n]*$/m;
-  const variant = text.match(/^[ \t]*variant archive-error \{[\s\S]*?\n[ \t]*\}/m);
-  if (!use.test(text)) {
-    return text;
-  }
-  if (!variant) {
-    fail('the WIT\'s conversation uses archive-error, but no `variant archive-error` is found beside it');
-  }
-  return text.replace(use, variant[0]);
 }
 
 async function main() {

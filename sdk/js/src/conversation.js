@@ -122,7 +122,9 @@ export class History {
     try {
       return source.setAside(u32(index), u32(part));
     } catch (thrown) {
-      throw new ArchiveError(/** @type {import('./errors.js').ArchiveErrorVariant} */ (errorVariant(thrown)));
+      // set-aside-error's cases, as the archive's: too large is an invalid request.
+      const { tag, val } = errorVariant(thrown);
+      throw new ArchiveError(/** @type {import('./errors.js').ArchiveErrorVariant} */ ({ tag: tag === 'too-large' ? 'invalid' : tag, val }));
     }
   }
 }

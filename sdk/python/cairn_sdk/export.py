@@ -452,6 +452,10 @@ def _archive_error(error: Any) -> ArchiveError:
         "ArchiveError_NotFound": ArchiveNotFound,
         "ArchiveError_Invalid": ArchiveInvalid,
         "ArchiveError_Unavailable": ArchiveUnavailable,
+        # The lent history's set-aside answers with its own variant.
+        "SetAsideError_Denied": ArchiveDenied,
+        "SetAsideError_NotFound": ArchiveNotFound,
+        "SetAsideError_TooLarge": ArchiveInvalid,
     }
     return kinds.get(type(error).__name__, ArchiveInvalid)(str(error.value))
 

@@ -29,17 +29,12 @@ pub fn count_tokens(text: &str) -> u32 {
 /// moves on.
 pub fn store_artifact(content: &str) -> Result<String, StrategyError> {
     #[cfg(target_arch = "wasm32")]
-    return crate::host::archive::put_artifact(content).map_err(archive_write_error);
-    #[cfg(not(target_arch = "wasm32"))]
-    return crate::native::host().put_artifact(content).map_err(|why| StrategyError::Unavailable(format!("archive write: {why}")));
-}
-
-/// A refused or unavailable archive write is `unavailable` (the chain moves on); the rest fail.
-pub(crate) fn archive_write_error(error: crate::host::archive::ArchiveError) -> StrategyError {
-    match error {
+    return crate::host::archive::put_artifact(content).map_err(|e| match e {
         crate::host::archive::ArchiveError::Denied(why) | crate::host::archive::ArchiveError::Unavailable(why) => StrategyError::Unavailable(format!("archive write: {why}")),
         other => StrategyError::Failed(format!("archive write: {other:?}")),
-    }
+    });
+    #[cfg(not(target_arch = "wasm32"))]
+    return crate::native::host().put_artifact(content).map_err(|why| StrategyError::Unavailable(format!("archive write: {why}")));
 }
 
 /// A part's text: a text's, a thinking's, a tool result's content, a placeholder's text, an

@@ -45,7 +45,12 @@ impl Conversation for crate::strategy_bindings::cairn::compaction::conversation:
         self.part_tokens(index, part)
     }
     fn set_aside(&self, index: u32, part: u32) -> Result<String, StrategyError> {
-        self.set_aside(index, part).map_err(crate::helpers::archive_write_error)
+        use crate::host::conversation::SetAsideError;
+        // As a refused or failed `put-artifact` is: refused is `unavailable`, the chain moves on.
+        self.set_aside(index, part).map_err(|error| match error {
+            SetAsideError::Denied(why) => StrategyError::Unavailable(format!("archive write: {why}")),
+            SetAsideError::NotFound(why) | SetAsideError::TooLarge(why) => StrategyError::Failed(format!("set aside: {why}")),
+        })
     }
 }
 

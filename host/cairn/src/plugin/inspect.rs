@@ -39,7 +39,8 @@ pub enum Import {
         name: String,
         interface: &'static str,
     },
-    /// `cairn:compaction/types`: type definitions only, nothing to grant.
+    /// `cairn:compaction/types`, the lent `conversation` and the types a world uses: nothing
+    /// to grant.
     Types {
         name: String,
     },
@@ -59,6 +60,8 @@ pub struct Inspection {
     pub world: Option<World>,
     /// Exported names, with the parameter count of functions.
     pub exports: Vec<String>,
+    /// The `cairn:compaction` version its imports name (`0.2.0`), if it imports any.
+    pub contract: Option<String>,
     pub imports: Vec<Import>,
 }
 
@@ -91,7 +94,8 @@ pub fn inspect(engine: &Engine, bytes: &[u8]) -> Result<Inspection> {
             _ => None,
         };
         world = world.or(match (name, params) {
-            ("compact", Some(1)) => Some(World::Strategy),
+            // `compact(request)` in 0.1.0, `compact(history, request)` in 0.2.0.
+            ("compact", Some(1 | 2)) => Some(World::Strategy),
             ("decide", Some(1)) => Some(World::Trigger),
             ("decide", Some(2)) => Some(World::CommitPolicy),
             _ => None,
@@ -103,18 +107,20 @@ pub fn inspect(engine: &Engine, bytes: &[u8]) -> Result<Inspection> {
     }
     let imports = ty
         .imports(engine.wasmtime())
-        .map(|(name, _)| {
+        .map(|(name, item)| {
+            let type_only = matches!(item.ty, ComponentItem::Resource(_) | ComponentItem::Type(_));
             let name = name.to_string();
             if name.starts_with("wasi:") {
                 Import::Wasi { name }
             } else if let Some(Ok(interface)) = Interface::from_import(&name) {
                 Import::Capability { interface: interface.name(), name }
-            } else if name.starts_with("cairn:compaction/types") {
+            } else if name.starts_with("cairn:compaction/types") || name.starts_with("cairn:compaction/conversation") || type_only {
                 Import::Types { name }
             } else {
                 Import::Other { name }
             }
         })
         .collect();
-    Ok(Inspection { sha256, world, exports, imports })
+    let contract = crate::wit_edge::contract_version(engine.wasmtime(), &component).ok().flatten();
+    Ok(Inspection { sha256, world, exports, contract, imports })
 }

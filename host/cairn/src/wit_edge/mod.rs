@@ -116,7 +116,7 @@ impl PluginPre {
 }
 
 /// The `@x.y.z` of the `cairn:compaction` interfaces a component imports, if any.
-fn contract_version(engine: &wasmtime::Engine, component: &Component) -> Result<Option<String>> {
+pub(crate) fn contract_version(engine: &wasmtime::Engine, component: &Component) -> Result<Option<String>> {
     let mut found: Option<String> = None;
     for (name, _) in component.component_type().imports(engine) {
         let Some(versioned) = name.strip_prefix("cairn:compaction/") else { continue };

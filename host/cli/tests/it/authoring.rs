@@ -40,6 +40,8 @@ fn plugins_check_passes_a_good_plugin_and_runs_it_on_sample_sessions() {
     let (ok, report) = check(dir.path(), "shake-elide", shake.component, shake.manifest);
     assert!(ok, "{report:#}");
     assert_eq!(report["world"], "strategy");
+    assert_eq!(report["contract"], "0.2.0");
+    assert_eq!(errors(&report), "", "lent the conversation: nothing to warn about");
     assert_eq!(report["grants"], serde_json::json!(["log", "tokens", "archive:write"]));
     let cases = report["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 3, "{report:#}");
@@ -52,6 +54,22 @@ fn plugins_check_passes_a_good_plugin_and_runs_it_on_sample_sessions() {
     let details: Vec<&str> = report["cases"].as_array().unwrap().iter().map(|c| c["detail"].as_str().unwrap()).collect();
     assert_eq!(details[0], "commit");
     assert_eq!(details[1], "defer: a tool call is still running");
+}
+
+/// A component built against contract 0.1.0 before 0.2.0 existed still passes, and the check
+/// says which contract it speaks and what a rebuild would change.
+#[test]
+fn plugins_check_says_which_contract_a_component_was_built_against() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cairn/tests/fixtures/contract-0.1.0");
+    let wasm = std::fs::read(fixture.join("shake-elide-0-1.wasm")).unwrap();
+    let manifest = std::fs::read_to_string(fixture.join("shake-elide-0-1.toml")).unwrap();
+    let (ok, report) = check(dir.path(), "shake-elide-0-1", &wasm, &manifest);
+    assert!(ok, "{report:#}");
+    assert_eq!(report["contract"], "0.1.0");
+    assert_eq!(report["world"], "strategy");
+    assert!(errors(&report).contains("built against contract cairn:compaction@0.1.0") && errors(&report).contains("rebuild with the current SDK"), "{report:#}");
+    assert!(report["cases"].as_array().unwrap().iter().all(|c| c["passed"] == true), "{report:#}");
 }
 
 #[test]
@@ -69,7 +87,7 @@ fn plugins_check_names_each_common_mistake_and_its_fix() {
     let (ok, report) = check(dir.path(), "empty", b"\0asm\x0d\0\x01\0", shake.manifest);
     assert!(!ok);
     let found = errors(&report);
-    assert!(found.contains("exports none of the functions the host calls") && found.contains("exports `compact(request)`"), "{found}");
+    assert!(found.contains("exports none of the functions the host calls") && found.contains("exports `compact(history, request)`"), "{found}");
 
     // The wrong world in the manifest.
     let (ok, report) = check(dir.path(), "wrong-world", shake.component, &shake.manifest.replace("kind = \"strategy\"", "kind = \"trigger\""));
@@ -83,7 +101,7 @@ fn plugins_check_names_each_common_mistake_and_its_fix() {
     let (ok, report) = check(dir.path(), "undeclared", shake.component, &manifest);
     assert!(!ok);
     let found = errors(&report);
-    assert!(found.contains("imports `cairn:compaction/tokens@0.1.0` but the manifest does not declare") && found.contains("add \\\"tokens\\\" to `capabilities`"), "{found}");
+    assert!(found.contains("imports `cairn:compaction/tokens@0.2.0` but the manifest does not declare") && found.contains("add \\\"tokens\\\" to `capabilities`"), "{found}");
     assert!(found.contains("declares `model` but the component never imports it"), "{found}");
 
     // Importing WASI: a warning naming what the host does with it; the probe then fails its runs.

@@ -208,6 +208,12 @@ declare module 'cairn:compaction/types@0.2.0' {
      */
     previousCheckpoint?: string | null,
     /**
+     * The id of the last entry of the conversation that checkpoint was made from, where
+     * the host knows it: the entries after it are new to the checkpoint, so a strategy
+     * can start from it instead of reading everything again.
+     */
+    previousCheckpointThrough?: string | null,
+    /**
      * The plugin's own configuration from the policy, as JSON text.
      */
     config: string,

@@ -1,5 +1,6 @@
 //! Contract 0.2.0 ⇄ domain conversions, both ways. Nothing else converts.
 
+use super::bindings::conversation::SetAsideError;
 use super::bindings::{archive as wit_archive, model as wit_model, types as wit};
 use crate::capabilities::ArchiveError;
 use crate::chain::{StepError, StepInput, StrategyOutput};
@@ -62,6 +63,15 @@ fn part_outline(p: &Part) -> wit::PartOutline {
         }
         Part::Image { reference } => wit::PartOutline::Image(bytes(reference)),
         Part::Placeholder { text, uri } => wit::PartOutline::Placeholder(wit::Placeholder { text: text.clone(), uri: uri.clone() }),
+    }
+}
+
+pub fn set_aside_error(error: ArchiveError) -> SetAsideError {
+    match error {
+        ArchiveError::Denied(refusal) => SetAsideError::Denied(refusal.to_string()),
+        ArchiveError::TooLarge(why) => SetAsideError::TooLarge(why),
+        // Setting aside reads nothing from the archive: no other error comes from it.
+        other => SetAsideError::NotFound(format!("{other:?}")),
     }
 }
 

@@ -67,6 +67,9 @@ struct Report {
     plugin: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     world: Option<World>,
+    /// The `cairn:compaction` version the component was built against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    contract: Option<String>,
     findings: Vec<Finding>,
     /// The `grants` a policy step running this plugin needs.
     grants: Vec<&'static str>,
@@ -140,7 +143,9 @@ fn check(args: &Args) -> Result<Report> {
     };
     report.plugin = Some(manifest.label());
     report.world = inspection.world;
+    report.contract = inspection.contract.clone();
     report.add(Level::Ok, format!("manifest {manifest_path}: {} `{}`", manifest.kind, manifest.label()), None);
+    check_contract(&mut report, &inspection);
     check_world(&mut report, &manifest, &inspection);
     check_imports(&mut report, &manifest, &inspection);
     report.grants = manifest.capabilities.iter().map(|c| grant(c)).collect();
@@ -191,7 +196,7 @@ fn find_manifest(args: &Args) -> Result<Option<(String, String)>> {
 
 fn world_export(world: World) -> &'static str {
     match world {
-        World::Strategy => "compact(request)",
+        World::Strategy => "compact(history, request)",
         World::Trigger => "decide(input)",
         World::CommitPolicy => "decide(boundary, proposal)",
     }
@@ -213,6 +218,21 @@ fn check_world(report: &mut Report, manifest: &Manifest, inspection: &Inspection
     }
 }
 
+/// Which contract version it speaks; the host links each of `CONTRACT_VERSIONS`.
+fn check_contract(report: &mut Report, inspection: &Inspection) {
+    let newest = cairn::CONTRACT_VERSIONS.last().copied().unwrap_or_default();
+    match inspection.contract.as_deref() {
+        Some(version) if version == newest => report.add(Level::Ok, format!("built against contract cairn:compaction@{version}"), None),
+        Some(version) if cairn::CONTRACT_VERSIONS.contains(&version) => report.add(
+            Level::Warning,
+            format!("built against contract cairn:compaction@{version} (this host also links @{newest}: every entry crosses into the component at each call)"),
+            Some(format!("rebuild with the current SDK to be lent the conversation (@{newest})")),
+        ),
+        Some(version) => report.add(Level::Error, format!("built against contract cairn:compaction@{version}, which this host does not link"), Some(format!("rebuild against wit/{newest}"))),
+        None => report.add(Level::Ok, "imports nothing of cairn:compaction (a contract version is not named)", None),
+    }
+}
+
 fn check_imports(report: &mut Report, manifest: &Manifest, inspection: &Inspection) {
     for import in &inspection.imports {
         match import {
@@ -224,7 +244,7 @@ fn check_imports(report: &mut Report, manifest: &Manifest, inspection: &Inspecti
             Import::Other { name } => report.add(
                 Level::Error,
                 format!("it imports `{name}`, which no Cairn world provides"),
-                Some("remove what pulls it in: plugins get only log, tokens, model, archive (and WASI, denied everything)".into()),
+                Some("remove what pulls it in: plugins get only log, tokens, model, archive, a strategy its lent conversation (and WASI, denied everything)".into()),
             ),
             _ => {}
         }

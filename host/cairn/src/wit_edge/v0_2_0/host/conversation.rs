@@ -1,7 +1,6 @@
 use wasmtime::component::Resource;
 
-use super::super::bindings::archive::ArchiveError;
-use super::super::bindings::conversation::{Host, HostHistory};
+use super::super::bindings::conversation::{Host, HostHistory, SetAsideError};
 use super::super::bindings::types::{Entry, EntryOutline};
 use super::super::convert;
 use crate::capabilities::conversation::LentHistory;
@@ -31,12 +30,12 @@ impl HostHistory for CallState {
         Ok(self.lent(&history)?.part_tokens(index, part))
     }
 
-    fn set_aside(&mut self, history: Resource<LentHistory>, index: u32, part: u32) -> wasmtime::Result<Result<String, ArchiveError>> {
+    fn set_aside(&mut self, history: Resource<LentHistory>, index: u32, part: u32) -> wasmtime::Result<Result<String, SetAsideError>> {
         let (lent, archive) = self.lent_with_archive(&history)?;
         Ok(match lent.set_aside(index, part, archive) {
             Ok(Some(uri)) => Ok(uri),
-            Ok(None) => Err(ArchiveError::NotFound(format!("entry {index} has no part {part}"))),
-            Err(error) => Err(error.into()),
+            Ok(None) => Err(SetAsideError::NotFound(format!("entry {index} has no part {part}"))),
+            Err(error) => Err(convert::set_aside_error(error)),
         })
     }
 
