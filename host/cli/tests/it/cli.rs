@@ -31,6 +31,22 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// The tokenizer's tables (~35 MB of heap) are built at the first count: a command that never
+/// counts never builds them, and one that counts does (both said by its debug log).
+#[test]
+fn only_commands_that_count_build_the_tokenizer_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("session.jsonl");
+    std::fs::write(&session, formats::write_cairn(&cairn::transcript::sample::coding_session(4))).unwrap();
+    let builds_tables = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(args).env("CAIRN_LOG", "cairn::tokenizer=debug").output().unwrap();
+        assert!(out.status.success(), "cairn {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stderr).contains("tokenizer tables built")
+    };
+    assert!(!builds_tables(&["plugins", "list"]), "`plugins list` counts nothing");
+    assert!(builds_tables(&["compact", s(&session), "--home", s(&dir.path().join("home")), "--dry-run"]), "`compact` counts");
+}
+
 /// Compacts `file` to OpenAI JSON and checks what a harness relies on: shake-elide ran first,
 /// the context shrank, every tool call is immediately followed by its result, and every
 /// artifact is the exact original tool output.

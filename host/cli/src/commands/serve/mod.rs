@@ -234,6 +234,8 @@ impl Serve {
 
 pub fn run(args: Args) -> Result<()> {
     let serve = Arc::new(Serve::open(&args)?);
+    // A warm host: the tokenizer's tables are built now, beside the handshake, not in the first call.
+    std::thread::spawn(|| cairn::tokenizer::Tokenizer::default().load());
     let _watcher = if args.no_watch { None } else { Some(watch::start(serve.clone())?) };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match &args.http {
