@@ -65,6 +65,10 @@ impl Engine {
         config.epoch_interruption(true);
         // Plugins are small; a modest reservation keeps many concurrent stores cheap.
         config.memory_reservation(1 << 30);
+        // `CAIRN_PROFILE=perfmap`: guest functions named in /tmp/perf-<pid>.map for `perf report`.
+        if std::env::var("CAIRN_PROFILE").as_deref() == Ok("perfmap") {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = wasmtime::Engine::new(&config)?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));

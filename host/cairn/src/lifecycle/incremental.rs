@@ -38,14 +38,14 @@ pub(super) fn rebuild(store: &ConversationStore, state: &ConversationState, sinc
             Vec::new()
         }
         Some(since) => {
-            match state.acknowledged.as_deref() {
-                Some(last) if last == since => {}
-                Some(last) => return diverged(format!("`since` names entry {since}, but the last entry acknowledged is {last}")),
-                None => return diverged(format!("conversation {} has no acknowledged context to append to", store.key())),
+            if state.acknowledged.is_none() {
+                return diverged(format!("conversation {} has no acknowledged context to append to", store.key()));
             }
             let base = if state.held.is_empty() { store.context()? } else { store.recorded_entries(&state.held)? };
-            if base.last().map(|e| e.id.as_str()) != Some(since) {
-                return diverged(format!("the recorded context no longer ends with entry {since}"));
+            match base.last() {
+                Some(last) if last.id == since => {}
+                Some(last) => return diverged(format!("`since` names entry {since}, but the last entry acknowledged is {}", last.id)),
+                None => return diverged(format!("the recorded context no longer ends with entry {since}")),
             }
             base
         }
@@ -75,6 +75,19 @@ pub(super) fn rebuild(store: &ConversationStore, state: &ConversationState, sinc
     let mut transcript = Transcript { entries: base, unrecognized };
     transcript.number_turns();
     Ok(transcript)
+}
+
+/// Keeps in `state` what the harness holds after a boundary (`follow`'s answer) and returns
+/// the id the harness is told to name as its next `since`. When the harness holds the
+/// record's own context, as at nearly every boundary, the state keeps only that it does (the
+/// next `since` is checked against the record's tail): a boundary that only appends to the
+/// record then leaves the state as it was, and costs one synced write, not three.
+pub(super) fn acknowledge(state: &mut ConversationState, (last, held): (Option<String>, Vec<String>)) -> Option<String> {
+    let follows_record = |acknowledged: &Option<String>, held: &[String]| acknowledged.is_some() && held.is_empty();
+    if !(follows_record(&last, &held) && follows_record(&state.acknowledged, &state.held)) {
+        (state.acknowledged, state.held) = (last.clone(), held);
+    }
+    last
 }
 
 /// What the state says the harness holds after a boundary that handed it `entries`: the

@@ -260,10 +260,10 @@ impl Lifecycle {
         if let Some(run) = resumed.filter(|r| r.purpose == Purpose::Handover && r.committed_by.is_some()) {
             // The harness never saw this handover's outcome: it gets it now, in place of
             // whatever it reported against the old session.
-            (state.acknowledged, state.held) = incremental::follow(&store, &run.transcript.entries)?;
+            let acknowledged = incremental::acknowledge(&mut state, incremental::follow(&store, &run.transcript.entries)?);
             store.save_state(&state)?;
             return Ok(BoundaryOutcome {
-                acknowledged: state.acknowledged.clone(),
+                acknowledged,
                 before: None,
                 turn: report.turn,
                 advice: None,
@@ -295,13 +295,15 @@ impl Lifecycle {
 
         // The whole working context, recorded at every boundary (entries the record lacks), so
         // the record's context is the harness's and the next boundary may send only what is new.
+        // The id the harness names as its next `since`, as the state keeps it.
+        let mut acknowledged = None;
         let transcript = match &sent {
             Sent::Whole => {
                 let mut transcript = report.transcript;
                 cairn.tokenizer().count_transcript(&mut transcript);
                 if !dry {
                     store.record_snapshot("boundary", &transcript.entries)?;
-                    (state.acknowledged, state.held) = incremental::follow(&store, &transcript.entries)?;
+                    acknowledged = incremental::acknowledge(&mut state, incremental::follow(&store, &transcript.entries)?);
                 }
                 transcript
             }
@@ -311,11 +313,10 @@ impl Lifecycle {
                 let new = &transcript.entries[transcript.entries.len() - appended..];
                 if !dry && !new.is_empty() {
                     store.record_snapshot("boundary", new)?;
-                    if !state.held.is_empty() {
-                        state.held.extend(new.iter().map(|e| e.id.clone()));
-                    }
-                    state.acknowledged = new.last().map(|e| e.id.clone());
+                    let held = if state.held.is_empty() { Vec::new() } else { state.held.iter().chain(new.iter().map(|e| &e.id)).cloned().collect() };
+                    incremental::acknowledge(&mut state, (new.last().map(|e| e.id.clone()), held));
                 }
+                acknowledged = transcript.entries.last().map(|e| e.id.clone());
                 transcript
             }
         };
@@ -349,7 +350,9 @@ impl Lifecycle {
             recent: state.recent.clone(),
         };
         // The counted context is the outcome's unless maintenance replaces it.
-        let acknowledged = if dry { transcript.entries.last().map(|e| e.id.clone()) } else { state.acknowledged.clone() };
+        if dry {
+            acknowledged = transcript.entries.last().map(|e| e.id.clone());
+        }
         let mut outcome = BoundaryOutcome { turn: report.turn, advice: None, action: Action::None, usage, report: None, notices: Vec::new(), stale_files, transcript, acknowledged, before: None };
         let transcript = &outcome.transcript;
 
@@ -444,12 +447,11 @@ impl Lifecycle {
         };
         if run.committed_by.is_some() {
             outcome.before = Some(std::mem::replace(&mut outcome.transcript, run.transcript.clone()));
-            let followed = incremental::follow(&store, &outcome.transcript.entries)?;
-            if (&state.acknowledged, &state.held) != (&followed.0, &followed.1) {
-                (state.acknowledged, state.held) = followed;
+            let before = (state.acknowledged.clone(), state.held.clone());
+            outcome.acknowledged = incremental::acknowledge(&mut state, incremental::follow(&store, &outcome.transcript.entries)?);
+            if (&state.acknowledged, &state.held) != (&before.0, &before.1) {
                 store.save_state(&state)?;
             }
-            outcome.acknowledged = state.acknowledged.clone();
         }
         outcome.report = Some(run);
         outcome.notices = notices;

@@ -36,8 +36,10 @@ pub struct ConversationState {
     pub handover_next: Option<String>,
     /// Undo events the lifecycle has seen in the record: a new one starts a cooldown.
     pub undos_seen: usize,
-    /// The last entry of the context the last boundary left the harness with: an incremental
-    /// boundary's `since` must name it. None when the record cannot rebuild that context.
+    /// Set when the record can rebuild the context the last boundary left the harness with,
+    /// whose last entry an incremental boundary's `since` must name. With `held` empty that
+    /// context is the record's own, and this id may be older than its tail: boundaries that
+    /// only append to the record do not rewrite the state. None: send the context whole.
     pub acknowledged: Option<String>,
     /// That context's entry ids when the record's own context differs from it (a harness that
     /// rewound or rewrote its history and sent it whole); empty: the record's context.

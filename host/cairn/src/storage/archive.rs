@@ -3,9 +3,10 @@
 //! request asks for, and says when it was clamped. Only archives the conversation's own event
 //! log commits are visible, so an archive id from elsewhere is simply not found.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::backend::ArchiveReader;
 use super::ArchiveId;
@@ -83,12 +84,15 @@ pub struct Hits {
 pub struct ArchiveView {
     reader: Arc<dyn ArchiveReader>,
     archives: Vec<CompactionEvent>,
+    /// The originals the archives hold as references to the record, by id.
+    recorded: HashMap<String, Entry>,
 }
 
 impl ArchiveView {
-    /// `archives`: the conversation's committed compactions and handovers, oldest first.
-    pub(super) fn new(reader: Arc<dyn ArchiveReader>, archives: Vec<CompactionEvent>) -> Self {
-        ArchiveView { reader, archives }
+    /// `archives`: the conversation's committed compactions and handovers, oldest first;
+    /// `recorded`: the entries the record's snapshots hold under the ids they replaced.
+    pub(super) fn new(reader: Arc<dyn ArchiveReader>, archives: Vec<CompactionEvent>, recorded: HashMap<String, Entry>) -> Self {
+        ArchiveView { reader, archives, recorded }
     }
 
     /// An overview of every archive, newest first, with any summary or checkpoint it holds.
@@ -229,9 +233,31 @@ impl ArchiveView {
     fn entries(&self, id: &ArchiveId) -> Result<Vec<Entry>, ReadError> {
         let unreadable = |e: std::io::Error| ReadError::Unreadable(format!("archive {id}: {e}"));
         let Some(bytes) = self.reader.entries(id).map_err(unreadable)? else { return Ok(Vec::new()) };
-        let text = String::from_utf8(bytes).map_err(|e| ReadError::Unreadable(format!("archive {id}: not UTF-8 ({e})")))?;
-        text.lines().enumerate().map(|(i, line)| serde_json::from_str(line).map_err(|e| ReadError::Unreadable(format!("archive {id} line {}: {e}", i + 1)))).collect()
+        parse_lines(id, &bytes, |entry_id| self.recorded.get(entry_id).cloned())
     }
+}
+
+/// An archive line that stands for an original the record's snapshots hold byte for byte.
+#[derive(Serialize, Deserialize)]
+pub(super) struct RecordedLine<S> {
+    pub recorded: S,
+}
+
+/// An archive's JSON lines as entries, each `{"recorded": id}` line resolved by `recorded`.
+pub(super) fn parse_lines(id: &ArchiveId, bytes: &[u8], recorded: impl Fn(&str) -> Option<Entry>) -> Result<Vec<Entry>, ReadError> {
+    let unreadable = |n: usize, e: &dyn std::fmt::Display| ReadError::Unreadable(format!("archive {id} line {}: {e}", n + 1));
+    bytes
+        .split(|b| *b == b'\n')
+        .filter(|line| !line.is_empty())
+        .enumerate()
+        .map(|(n, line)| {
+            if !line.starts_with(br#"{"recorded":"#) {
+                return serde_json::from_slice(line).map_err(|e| unreadable(n, &e));
+            }
+            let line: RecordedLine<String> = serde_json::from_slice(line).map_err(|e| unreadable(n, &e))?;
+            recorded(&line.recorded).ok_or_else(|| unreadable(n, &format!("entry {:?} is not in the record's snapshots", line.recorded)))
+        })
+        .collect()
 }
 
 /// One entry as the reader sees it; tool output appears verbatim.

@@ -111,13 +111,22 @@ impl Parsed {
 
 /// The originals an archive sets aside, as the JSON lines (one entry each) it stores: written
 /// straight to where the backend keeps them, and held whole only by a backend that needs the
-/// bytes at once (a database row).
-pub struct ArchiveEntries<'a>(pub &'a [Entry]);
+/// bytes at once (a database row). An original the record's snapshots already hold, byte for
+/// byte, is stored as a reference to it (`{"recorded":"<id>"}`), not a second copy.
+pub struct ArchiveEntries<'a> {
+    pub originals: &'a [Entry],
+    /// Per original (as many): whether a snapshot holds it exactly.
+    pub recorded: Vec<bool>,
+}
 
 impl ArchiveEntries<'_> {
     pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        for entry in self.0 {
-            serde_json::to_writer(&mut *out, entry)?;
+        for (entry, recorded) in self.originals.iter().zip(&self.recorded) {
+            if *recorded {
+                serde_json::to_writer(&mut *out, &super::archive::RecordedLine { recorded: &entry.id })?;
+            } else {
+                serde_json::to_writer(&mut *out, entry)?;
+            }
             out.write_all(b"\n")?;
         }
         Ok(())
@@ -126,7 +135,8 @@ impl ArchiveEntries<'_> {
     /// The lines as bytes, sized up front from the text they hold: growing by doubling would
     /// hold up to twice the archive at the peak of a large compaction.
     pub fn to_vec(&self) -> std::io::Result<Vec<u8>> {
-        let mut lines = Vec::with_capacity(self.0.iter().map(super::serialized_estimate).sum());
+        let size = self.originals.iter().zip(&self.recorded).map(|(e, r)| if *r { e.id.len() + 16 } else { super::serialized_estimate(e) }).sum();
+        let mut lines = Vec::with_capacity(size);
         self.write_to(&mut lines)?;
         Ok(lines)
     }

@@ -17,6 +17,7 @@ pub use ids::{session_id, ArchiveId, ArtifactUri, ConversationKey, IdError, Tena
 pub(crate) use local::files;
 pub use tokens::{TokenInfo, Tokens};
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -329,16 +330,26 @@ impl ConversationStore {
     /// The originals a committed compaction replaced, exactly as they were recorded.
     pub fn archived_originals(&self, archive_id: &str) -> Result<Vec<Entry>> {
         let id: ArchiveId = archive_id.parse()?;
-        if !self.has_archive(id.as_str()) {
+        let Some(compaction) = self.committed().find(|c| c.archive_id == id.as_str()) else {
             bail!("no committed compaction with archive {archive_id} in conversation {}", self.key);
-        }
+        };
         let Some(lines) = self.conversation.archives()?.entries(&id).with_context(|| format!("reading archive {archive_id}"))? else { return Ok(Vec::new()) };
-        lines
-            .split(|b| *b == b'\n')
-            .filter(|line| !line.is_empty())
-            .enumerate()
-            .map(|(n, line)| serde_json::from_slice(line).with_context(|| format!("archive {archive_id}: line {} is not an entry", n + 1)))
-            .collect()
+        let recorded = self.snapshot_entries(compaction.replaced.iter().map(String::as_str).collect());
+        Ok(archive::parse_lines(&id, &lines, |entry_id| recorded.get(entry_id).map(|e| (*e).clone()))?)
+    }
+
+    /// The entries the log's snapshots hold under these ids (a snapshot records each id once).
+    fn snapshot_entries<'a>(&'a self, mut ids: HashSet<&str>) -> HashMap<&'a str, &'a Entry> {
+        let mut found = HashMap::new();
+        for event in &self.log.events {
+            if ids.is_empty() {
+                break;
+            }
+            if let Event::Snapshot { entries, .. } = event {
+                found.extend(entries.iter().filter(|e| ids.remove(e.id.as_str())).map(|e| (e.id.as_str(), e)));
+            }
+        }
+        found
     }
 
     /// The files the latest stamped compaction recorded that changed in `workspace` since.
@@ -444,7 +455,10 @@ impl ConversationStore {
     /// artifact URIs. Called before the compaction event that commits it; until then readers
     /// do not see it.
     pub fn write_archive(&mut self, archive_id: &ArchiveId, originals: &[Entry], artifacts: &[Artifact]) -> Result<Vec<String>> {
-        self.writable()?.write_archive(archive_id, &ArchiveEntries(originals), artifacts)?;
+        // An original the record already holds exactly is stored as a reference to it.
+        let in_snapshots = self.snapshot_entries(originals.iter().map(|e| e.id.as_str()).collect());
+        let recorded: Vec<bool> = originals.iter().map(|e| in_snapshots.get(e.id.as_str()).is_some_and(|r| *r == e)).collect();
+        self.writable()?.write_archive(archive_id, &ArchiveEntries { originals, recorded }, artifacts)?;
         Ok(ArtifactUri::numbered(archive_id, artifacts.len()))
     }
 
@@ -482,14 +496,7 @@ impl ConversationStore {
     /// that was prepared before a crash, or rebuilding what a harness holds): recorded ones,
     /// else those a committed compaction put in.
     pub fn recorded_entries(&self, ids: &[String]) -> Result<Vec<Entry>> {
-        let mut by_id = std::collections::HashMap::new();
-        for event in &self.log.events {
-            if let Event::Snapshot { entries, .. } = event {
-                for entry in entries {
-                    by_id.insert(entry.id.as_str(), entry);
-                }
-            }
-        }
+        let mut by_id = self.snapshot_entries(ids.iter().map(String::as_str).collect());
         for compaction in self.committed() {
             for entry in &compaction.replacement {
                 by_id.entry(entry.id.as_str()).or_insert(entry);
@@ -500,7 +507,10 @@ impl ConversationStore {
 
     /// A bounded, read-only view of this conversation's committed archives.
     pub fn archive_view(&self) -> Result<ArchiveView> {
-        Ok(ArchiveView::new(self.conversation.archives()?, self.committed().cloned().collect()))
+        let archives: Vec<CompactionEvent> = self.committed().cloned().collect();
+        let replaced = archives.iter().flat_map(|c| c.replaced.iter().map(String::as_str)).collect();
+        let recorded = self.snapshot_entries(replaced).into_iter().map(|(id, e)| (id.to_string(), e.clone())).collect();
+        Ok(ArchiveView::new(self.conversation.archives()?, archives, recorded))
     }
 
     /// Whether this conversation's log commits the archive (an archive written by an attempt
@@ -683,6 +693,59 @@ mod tests {
             assert_eq!(s.pinned_ids().into_iter().collect::<Vec<_>>(), ["e1"]);
             assert_eq!(s.archived_originals(id.as_str()).unwrap(), &originals[1..3], "byte for byte as recorded");
         }
+    }
+
+    /// An original the snapshots hold exactly is archived as a reference to it, not a second
+    /// copy; one the harness changed, or one no snapshot holds, is archived whole. Undo, show
+    /// and the archive's readers get every original back as it was replaced.
+    #[test]
+    fn an_original_the_record_holds_is_archived_once() {
+        for place in places() {
+            let home = place.home();
+            let mut s = home.conversation(&key("c1")).unwrap();
+            let long = |id: &str, text: &str| Entry::text(id, Role::Tool, Origin::Tool, &text.repeat(2_000));
+            s.record_snapshot("a", &[long("e1", "ls -la "), long("e2", "cargo test "), long("e3", "git diff ")]).unwrap();
+            let originals = vec![long("e2", "cargo test "), long("e3", "edited by the harness "), Entry::text("s0", Role::User, Origin::Summary, "an earlier summary")];
+            let id = ArchiveId::generate(s.key());
+            s.write_archive(&id, &originals, &[]).unwrap();
+            let mut event = committed_compaction(&id, vec![]);
+            event.replaced = vec!["e2".into(), "e3".into(), "s0".into()];
+            event.forgotten = event.replaced.clone();
+            s.record_compaction(event).unwrap();
+            drop(s);
+
+            let s = home.existing_conversation(&key("c1")).unwrap();
+            let stored = String::from_utf8(s.conversation.archives().unwrap().entries(&id).unwrap().unwrap()).unwrap();
+            let lines: Vec<&str> = stored.lines().collect();
+            assert_eq!(lines[0], r#"{"recorded":"e2"}"#, "{}", home.path().display());
+            assert!(lines[1].contains("edited by the harness") && lines[2].contains("an earlier summary"), "changed or unrecorded originals are whole");
+            assert!(stored.len() < 44_000 + 1_000, "only e3's 44 kB, not e2's 22 kB again ({} bytes)", stored.len());
+            assert_eq!(s.archived_originals(id.as_str()).unwrap(), originals, "every original back, byte for byte");
+            let page = s.archive_view().unwrap().page(id.as_str(), 0, 10, 0).unwrap();
+            assert_eq!(page.entries.iter().map(|e| e.entry_id.as_str()).collect::<Vec<_>>(), ["e2", "e3", "s0"]);
+            assert!(page.entries[0].text.starts_with("cargo test cargo test"));
+            let hits = s.archive_view().unwrap().search("cargo", 0, 5).unwrap();
+            assert_eq!(hits.hits[0].entry_id, "e2", "search reads the referenced original");
+        }
+    }
+
+    /// A reference to an entry no snapshot holds (a damaged or foreign archive) is an error
+    /// that names the archive, the line and the entry, never a silently missing original.
+    #[test]
+    fn a_reference_the_record_cannot_resolve_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::open(dir.path()).unwrap();
+        let mut s = home.conversation(&key("c1")).unwrap();
+        s.record_snapshot("a", &[entry("e1")]).unwrap();
+        let id = ArchiveId::generate(s.key());
+        s.writable().unwrap().write_archive(&id, &ArchiveEntries { originals: &[entry("e1"), entry("e9")], recorded: vec![true, true] }, &[]).unwrap();
+        let mut event = committed_compaction(&id, vec![]);
+        event.replaced = vec!["e1".into(), "e9".into()];
+        s.record_compaction(event).unwrap();
+        let err = format!("{:#}", s.archived_originals(id.as_str()).unwrap_err());
+        assert!(err.contains(&format!("archive {id} line 2")) && err.contains("\"e9\""), "{err}");
+        let err = s.archive_view().unwrap().page(id.as_str(), 0, 10, 0).unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("e9"), "{err}");
     }
 
     /// The context kept beside the log (extended by each snapshot, not folded again) is the

@@ -167,3 +167,32 @@ async fn every_boundary_records_what_is_new() {
     assert_eq!(second.acknowledged.as_deref(), context.last().map(|e| e.id.as_str()));
     assert!(context.iter().all(|e| e.tokens > 0), "recorded with their counts");
 }
+
+/// A boundary that only appends to the record writes only the record: the state file is not
+/// replaced (one synced write per boundary instead of three), and every call, incremental or
+/// whole, is still told the id to name next.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_boundary_that_only_appends_leaves_the_state_file_alone() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let life = lifecycle(dir.path());
+    let turns = turns(&sample::coding_session(6));
+    let window = 1_000_000;
+    let first = life.boundary(report("quiet", 1, window, turns[0].clone())).await.unwrap();
+    let state = dir.path().join("conversations/quiet/state.json");
+    let saved = || (std::fs::metadata(&state).unwrap().ino(), std::fs::read(&state).unwrap());
+    let before = saved();
+    let mut since = first.acknowledged.unwrap();
+    for (n, turn) in turns[1..turns.len() - 1].iter().enumerate() {
+        let outcome = life.boundary_since(report("quiet", n as u32 + 2, window, turn.clone()), Some(since)).await.unwrap();
+        since = outcome.acknowledged.unwrap();
+        assert_eq!(since, turn.last().unwrap().id, "told to name the last entry it sent");
+    }
+    let whole = life.boundary(report("quiet", 90, window, turns.concat())).await.unwrap();
+    assert_eq!(whole.acknowledged.as_deref(), turns.last().unwrap().last().map(|e| e.id.as_str()));
+    assert_eq!(saved(), before, "the state file was not replaced");
+    // A rewind still diverges: the record's tail is what `since` must name.
+    let text = diverged(life.boundary_since(report("quiet", 91, window, vec![]), Some(turns[1].last().unwrap().id.clone())).await);
+    assert!(text.contains("last entry acknowledged"), "{text}");
+}

@@ -106,7 +106,7 @@ mod tests {
         let dir = Dir::open_ambient_dir(temp.path(), cap_std::ambient_authority()).unwrap();
         let id: ArchiveId = "a-0123456789abcdef".parse().unwrap();
         let artifacts = ["first".into(), "".into(), Artifact::from("ünïcode\nand lines\n".repeat(100))];
-        write(&dir, &id, &ArchiveEntries(&[]), &artifacts).unwrap();
+        write(&dir, &id, &ArchiveEntries { originals: &[], recorded: vec![] }, &artifacts).unwrap();
         let files: Vec<_> = std::fs::read_dir(temp.path().join("archives/a-0123456789abcdef")).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(files.len(), 2, "entries and one pack: {files:?}");
         let archives = Archives(dir.try_clone().unwrap());
