@@ -48,8 +48,7 @@ impl Strategy for ShakeElide {
     fn compact_lent(conversation: &dyn Conversation, request: Request) -> Result<WireOutcome, StrategyError> {
         let config: Config = parse_config(&request.config)?;
         let outlines = conversation.outlines(0, conversation.len());
-        let calls = tool_calls(&outlines);
-        let last_touch = last_touch_by_path(&outlines);
+        let calls = Calls::of(&outlines);
         let window = request.protected_head as usize..(request.tail_start as usize).min(outlines.len());
         let batched;
         let conversation = match config.read_window_in_one_batch {
@@ -63,7 +62,7 @@ impl Strategy for ShakeElide {
         let mut changed: Vec<(usize, Entry)> = Vec::new();
         // Pinned entries must come through unchanged; the host checks it.
         for i in window.filter(|&i| !outlines[i].pinned) {
-            let shaken = Shaken { conversation, index: i, config: &config, calls: &calls, last_touch: &last_touch };
+            let shaken = Shaken { conversation, index: i, config: &config, calls: &calls };
             if let Some(mut entry) = shaken.entry(&outlines[i])? {
                 recount(&mut entry);
                 changed.push((i, entry));
@@ -90,8 +89,7 @@ struct Shaken<'a> {
     conversation: &'a dyn Conversation,
     index: usize,
     config: &'a Config,
-    calls: &'a HashMap<String, (String, String)>,
-    last_touch: &'a HashMap<String, usize>,
+    calls: &'a Calls,
 }
 
 impl Shaken<'_> {
@@ -119,11 +117,11 @@ impl Shaken<'_> {
                     if result.elided.is_some() {
                         continue;
                     }
-                    let (name, args) = self.calls.get(&result.call_id).map(|(n, a)| (n.as_str(), a.as_str())).unwrap_or(("", ""));
+                    let (name, path) = self.calls.by_id.get(&result.call_id).map(|(n, p)| (n.as_str(), p.as_deref())).unwrap_or(("", None));
                     if config.protected_tools.iter().any(|t| t == name) {
                         continue;
                     }
-                    let stale_path = config.read_tools.iter().any(|t| t == name).then(|| path_argument(args)).flatten().filter(|path| self.last_touch.get(path).is_some_and(|&at| at > self.index));
+                    let stale_path = path.filter(|path| config.read_tools.iter().any(|t| t == name) && self.calls.last_touch.get(*path).is_some_and(|&at| at > self.index));
                     if stale_path.is_none() && result.bytes < config.min_tokens {
                         continue;
                     }
@@ -177,9 +175,26 @@ impl Shaken<'_> {
     }
 }
 
-/// Each tool call's name and arguments by id.
-fn tool_calls(outlines: &[EntryOutline]) -> HashMap<String, (String, String)> {
-    outlines_calls(outlines).map(|(_, call)| (call.id.clone(), (call.name.clone(), call.args.clone()))).collect()
+/// The conversation's tool calls, their arguments parsed once each.
+struct Calls {
+    /// Each call's tool name and the file path its arguments name, by call id.
+    by_id: HashMap<String, (String, Option<String>)>,
+    /// The last entry index at which any call names each path.
+    last_touch: HashMap<String, usize>,
+}
+
+impl Calls {
+    fn of(outlines: &[EntryOutline]) -> Calls {
+        let mut calls = Calls { by_id: HashMap::new(), last_touch: HashMap::new() };
+        for (i, call) in outlines_calls(outlines) {
+            let path = path_argument(&call.args);
+            if let Some(path) = &path {
+                calls.last_touch.insert(path.clone(), i);
+            }
+            calls.by_id.insert(call.id.clone(), (call.name.clone(), path));
+        }
+        calls
+    }
 }
 
 fn outlines_calls(outlines: &[EntryOutline]) -> impl Iterator<Item = (usize, &ToolCall)> {
@@ -241,15 +256,29 @@ fn is_old_placeholder(content: &str) -> bool {
     content.starts_with('[') && content.contains("— recover: artifact://") && content.len() < OLD_PLACEHOLDER_MAX_BYTES as usize
 }
 
-/// The last entry index at which any tool call names each file path.
-fn last_touch_by_path(outlines: &[EntryOutline]) -> HashMap<String, usize> {
-    outlines_calls(outlines).filter_map(|(i, call)| Some((path_argument(&call.args)?, i))).collect()
-}
-
-/// The file path a tool call's JSON arguments name, under the keys agents commonly use.
+/// The file path a tool call's JSON arguments name, under the keys agents commonly use (the
+/// first of them holding a string). Every other value is skipped unread: an edit's arguments
+/// hold whole files.
 fn path_argument(args: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(args).ok()?;
-    ["path", "file_path", "filePath", "filename"].iter().find_map(|key| value.get(key)?.as_str().map(str::to_string))
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Value {
+        Text(String),
+        Other(serde::de::IgnoredAny),
+    }
+    #[derive(Deserialize)]
+    struct Keys {
+        path: Option<Value>,
+        file_path: Option<Value>,
+        #[serde(rename = "filePath")]
+        file_path_camel: Option<Value>,
+        filename: Option<Value>,
+    }
+    let keys: Keys = serde_json::from_str(args).ok()?;
+    [keys.path, keys.file_path, keys.file_path_camel, keys.filename].into_iter().find_map(|value| match value? {
+        Value::Text(path) => Some(path),
+        Value::Other(_) => None,
+    })
 }
 
 // Exported only in Wasm: `cairn bench` compiles this file natively and calls `ShakeElide`.
@@ -321,6 +350,14 @@ mod tests {
         assert_eq!(kept, [4, 5]);
         let Replacement::Entry(read) = &lean.replacement[1] else { panic!("{lean:?}") };
         assert!(matches!(&read.parts[0], Part::ToolResult(r) if r.elided.is_some() && r.content.contains("superseded read of a.rs")), "{read:?}");
+    }
+
+    #[test]
+    fn the_path_is_the_first_common_key_holding_a_string() {
+        assert_eq!(path_argument(r#"{"content":"fn main() {}","path":"src/main.rs"}"#).as_deref(), Some("src/main.rs"));
+        assert_eq!(path_argument(r#"{"path":7,"filePath":"a.rs","filename":"b.rs"}"#).as_deref(), Some("a.rs"));
+        assert_eq!(path_argument(r#"{"command":"ls"}"#), None);
+        assert_eq!(path_argument("not json"), None);
     }
 
     #[test]
