@@ -703,7 +703,7 @@ mod tests {
         for place in places() {
             let home = place.home();
             let mut s = home.conversation(&key("c1")).unwrap();
-            let long = |id: &str, text: &str| Entry::text(id, Role::Tool, Origin::Tool, &text.repeat(2_000));
+            let long = |id: &str, text: &str| Entry::text(id, Role::Tool, Origin::Tool, text.repeat(2_000));
             s.record_snapshot("a", &[long("e1", "ls -la "), long("e2", "cargo test "), long("e3", "git diff ")]).unwrap();
             let originals = vec![long("e2", "cargo test "), long("e3", "edited by the harness "), Entry::text("s0", Role::User, Origin::Summary, "an earlier summary")];
             let id = ArchiveId::generate(s.key());
