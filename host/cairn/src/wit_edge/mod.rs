@@ -33,35 +33,38 @@ impl Linkers {
 }
 
 /// One contract version's linkers: per world, one without WASI and its twin with a deny-all
-/// WASI. The version says which imports each world gets (`add_imports`).
+/// WASI, each built at its first use. The version says which imports each world gets
+/// (`add_imports`). Most of a linker's cost is WASI's hundreds of functions: a host whose
+/// plugins import no WASI, or are all of one version, never builds the others.
 pub struct WorldLinkers {
-    linkers: [(Linker<CallState>, Linker<CallState>); 3],
+    engine: wasmtime::Engine,
+    add_imports: fn(&mut Linker<CallState>, World) -> wasmtime::Result<()>,
+    /// By world (strategy, trigger, commit policy), then without and with WASI.
+    linkers: [[std::sync::OnceLock<Linker<CallState>>; 2]; 3],
 }
 
 impl WorldLinkers {
     fn new(engine: &wasmtime::Engine, add_imports: fn(&mut Linker<CallState>, World) -> wasmtime::Result<()>) -> Result<Self> {
-        let pair = |world| -> Result<_> {
-            let mut plain = Linker::new(engine);
-            add_imports(&mut plain, world)?;
-            let mut with_wasi = Linker::new(engine);
-            add_imports(&mut with_wasi, world)?;
-            crate::engine::wasi::add_to_linker(&mut with_wasi)?;
-            Ok((plain, with_wasi))
-        };
-        Ok(WorldLinkers { linkers: [pair(World::Strategy)?, pair(World::Trigger)?, pair(World::CommitPolicy)?] })
+        Ok(WorldLinkers { engine: engine.clone(), add_imports, linkers: Default::default() })
     }
 
-    fn get(&self, world: World, uses_wasi: bool) -> &Linker<CallState> {
-        let (plain, with_wasi) = match world {
+    fn get(&self, world: World, uses_wasi: bool) -> Result<&Linker<CallState>> {
+        let by_world = match world {
             World::Strategy => &self.linkers[0],
             World::Trigger => &self.linkers[1],
             World::CommitPolicy => &self.linkers[2],
         };
-        if uses_wasi {
-            with_wasi
-        } else {
-            plain
+        let slot = &by_world[usize::from(uses_wasi)];
+        if let Some(linker) = slot.get() {
+            return Ok(linker);
         }
+        let mut linker = Linker::new(&self.engine);
+        (self.add_imports)(&mut linker, world)?;
+        if uses_wasi {
+            crate::engine::wasi::add_to_linker(&mut linker)?;
+        }
+        // Two threads may build it at once; both are the same, and the first one set is kept.
+        Ok(slot.get_or_init(|| linker))
     }
 }
 

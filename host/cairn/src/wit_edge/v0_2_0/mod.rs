@@ -61,7 +61,7 @@ mod bindings {
 
 use bindings::{archive, commit_policy, conversation, log, model, strategy, tokens, trigger, types};
 
-/// This version's linkers, one pair per world.
+/// This version's linkers, one pair per world, each built at its first use.
 pub type Linkers = super::WorldLinkers;
 
 pub fn linkers(engine: &wasmtime::Engine) -> Result<Linkers> {
@@ -91,7 +91,7 @@ pub enum Pre {
 
 impl Pre {
     pub fn new(linkers: &Linkers, component: &Component, world: World, uses_wasi: bool) -> Result<Self> {
-        let linker = linkers.get(world, uses_wasi);
+        let linker = linkers.get(world, uses_wasi)?;
         let pre = linker.instantiate_pre(component).map_err(anyhow::Error::from).with_context(|| format!("its imports do not match the {world} world"))?;
         let wrong_world = || format!("it does not export the {world} world of cairn:compaction@{VERSION}");
         Ok(match world {
