@@ -115,14 +115,14 @@ impl Parsed {
 /// byte, is stored as a reference to it (`{"recorded":"<id>"}`), not a second copy.
 pub struct ArchiveEntries<'a> {
     pub originals: &'a [Entry],
-    /// Per original (as many): whether a snapshot holds it exactly.
+    /// Per original: whether a snapshot holds it exactly.
     pub recorded: Vec<bool>,
 }
 
 impl ArchiveEntries<'_> {
     pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        for (entry, recorded) in self.originals.iter().zip(&self.recorded) {
-            if *recorded {
+        for (i, entry) in self.originals.iter().enumerate() {
+            if self.is_recorded(i) {
                 serde_json::to_writer(&mut *out, &super::archive::RecordedLine { recorded: &entry.id })?;
             } else {
                 serde_json::to_writer(&mut *out, entry)?;
@@ -132,10 +132,16 @@ impl ArchiveEntries<'_> {
         Ok(())
     }
 
+    /// Whether original `i` is stored as a reference (an original without a flag is whole:
+    /// nothing is ever left out).
+    fn is_recorded(&self, i: usize) -> bool {
+        self.recorded.get(i).copied().unwrap_or(false)
+    }
+
     /// The lines as bytes, sized up front from the text they hold: growing by doubling would
     /// hold up to twice the archive at the peak of a large compaction.
     pub fn to_vec(&self) -> std::io::Result<Vec<u8>> {
-        let size = self.originals.iter().zip(&self.recorded).map(|(e, r)| if *r { e.id.len() + 16 } else { super::serialized_estimate(e) }).sum();
+        let size = self.originals.iter().enumerate().map(|(i, e)| if self.is_recorded(i) { e.id.len() + 16 } else { super::serialized_estimate(e) }).sum();
         let mut lines = Vec::with_capacity(size);
         self.write_to(&mut lines)?;
         Ok(lines)
