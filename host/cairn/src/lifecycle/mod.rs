@@ -313,8 +313,13 @@ impl Lifecycle {
                 let new = &transcript.entries[transcript.entries.len() - appended..];
                 if !dry && !new.is_empty() {
                     store.record_snapshot("boundary", new)?;
-                    let held = if state.held.is_empty() { Vec::new() } else { state.held.iter().chain(new.iter().map(|e| &e.id)).cloned().collect() };
-                    incremental::acknowledge(&mut state, (new.last().map(|e| e.id.clone()), held));
+                    let last = new.last().map(|e| e.id.clone());
+                    if state.held.is_empty() {
+                        incremental::acknowledge(&mut state, (last, Vec::new()));
+                    } else {
+                        state.held.extend(new.iter().map(|e| e.id.clone()));
+                        state.acknowledged = last;
+                    }
                 }
                 acknowledged = transcript.entries.last().map(|e| e.id.clone());
                 transcript
