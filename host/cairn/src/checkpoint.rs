@@ -1,10 +1,10 @@
-//! The continuation checkpoint's JSON Schema (published in `wit/0.1.0/`), and the host-side
+//! The continuation checkpoint's JSON Schema (published in `wit/checkpoint/`), and the host-side
 //! validation every outcome's checkpoint passes before it is committed.
 
 use std::sync::OnceLock;
 
-/// `wit/0.1.0/checkpoint.schema.json`.
-pub const SCHEMA: &str = include_str!("../../../wit/0.1.0/checkpoint.schema.json");
+/// `wit/checkpoint/2.schema.json`: version 2, which every version-1 checkpoint satisfies.
+pub const SCHEMA: &str = include_str!("../../../wit/checkpoint/2.schema.json");
 
 /// Checks a checkpoint's JSON text against the schema; the error lists what is wrong.
 pub fn validate(json: &str) -> Result<(), String> {

@@ -43,6 +43,9 @@ pub struct RunOptions<'a> {
     /// The usable context window (window − reserve), where the harness knows it: the result
     /// is held to it (see `fit_stages`), and the target never exceeds it.
     pub window: Option<u64>,
+    /// The context this compaction may leave, in tokens (overrides the policy's
+    /// `compaction.budget_tokens`): the target, and a ceiling like `window`.
+    pub budget: Option<u64>,
     /// Run the chain and report what it would commit, writing nothing at all.
     pub dry_run: bool,
 }
@@ -218,10 +221,20 @@ impl Cairn {
 
         let tokens_before = transcript.total_tokens();
         let settings = &policy.compaction;
-        // Where the usable window is known the verbatim tail is also at most its share of it:
-        // a tail larger than the window (a small model's) could not fit whatever ran before it.
-        let keep_recent = options.window.map_or(settings.keep_recent(tokens_before), |usable| settings.keep_recent(tokens_before).min((usable as f64 * settings.keep_recent_at_most) as u64));
-        let target = options.window.map_or(settings.target(tokens_before), |usable| settings.target(tokens_before).min(usable));
+        // A budget is the target (the strategies fill it by value) and, like the usable window,
+        // a ceiling the result is held to.
+        let budget = options.budget.or(settings.budget_tokens);
+        let ceiling = match (options.window, budget) {
+            (Some(window), Some(budget)) => Some(window.min(budget)),
+            (window, budget) => window.or(budget),
+        };
+        // Where the ceiling is known the verbatim tail is also at most its share of it: a tail
+        // larger than the window (a small model's) could not fit whatever ran before it.
+        let keep_recent = ceiling.map_or(settings.keep_recent(tokens_before), |usable| settings.keep_recent(tokens_before).min((usable as f64 * settings.keep_recent_at_most) as u64));
+        let target = match budget {
+            Some(_) => ceiling.expect("a budget is a ceiling"),
+            None => options.window.map_or(settings.target(tokens_before), |usable| settings.target(tokens_before).min(usable)),
+        };
         let window = match purpose {
             Purpose::Compact => Window::compute(&transcript.entries, keep_recent, target),
             Purpose::Handover => Window::handover(&transcript.entries),
@@ -245,7 +258,7 @@ impl Cairn {
         };
         let mut stages = self.stages(policy, purpose);
         if purpose == Purpose::Compact {
-            hold_to_window(&mut stages, &transcript.entries, &window, settings.keep_recent_tokens, options.window);
+            hold_to_window(&mut stages, &transcript.entries, &window, settings.keep_recent_tokens, ceiling);
         }
         let seeds = store.seed_ids();
         let known: HashSet<&str> = transcript.entries.iter().map(|e| e.id.as_str()).collect();
@@ -267,7 +280,7 @@ impl Cairn {
         let mut committed = match run.committed {
             Some(committed) => committed,
             None => {
-                event.over_window = over_window(&transcript.entries, options.window);
+                event.over_window = over_window(&transcript.entries, options.window, budget);
                 if !options.dry_run {
                     store.record_compaction(event.clone())?;
                 }
@@ -278,10 +291,13 @@ impl Cairn {
                 return Ok(report);
             }
         };
-        let first_request = store.first_operator_request();
-        chain::anchor::root_objective(&mut committed, input.previous_checkpoint, first_request.as_deref(), &self.tokenizer);
+        // A checkpoint of Cairn's the harness handed back quotes the first request of a history
+        // the record may not hold.
+        let handed_back = transcript.entries.iter().filter(|e| e.origin == crate::transcript::Origin::Summary).find_map(|e| cairn_rules::intent::checkpoint_root_objective(&e.model_text()));
+        let first_request = handed_back.or_else(|| store.first_operator_request());
+        chain::anchor::root_objective(&mut committed, input.previous_checkpoint, first_request.as_deref(), &self.tokenizer, ceiling);
         chain::anchor::preserve(&mut committed, options.preserve, archive_id.as_str(), &self.tokenizer);
-        event.over_window = over_window(&committed.applied.context, options.window);
+        event.over_window = over_window(&committed.applied.context, options.window, budget);
         let mut applied = committed.applied;
         unpin(&mut applied.context);
         unpin(&mut applied.replacement);
@@ -351,11 +367,16 @@ fn hold_to_window(stages: &mut Vec<StageSteps<'_>>, entries: &[crate::transcript
     }
 }
 
-/// Why `context` does not fit `usable` tokens, if it does not: what takes the room that
-/// nothing may clip or drop.
-fn over_window(context: &[crate::transcript::Entry], usable: Option<u64>) -> Option<String> {
+/// Why `context` does not fit the usable window or the budget (the smaller), if it does not:
+/// what takes the room — the checkpoint included — that nothing may clip or drop.
+fn over_window(context: &[crate::transcript::Entry], window: Option<u64>, budget: Option<u64>) -> Option<String> {
     use crate::transcript::{Origin, Role};
-    let usable = usable?;
+    let (usable, what) = match (window, budget) {
+        (Some(window), Some(budget)) if budget < window => (budget, "the budget"),
+        (Some(window), _) => (window, "the usable window"),
+        (None, Some(budget)) => (budget, "the budget"),
+        (None, None) => return None,
+    };
     let total: u64 = context.iter().map(|e| e.tokens as u64).sum();
     if total <= usable {
         return None;
@@ -364,8 +385,9 @@ fn over_window(context: &[crate::transcript::Entry], usable: Option<u64>) -> Opt
     let operator = sum(&|e| e.role == Role::User && e.origin == Origin::Operator);
     let system = sum(&|e| e.role == Role::System);
     let pinned = sum(&|e| e.pinned);
+    let summary = sum(&|e| e.origin == Origin::Summary && !e.pinned);
     Some(format!(
-        "the context is still {total} tokens, over the usable window of {usable}: the operator's own messages take {operator}, \
+        "the context is still {total} tokens, over {what} of {usable}: the checkpoint takes {summary}, the operator's own messages {operator}, \
          the system prompt {system}, pinned entries {pinned}, and nothing may clip or drop those"
     ))
 }

@@ -17,6 +17,35 @@ pub fn root_objective(first_request: &str) -> String {
     }
 }
 
+/// The first line of every checkpoint Cairn writes into a context. Host and plugins both know
+/// it: whatever format carried the context back, an entry starting with it is Cairn's own
+/// summary, never the operator's words.
+pub const CHECKPOINT_TITLE: &str = "# Checkpoint (Cairn: the history before this point, compacted)";
+
+/// Whether `text` is a checkpoint Cairn wrote.
+pub fn is_checkpoint_text(text: &str) -> bool {
+    text.trim_start().starts_with(CHECKPOINT_TITLE)
+}
+
+/// The root objective a checkpoint text of Cairn's quotes, if it quotes one: its root objective
+/// section's item, or the quote the host appended.
+pub fn checkpoint_root_objective(text: &str) -> Option<String> {
+    const SECTION: &str = "\n## Root objective (the operator's first request)\n- ";
+    const APPENDED: &str = "Root objective (the operator's first request, verbatim):\n";
+    if !is_checkpoint_text(text) {
+        return None;
+    }
+    let quoted = if let Some(at) = text.find(SECTION) {
+        let mut lines = text[at + SECTION.len()..].split('\n');
+        let first = lines.next().unwrap_or("").to_string();
+        lines.take_while(|l| l.starts_with("  ")).fold(first, |item, l| item + "\n" + &l[2..])
+    } else {
+        let at = text.find(APPENDED)?;
+        text[at + APPENDED.len()..].split("\n\n").next().unwrap_or("").to_string()
+    };
+    Some(quoted.trim().to_string()).filter(|q| !q.is_empty())
+}
+
 /// Words that make an operator's sentence a rule.
 pub const CONSTRAINT_MARKERS: &[&str] = &["don't", "dont", "do not", "never", "must not", "mustn't", "avoid", "avoiding", "without", "no longer", "stop", "stopping"];
 

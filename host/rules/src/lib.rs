@@ -6,6 +6,7 @@
 //! the SDK's generated WIT `Entry` both implement it.
 
 pub mod intent;
+pub mod statements;
 
 /// How many operator messages a handover seed quotes…
 pub const SEED_MESSAGES: usize = 3;

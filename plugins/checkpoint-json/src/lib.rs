@@ -6,6 +6,7 @@
 //! makes the step `unavailable`, so the chain moves on.
 
 use cairn_sdk::checkpoint::{self, Checkpoint, CheckpointConfig};
+use cairn_sdk::ledger;
 use cairn_sdk::chunks::{model_context_window, model_or_fallback, Summarizer};
 use cairn_sdk::prompt::{agent_notes, conversation_prompt_start, request_entries};
 use cairn_sdk::types::*;
@@ -31,8 +32,10 @@ impl Strategy for CheckpointJson {
     fn compact(request: CompactRequest) -> Result<Outcome, StrategyError> {
         let config: CheckpointConfig = parse_config(&request.config)?;
         let range = replaceable_range(&request)?;
-        let previous = checkpoint::previous(request.previous_checkpoint.as_deref());
         let entries = &request.entries;
+        // The record's checkpoint; else the one Cairn wrote into the context before, handed back
+        // by the harness in whatever format it keeps (merged, never read as operator words).
+        let previous = checkpoint::previous(request.previous_checkpoint.as_deref()).or_else(|| ledger::recovered(&entries[range.clone()]));
         let budget = config.operator_budget_tokens;
         // A history larger than the model's window goes in chunks: each chunk's checkpoint is the
         // "checkpoint from before" of the next.
@@ -48,7 +51,17 @@ impl Strategy for CheckpointJson {
             }
             None => checkpoint::update(previous.as_ref(), request.previous_checkpoint_through.as_deref(), entries, budget),
         };
-        let mut outcome = Outcome::new(range_of(entries, *range.start(), *range.end()), summary_replacement(&entries[range], checkpoint::render(&cp)));
+        // The context shows what fits the room the target leaves, by value; the record keeps all.
+        let shown = match ledger::room(&request, &range) {
+            Some(room) => ledger::fit(&cp, room, &ledger::visible_text(&request), &count_tokens),
+            None => cp.clone(),
+        };
+        if !shown.left_out.is_empty() {
+            log_info(&format!("left out for the budget: {}", ledger::left_out_list(&shown.left_out)));
+        }
+        let mut cp = cp;
+        cp.left_out = shown.left_out.clone();
+        let mut outcome = Outcome::new(range_of(entries, *range.start(), *range.end()), summary_replacement(&entries[range], ledger::summary_text(&shown)));
         outcome.checkpoint = Some(cp.to_json());
         Ok(outcome)
     }
@@ -78,10 +91,18 @@ fn from_model(reply: &str, entries: &[Entry], previous: Option<&Checkpoint>, bud
     let mut cp = checkpoint::parse(reply).map_err(StrategyError::Failed)?;
     let found = checkpoint::extract_with(entries, budget, count);
     let kept = previous.map(|p| p.negative_constraints.clone()).unwrap_or_default();
-    for constraint in kept.into_iter().chain(found.negative_constraints) {
+    for constraint in kept.into_iter().chain(found.negative_constraints.iter().cloned()) {
         if !cp.negative_constraints.contains(&constraint) {
             cp.negative_constraints.push(constraint);
         }
+    }
+    // The operator's rules, facts, goal state and decisions, as extraction quotes them: what
+    // the model's summary left out is there all the same.
+    let model_ledger = cp.clone();
+    ledger::merge(&found, &model_ledger, &mut cp);
+    if let Some(previous) = previous {
+        let now = cp.clone();
+        ledger::merge(previous, &now, &mut cp);
     }
     for (list, exact) in [(&mut cp.files_read, found.files_read), (&mut cp.files_modified, found.files_modified)] {
         list.extend(exact.into_iter().filter(|f| !list.contains(f)).collect::<Vec<_>>());

@@ -1,4 +1,4 @@
-//! The continuation checkpoint (`wit/0.1.0/checkpoint.schema.json`) as a Rust type, a
+//! The continuation checkpoint (`wit/checkpoint/2.schema.json`) as a Rust type, a
 //! deterministic extraction of it from entries (no model needed), and a markdown rendering.
 //!
 //! Extraction rules, in short: operator messages are the source of intent and are quoted
@@ -8,7 +8,7 @@
 //! test/build runs go to `verification.failed` instead, so nothing is listed twice.
 
 use std::cell::OnceCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::OnceLock;
 
 use aho_corasick::AhoCorasick;
@@ -16,10 +16,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::types::{Entry, Part, Role, ToolResult};
 use crate::{clip_ellipsis, is_operator_message, log_warn, message_text};
-use cairn_rules::intent::{is_constraint, prose, sentences};
+use cairn_rules::intent::{is_constraint, sentences};
 
 /// The JSON Schema every checkpoint must satisfy (the host validates against it).
-pub const SCHEMA: &str = include_str!("../../../wit/0.1.0/checkpoint.schema.json");
+pub const SCHEMA: &str = include_str!("../../../wit/checkpoint/2.schema.json");
 
 /// The schema's keys, in order.
 pub const FIELDS: [&str; 11] = [
@@ -56,6 +56,34 @@ pub struct Checkpoint {
     pub next_immediate_action: String,
     pub files_read: Vec<String>,
     pub files_modified: Vec<String>,
+    /// The operator's rules besides prohibitions (those are `negative_constraints`):
+    /// obligations, process and preferences, verbatim with the values they name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<Rule>,
+    /// What the operator stated with its values (amounts, dates, names, ids, paths, URLs), verbatim.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<String>,
+    /// The operator's statements of where the work stands (current task, failing cases, next step, blocked), verbatim.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub goal_state: Vec<String>,
+    /// Decisions the operator stated ("New plan: …", "use Z instead"), verbatim; they stand above the agent's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operator_decisions: Vec<String>,
+    /// Operator statements a later one on the same subject replaced: kept for the record, never
+    /// shown as current.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overridden: Vec<String>,
+    /// What a budget left out of the context's rendering, by section: how many items.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub left_out: BTreeMap<String, u32>,
+}
+
+/// An operator rule and its kind: `obligation`, `process` or `preference`.
+#[derive(Serialize, Deserialize, Default, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub kind: String,
+    pub text: String,
 }
 
 #[derive(Serialize, Deserialize, Default, Clone, Debug, PartialEq)]
@@ -225,10 +253,10 @@ fn extract_onto(earlier: Option<&Checkpoint>, entries: &[Entry], from: usize, to
         None => pending.last().cloned().unwrap_or_default(),
     };
     let agent = agent_statements(&entries[from..], earlier);
-    Checkpoint {
+    let mut cp = Checkpoint {
         root_objective: operator.first().map(|first| cairn_rules::intent::root_objective(first)).unwrap_or_default(),
         task_objective: objective,
-        negative_constraints: constraints(&operator, budget, count),
+        negative_constraints: Vec::new(),
         accepted_decisions: agent.decisions,
         rejected_hypotheses: agent.rejected,
         completed_milestones: agent.milestones,
@@ -238,7 +266,10 @@ fn extract_onto(earlier: Option<&Checkpoint>, entries: &[Entry], from: usize, to
         next_immediate_action,
         files_read,
         files_modified,
-    }
+        ..Default::default()
+    };
+    crate::ledger::extract(&mut cp, &operator, budget, count);
+    cp
 }
 
 /// A previous checkpoint carried forward: history-like lists accumulate (previous first; all
@@ -257,23 +288,27 @@ pub fn merge(previous: &Checkpoint, current: Checkpoint) -> Checkpoint {
             new
         }
     }
-    let files_modified = union(&previous.files_modified, current.files_modified, usize::MAX);
-    let files_read = union(&previous.files_read, current.files_read, usize::MAX).into_iter().filter(|f| !files_modified.contains(f)).collect();
-    Checkpoint {
+    let files_modified = union(&previous.files_modified, current.files_modified.clone(), usize::MAX);
+    let files_read = union(&previous.files_read, current.files_read.clone(), usize::MAX).into_iter().filter(|f| !files_modified.contains(f)).collect();
+    let mut merged = Checkpoint {
         // The first request of the conversation is the previous checkpoint's, never a later one.
         root_objective: fresh(previous.root_objective.clone(), &current.root_objective, |s| s.is_empty()),
-        task_objective: fresh(current.task_objective, &previous.task_objective, |s| s.is_empty()),
-        negative_constraints: union(&previous.negative_constraints, current.negative_constraints, usize::MAX),
-        accepted_decisions: union(&previous.accepted_decisions, current.accepted_decisions, MAX_STATEMENTS),
-        rejected_hypotheses: union(&previous.rejected_hypotheses, current.rejected_hypotheses, MAX_STATEMENTS),
-        completed_milestones: union(&previous.completed_milestones, current.completed_milestones, MAX_STATEMENTS),
-        pending_work: fresh(current.pending_work, &previous.pending_work, |v| v.is_empty()),
-        verification: fresh(current.verification, &previous.verification, |v| *v == Verification::default()),
-        external_artifacts: union(&previous.external_artifacts, current.external_artifacts, MAX_ARTIFACTS),
-        next_immediate_action: fresh(current.next_immediate_action, &previous.next_immediate_action, |s| s.is_empty()),
+        task_objective: fresh(current.task_objective.clone(), &previous.task_objective, |s| s.is_empty()),
+        accepted_decisions: union(&previous.accepted_decisions, current.accepted_decisions.clone(), MAX_STATEMENTS),
+        rejected_hypotheses: union(&previous.rejected_hypotheses, current.rejected_hypotheses.clone(), MAX_STATEMENTS),
+        completed_milestones: union(&previous.completed_milestones, current.completed_milestones.clone(), MAX_STATEMENTS),
+        pending_work: fresh(current.pending_work.clone(), &previous.pending_work, |v| v.is_empty()),
+        verification: fresh(current.verification.clone(), &previous.verification, |v| *v == Verification::default()),
+        external_artifacts: union(&previous.external_artifacts, current.external_artifacts.clone(), MAX_ARTIFACTS),
+        next_immediate_action: fresh(current.next_immediate_action.clone(), &previous.next_immediate_action, |s| s.is_empty()),
         files_read,
         files_modified,
-    }
+        ..Default::default()
+    };
+    // Constraints, rules, facts, goal state and the operator's decisions: previous first, a
+    // current statement superseding a previous one on its subject.
+    crate::ledger::merge(previous, &current, &mut merged);
+    merged
 }
 
 /// Compact markdown, one `##` section per non-empty field.
@@ -297,6 +332,10 @@ pub fn render(checkpoint: &Checkpoint) -> String {
     }
     section("Objective", non_empty(&cp.task_objective));
     section("Constraints (verbatim)", cp.negative_constraints.clone());
+    section("Rules (verbatim)", cp.rules.iter().map(|r| r.text.clone()).collect());
+    section("Facts", cp.facts.clone());
+    section("Goal state", cp.goal_state.clone());
+    section("Operator decisions", cp.operator_decisions.clone());
     section("Decisions", cp.accepted_decisions.clone());
     section("Rejected approaches", cp.rejected_hypotheses.iter().map(|r| format!("{} — {}", r.approach, r.reason)).collect());
     section("Done", cp.completed_milestones.clone());
@@ -315,29 +354,6 @@ fn non_empty(text: &str) -> Vec<String> {
 }
 
 // ---- operator intent --------------------------------------------------------------------------
-
-/// Constraint sentences, verbatim and de-duplicated, in conversation order; within `budget`
-/// tokens with the newest messages first in line.
-fn constraints(operator: &[String], budget: u32, count: &dyn Fn(&str) -> u32) -> Vec<String> {
-    let mut seen = HashSet::new();
-    let mut kept: Vec<(usize, usize, String)> = Vec::new();
-    let mut left = budget;
-    for (m, message) in operator.iter().enumerate().rev() {
-        let prose = prose(message);
-        for (s, sentence) in sentences(&prose).into_iter().enumerate() {
-            if !is_constraint(sentence) || !seen.insert(normalize(sentence)) {
-                continue;
-            }
-            let tokens = count(sentence);
-            if tokens <= left {
-                left -= tokens;
-                kept.push((m, s, sentence.to_string()));
-            }
-        }
-    }
-    kept.sort();
-    kept.into_iter().map(|(_, _, s)| s).collect()
-}
 
 /// The requests the objective quotes: the last operator request, preceded by the latest one of
 /// some length when the last is short ("yes, do it all" says little alone).
@@ -1033,12 +1049,13 @@ mod tests {
         let required: Vec<&str> = schema["required"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
         assert_eq!(required, FIELDS);
         keys.sort();
-        // …and the optional root objective, the first request.
+        // …the optional root objective (the first request) and the operator's ledger.
         let mut fields = FIELDS.to_vec();
-        fields.push("root_objective");
+        fields.extend(["root_objective", "goal_state"]);
         fields.sort();
         assert_eq!(keys, fields);
-        assert!(schema["properties"]["root_objective"].is_object());
+        assert!(keys.iter().all(|k| schema["properties"][k].is_object()), "{keys:?}");
+        assert_eq!(cp.goal_state, ["Please fix the failing parser tests in src/parser.rs."]);
         assert_eq!(cp.root_objective, FIRST_REQUEST.trim());
     }
 
@@ -1356,6 +1373,7 @@ mod tests {
                 "## Root objective (the operator's first request)",
                 "## Objective",
                 "## Constraints (verbatim)",
+                "## Goal state",
                 "## Decisions",
                 "## Rejected approaches",
                 "## Done",

@@ -116,9 +116,15 @@ pub fn message_text(entry: &Entry) -> String {
     texts.join("\n")
 }
 
-/// True for what the operator typed: intent that summaries must keep verbatim.
+/// True for what the operator typed: intent that summaries must keep verbatim. A checkpoint
+/// Cairn wrote earlier is not, whatever origin a harness handed it back with.
 pub fn is_operator_message(entry: &Entry) -> bool {
-    entry.origin == Origin::Operator && entry.role == Role::User
+    entry.origin == Origin::Operator && entry.role == Role::User && !is_own_checkpoint(entry)
+}
+
+/// Whether `entry` holds a checkpoint Cairn wrote (its text starts with the checkpoint title).
+pub fn is_own_checkpoint(entry: &Entry) -> bool {
+    entry.parts.iter().find_map(|p| if let Part::Text(t) = p { Some(t) } else { None }).is_some_and(|t| cairn_rules::intent::is_checkpoint_text(t))
 }
 
 /// The last `max` chars of `text`.

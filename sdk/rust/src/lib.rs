@@ -42,6 +42,7 @@
 pub mod checkpoint;
 pub mod chunks;
 mod helpers;
+pub mod ledger;
 pub mod lent;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;

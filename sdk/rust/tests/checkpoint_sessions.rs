@@ -37,10 +37,13 @@ fn turn_starts(entries: &[types::Entry]) -> Vec<usize> {
     entries.iter().enumerate().filter(|(_, e)| e.origin == types::Origin::Operator).map(|(at, _)| at).filter(|&at| at > 0).collect()
 }
 
-/// Equal, artifacts in any order (a later checkpoint keeps the previous one's first).
+/// Equal, artifacts and overridden statements in any order (a later checkpoint keeps the
+/// previous one's first).
 fn assert_same_content(mut later: Checkpoint, mut whole: Checkpoint, what: &str) {
     later.external_artifacts.sort_by(|a, b| a.uri.cmp(&b.uri));
     whole.external_artifacts.sort_by(|a, b| a.uri.cmp(&b.uri));
+    later.overridden.sort();
+    whole.overridden.sort();
     assert_eq!(later, whole, "{what}");
 }
 

@@ -11,7 +11,10 @@ use crate::transcript::{Entry, Origin, Part};
 /// operator's first request in the record (`first_request`; an earlier compaction may have
 /// taken it out of the context, so the context's first request is not it). The checkpoint
 /// carries it; where the new context no longer quotes it, the outcome's summary entry does.
-pub fn root_objective(committed: &mut Committed, previous_checkpoint: Option<&str>, first_request: Option<&str>, tokenizer: &Tokenizer) {
+///
+/// With a `ceiling` (a budget or usable window) the quote is added to the context only where
+/// it fits: the checkpoint JSON carries it either way.
+pub fn root_objective(committed: &mut Committed, previous_checkpoint: Option<&str>, first_request: Option<&str>, tokenizer: &Tokenizer, ceiling: Option<u64>) {
     let anchored = previous_checkpoint.and_then(|json| {
         let value: serde_json::Value = serde_json::from_str(json).ok()?;
         value.get("root_objective")?.as_str().map(str::to_string)
@@ -31,12 +34,17 @@ pub fn root_objective(committed: &mut Committed, previous_checkpoint: Option<&st
         return;
     }
     let Some(n) = applied.replacement.iter().position(|e| e.origin == Origin::Summary) else { return };
-    let summary = &mut applied.replacement[n];
+    let mut summary = applied.replacement[n].clone();
     summary.parts.push(Part::Text { text: format!("\n\nRoot objective (the operator's first request, verbatim):\n{anchor}") });
     let before = summary.tokens as u64;
-    tokenizer.count_entry(summary);
-    applied.tokens_after = applied.tokens_after - before + summary.tokens as u64;
-    applied.context[applied.first + n] = summary.clone();
+    tokenizer.count_entry(&mut summary);
+    let tokens_after = applied.tokens_after - before + summary.tokens as u64;
+    if ceiling.is_some_and(|ceiling| tokens_after > ceiling) {
+        return;
+    }
+    applied.tokens_after = tokens_after;
+    applied.replacement[n] = summary.clone();
+    applied.context[applied.first + n] = summary;
 }
 
 /// Keeps the operator's `preserve` text (Pi's `/compact <text>`, an agent's request) in the
@@ -88,7 +96,7 @@ mod tests {
         let original = [Entry::text("u1", Role::User, Origin::Operator, "Port the ledger to Decimal."), Entry::text("u2", Role::User, Origin::Operator, "now the tests")];
         let summary = Entry::text("s", Role::User, Origin::Summary, "## Objective\n- now the tests");
         let mut outcome = committed(vec![summary, original[1].clone()], 0, 1, Some(r#"{"task_objective":"now the tests"}"#));
-        root_objective(&mut outcome, None, Some(&original[0].model_text()), &tokenizer);
+        root_objective(&mut outcome, None, Some(&original[0].model_text()), &tokenizer, None);
         assert!(outcome.checkpoint.as_deref().unwrap().contains(r#""root_objective":"Port the ledger to Decimal.""#));
         assert!(outcome.applied.context[0].model_text().contains("Port the ledger to Decimal."), "the agent sees it");
         assert_eq!(outcome.applied.replacement[0], outcome.applied.context[0]);
@@ -98,7 +106,7 @@ mod tests {
         let previous = outcome.checkpoint.clone();
         let summary = Entry::text("s2", Role::User, Origin::Summary, "## Objective\n- now the docs");
         let mut later = committed(vec![summary], 0, 1, Some(r#"{"task_objective":"now the docs","root_objective":"something else"}"#));
-        root_objective(&mut later, previous.as_deref(), Some("now the docs"), &tokenizer);
+        root_objective(&mut later, previous.as_deref(), Some("now the docs"), &tokenizer, None);
         assert!(later.checkpoint.as_deref().unwrap().contains(r#""root_objective":"Port the ledger to Decimal.""#), "immutable");
         assert!(later.applied.context[0].model_text().contains("Port the ledger to Decimal."));
     }

@@ -505,6 +505,8 @@ impl Lifecycle {
             approve: Some(&approve),
             workspace: workspace.as_deref(),
             window: usable,
+            // The policy's `compaction.budget_tokens`, if any, applies.
+            budget: None,
             dry_run,
         };
         match purpose {

@@ -95,6 +95,11 @@ pub struct CompactionSettings {
     /// …but never more than this fraction of the context, so small sessions still compact.
     pub keep_recent_at_most: f64,
     pub target_ratio: f64,
+    /// The context a compaction leaves, in tokens: a target the checkpoint, placeholders and
+    /// verbatim tail share, filled by value, and a ceiling the result is held to (outputs
+    /// clipped, then the oldest history dropped) or reported `degraded` with what takes the
+    /// room. None: the target is `target_ratio` of the context.
+    pub budget_tokens: Option<u64>,
     /// The whole chain's time budget; untrusted steps are skipped once it is spent.
     pub chain_timeout_ms: u64,
     /// A plugin malfunctioning this many times in a row is skipped for `breaker_cooldown_ms`.
@@ -113,6 +118,7 @@ impl Default for CompactionSettings {
             keep_recent_tokens: 20_000,
             keep_recent_at_most: 0.25,
             target_ratio: 0.5,
+            budget_tokens: None,
             chain_timeout_ms: 180_000,
             breaker_failures: 3,
             breaker_cooldown_ms: 300_000,
@@ -175,6 +181,9 @@ impl Policy {
             bail!("{source}: lifecycle.min_headroom_ratio must be at least 0 and below 1, got {headroom}");
         }
         let settings = &policy.compaction;
+        if settings.budget_tokens == Some(0) {
+            bail!("{source}: compaction.budget_tokens must be at least 1");
+        }
         if settings.chain_timeout_ms == 0 || settings.breaker_failures == 0 {
             bail!("{source}: compaction.chain_timeout_ms and compaction.breaker_failures must be at least 1");
         }

@@ -51,7 +51,11 @@ pub struct CompactionReport {
     /// Why nothing was committed, in one line; absent when something was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_committed: Option<String>,
-    /// Why the context is still above the usable window (then `degraded` is set too).
+    /// What the budget left out of the checkpoint the context shows, items per section (the
+    /// record's checkpoint keeps them).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub left_out: std::collections::BTreeMap<String, u64>,
+    /// Why the context is still above the usable window or budget (then `degraded` is set too).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub over_window: Option<String>,
     /// Entries pinned for this run, carried verbatim.
@@ -92,6 +96,7 @@ impl CompactionReport {
             transcript: Transcript::default(),
             rejected: event.rejected.clone(),
             not_committed: (!committed).then(|| not_committed(event)),
+            left_out: left_out(event.checkpoint.as_deref()),
             over_window: event.over_window.clone(),
             pinned: event.pinned.clone(),
             pins_refused: event.pins_refused.clone(),
@@ -99,6 +104,13 @@ impl CompactionReport {
             cache_rewrite: Vec::new(),
         }
     }
+}
+
+/// The checkpoint's `left_out` counts, if it has any.
+fn left_out(checkpoint: Option<&str>) -> std::collections::BTreeMap<String, u64> {
+    let value = checkpoint.and_then(|json| serde_json::from_str::<serde_json::Value>(json).ok());
+    let counts = value.as_ref().and_then(|v| v.get("left_out")).and_then(|l| l.as_object());
+    counts.into_iter().flatten().filter_map(|(section, n)| Some((section.clone(), n.as_u64()?))).collect()
 }
 
 /// Why an attempt committed nothing: the commit policy's refusal, else each step's outcome.

@@ -371,6 +371,18 @@ impl Transcript {
         Transcript { entries, unrecognized: Unrecognized::default() }
     }
 
+    /// Marks the checkpoints Cairn wrote, handed back in a format that cannot say so (a user
+    /// message of OpenAI chat, Anthropic, Pi, …), as summaries: they are never the operator's
+    /// words, and the next checkpoint merges them.
+    pub fn mark_own_checkpoints(&mut self) {
+        for entry in &mut self.entries {
+            let own = matches!(entry.parts.first(), Some(Part::Text { text }) if cairn_rules::intent::is_checkpoint_text(text));
+            if own && entry.role == Role::User && entry.origin == Origin::Operator {
+                entry.origin = Origin::Summary;
+            }
+        }
+    }
+
     /// Recomputes `turn` from the entries: a new turn starts at each
     /// operator message.
     pub fn number_turns(&mut self) {

@@ -13,6 +13,7 @@ mod model;
 mod module_graph;
 mod operator;
 mod pipeline;
+mod recompaction;
 mod robustness;
 mod support;
 mod window;

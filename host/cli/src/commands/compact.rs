@@ -32,6 +32,11 @@ pub struct Args {
     /// reported `degraded` with the reason when nothing may make it fit.
     #[arg(long)]
     window: Option<u64>,
+    /// The context the compaction may leave, in tokens (overrides the policy's
+    /// `compaction.budget_tokens`): the checkpoint, placeholders and verbatim tail share it,
+    /// filled by value, most important first; what did not fit is listed.
+    #[arg(long)]
+    budget: Option<u64>,
     /// Run the chain and report what it would commit — what would be forgotten, the prompt
     /// cache rewrite — writing nothing to the home (not even a new conversation). `--out`
     /// is still written.
@@ -64,7 +69,7 @@ pub fn run(args: Args) -> Result<()> {
     let setup::Session { name, transcript, format, policy, cairn, home, mut store, scratch } = args.session.open_as(args.dry_run)?;
     // A dry run on a home that does not exist ran in an empty stand-in: name the home asked for.
     let home_shown = if scratch.is_some() { setup::home_path(args.session.home.clone()) } else { home.path().to_path_buf() };
-    let options = cairn::RunOptions { workspace: args.workspace.as_deref(), window: args.window, dry_run: args.dry_run, ..Default::default() };
+    let options = cairn::RunOptions { workspace: args.workspace.as_deref(), window: args.window, budget: args.budget, dry_run: args.dry_run, ..Default::default() };
     let report = cairn.compact_with(&policy, &mut store, &transcript, &name, options)?;
     if !args.json && !transcript.unrecognized.is_empty() {
         eprintln!("note: {name}: line kinds this reader does not know: {}", transcript.unrecognized);
@@ -99,6 +104,10 @@ pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
         eprintln!("warning: no strategy could compact {name}; the host's last resort dropped the oldest entries (kept in archive {})", report.archive_id);
     }
     println!("{name}: {} → {} tokens ({})", report.tokens_before, report.tokens_after, percent(report));
+    if !report.left_out.is_empty() {
+        let list: Vec<String> = report.left_out.iter().map(|(section, n)| format!("{n} {section}")).collect();
+        println!("  left out of the checkpoint for the budget (the record keeps them): {}", list.join(", "));
+    }
     for step in &report.steps {
         let message = step.message.as_deref().map(|m| format!(" — {m}")).unwrap_or_default();
         println!("  {:<24} {:<12} {:>6} ms{message}", step.plugin, step.outcome.to_string(), step.millis);

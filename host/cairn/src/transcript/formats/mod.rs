@@ -120,6 +120,7 @@ pub fn parse_as(format: Format, text: &str, source_name: &str) -> Result<Transcr
         Format::OpenAi => openai::parse(text, source_name)?,
         Format::Anthropic => anthropic::parse(text, source_name)?,
     };
+    transcript.mark_own_checkpoints();
     transcript.number_turns();
     if !transcript.unrecognized.is_empty() {
         tracing::warn!(source = source_name, format = format.name(), "unrecognized line kinds: {}", transcript.unrecognized);

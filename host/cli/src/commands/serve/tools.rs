@@ -162,6 +162,10 @@ struct RunArgs {
     /// The usable context window in tokens (window less output reserve): the result is held
     /// to it, or reported `degraded` with `over_window` saying why nothing could make it fit.
     window: Option<u64>,
+    /// The context this compaction may leave, in tokens (overrides the policy's
+    /// `compaction.budget_tokens`): the checkpoint, placeholders and verbatim tail share it,
+    /// filled by value; `left_out` says what did not fit.
+    budget: Option<u64>,
     /// Report what would be committed, writing nothing (no record, no archive) [default false].
     dry_run: Option<bool>,
 }
@@ -197,9 +201,12 @@ struct Report {
     /// Why nothing was committed, in one line.
     #[serde(skip_serializing_if = "Option::is_none")]
     not_committed: Option<String>,
-    /// Why the context is still above the usable window (`degraded` is then set).
+    /// Why the context is still above the usable window or budget (`degraded` is then set).
     #[serde(skip_serializing_if = "Option::is_none")]
     over_window: Option<String>,
+    /// What the budget left out of the checkpoint the context shows: items per section.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    left_out: std::collections::BTreeMap<String, u64>,
     /// `artifact://` URIs of what was set aside.
     artifacts: Vec<String>,
     replaced: usize,
@@ -888,7 +895,7 @@ impl Server {
             let (transcript, format) = source.parse()?;
             let dry_run = args.dry_run.unwrap_or(false);
             let mut store = if dry_run { lifecycle.home().preview(&conversation)? } else { lifecycle.home().conversation(&conversation)? };
-            let options = RunOptions { preserve: args.preserve.as_deref(), resume: args.resume.as_deref(), workspace: lifecycle.workspace(), window: args.window, dry_run, ..RunOptions::default() };
+            let options = RunOptions { preserve: args.preserve.as_deref(), resume: args.resume.as_deref(), workspace: lifecycle.workspace(), window: args.window, budget: args.budget, dry_run, ..RunOptions::default() };
             let (cairn, policy) = (lifecycle.cairn(), lifecycle.policy());
             let run = if handover { cairn.handover_with(policy, &mut store, &transcript, "serve", options)? } else { cairn.compact_with(policy, &mut store, &transcript, "serve", options)? };
             Ok(compacted(&transcript, &run, format, args.include_transcript))
@@ -965,6 +972,7 @@ fn report(run: &CompactionReport) -> Report {
         archive_id: run.archive.clone(),
         not_committed: run.not_committed.clone(),
         over_window: run.over_window.clone(),
+        left_out: run.left_out.clone(),
         artifacts: run.artifacts.clone(),
         replaced: run.replaced,
         forgotten: run.forgotten.clone(),
