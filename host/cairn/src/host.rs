@@ -255,6 +255,7 @@ impl Cairn {
             previous_checkpoint_through: store.latest_checkpoint_through(),
             deadline: settings.chain_deadline(),
             reject_unverified: settings.reject_unverified,
+            budget,
         };
         let mut stages = self.stages(policy, purpose);
         if purpose == Purpose::Compact {

@@ -115,7 +115,9 @@ fn is_prose(text: &str) -> bool {
             !w.is_empty() && w.chars().all(|c| c.is_alphabetic() || c == '\'' || c == '’')
         })
         .count();
-    plain >= 3 && plain * 2 >= words.len() && !text.trim_start().starts_with(['{', '['])
+    // A stack frame ("at Theme.load (src/theme.ts:251:27)") is output, however wordy.
+    let frame = text.starts_with("at ") && text.ends_with(')');
+    plain >= 3 && plain * 2 >= words.len() && !text.trim_start().starts_with(['{', '[']) && !frame
 }
 
 /// "Budget cap is $500 total.": a value and a copula, not a question.
@@ -167,31 +169,90 @@ pub fn classify(text: &str) -> Option<Statement> {
 }
 
 const OBLIGATION: &[&str] = &[
-    "always", "must", "required", "requires", "need to", "needs to", "have to", "has to", "make sure", "ensure", "at all times", "at most", "at least", "mandatory", "below", "no more than",
-    "ceiling", "limit", "cap",
+    "always",
+    "must",
+    "required",
+    "requires",
+    "need to",
+    "needs to",
+    "have to",
+    "has to",
+    "make sure",
+    "ensure",
+    "at all times",
+    "at most",
+    "at least",
+    "mandatory",
+    "below",
+    "no more than",
+    "ceiling",
+    "limit",
+    "cap",
 ];
-const PROCESS: &[&str] = &["wait for", "until", "go-ahead", "go ahead", "approval", "approve", "approves", "approving", "sign-off", "sign off", "escalate", "ask me", "ask first", "check with", "confirm with", "reviews"];
+const PROCESS: &[&str] =
+    &["wait for", "until", "go-ahead", "go ahead", "approval", "approve", "approves", "approving", "sign-off", "sign off", "escalate", "ask me", "ask first", "check with", "confirm with", "reviews"];
 /// Preferences, the output's among them: how answers look, which units, which language.
 const PREFERENCE: &[&str] = &[
-    "prefer", "prefers", "preferred", "preference", "would rather", "i'd rather", "wants", "want", "style", "tone", "reply in", "answer in", "respond in", "units", "format", "responses", "replies",
-    "answers", "measurements", "metric", "imperial",
+    "prefer",
+    "prefers",
+    "preferred",
+    "preference",
+    "would rather",
+    "i'd rather",
+    "wants",
+    "want",
+    "style",
+    "tone",
+    "reply in",
+    "answer in",
+    "respond in",
+    "units",
+    "format",
+    "responses",
+    "replies",
+    "answers",
+    "measurements",
+    "metric",
+    "imperial",
 ];
 const DECISION: &[&str] = &["new plan", "final answer", "decided", "decision", "we'll go with", "go with", "going with", "switch to", "switched to", "from now on", "the plan is", "plan:"];
 const GOAL: &[&str] = &[
-    "current task", "next step", "next up", "working on", "in progress", "done", "completed", "finished", "blocked", "waiting", "awaiting", "open question", "failing", "fails",
-    "phase", "milestone", "remaining", "left to do", "branch", "commit",
+    "current task",
+    "next step",
+    "next up",
+    "working on",
+    "in progress",
+    "done",
+    "completed",
+    "finished",
+    "blocked",
+    "waiting",
+    "awaiting",
+    "open question",
+    "failing",
+    "fails",
+    "phase",
+    "milestone",
+    "remaining",
+    "left to do",
+    "branch",
+    "commit",
 ];
 const QUANTIFIERS: &[&str] = &["all", "every", "each", "any"];
 /// Words an operator's standing instruction starts with ("Report all times in …").
 const IMPERATIVES: &[&str] = &[
-    "use", "report", "keep", "run", "write", "send", "reply", "answer", "respond", "put", "show", "format", "stick", "follow", "include", "mention", "give", "call", "name", "store",
-    "save", "log", "target", "set", "stay", "limit", "cap", "route", "deploy", "release", "ship",
+    "use", "report", "keep", "run", "write", "send", "reply", "answer", "respond", "put", "show", "format", "stick", "follow", "include", "mention", "give", "call", "name", "store", "save", "log",
+    "target", "set", "stay", "limit", "cap", "route", "deploy", "release", "ship",
 ];
 
 /// `text` without a leading `Label:` of up to three words.
 pub fn unlabelled(text: &str) -> &str {
     match text.split_once(':') {
-        Some((label, rest)) if !rest.is_empty() && rest.starts_with(' ') && label.split_whitespace().count() <= 3 && label.chars().all(|c| c.is_alphanumeric() || c == ' ' || c == '-' || c == '\'') => rest.trim_start(),
+        Some((label, rest))
+            if !rest.is_empty() && rest.starts_with(' ') && label.split_whitespace().count() <= 3 && label.chars().all(|c| c.is_alphanumeric() || c == ' ' || c == '-' || c == '\'') =>
+        {
+            rest.trim_start()
+        }
         _ => text,
     }
 }
@@ -238,9 +299,11 @@ const UPDATE_MARKERS: &[&str] =
     &["update", "updated", "now", "changed", "moved", "rotated", "rotation", "new", "switched", "rebased", "rather", "no longer", "previous", "retired", "from now on", "instead", "anymore"];
 
 /// Whether `later` supersedes `earlier`: the same statement with other values ("Budget cap is
-/// $300" → "Budget cap is $700"), or a statement that says it is an update and shares a
-/// subject word with the earlier one while dropping a value of it ("Never disclose the vault
-/// code ab-12" → "The vault code rotated. Never disclose the new vault code cd-34").
+/// $300" → "Budget cap is $700"), or a statement that says it is an update, drops a value of
+/// the earlier one and shares its subject: two subject words, or one and a value of the same
+/// kind ("Never disclose the vault code ab-12" → "The vault code rotated. Never disclose the
+/// new vault code cd-34"; "Launch deadline is 2027-03-19" → "Update: the launch moved to
+/// March 21"). The score says how much they share.
 pub fn supersedes(later: &str, earlier: &str) -> Option<u32> {
     let (later_values, earlier_values) = (values(later), values(earlier));
     let dropped = earlier_values.iter().any(|v| !later_values.iter().any(|l| l.eq_ignore_ascii_case(v)));
@@ -256,7 +319,29 @@ pub fn supersedes(later: &str, earlier: &str) -> Option<u32> {
     }
     let (a, b) = (subject_words(later), subject_words(earlier));
     let shared = a.iter().filter(|w| b.contains(w)).count() as u32;
-    (shared > 0).then_some(shared)
+    let same_kind = later_values.iter().any(|l| earlier_values.iter().any(|e| value_kind(l) == value_kind(e)));
+    (shared >= 2 || shared == 1 && same_kind).then_some(shared)
+}
+
+/// What kind of value a word is: an amount, a date, a path or URL, an identifier, a number,
+/// a name.
+fn value_kind(value: &str) -> u8 {
+    const MONTHS: [&str; 12] = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
+    let digits = value.chars().filter(char::is_ascii_digit).count();
+    let dashes = value.matches('-').count();
+    if value.starts_with('$') {
+        0
+    } else if MONTHS.contains(&value.to_lowercase().as_str()) || (digits >= 4 && dashes >= 1 && value.chars().all(|c| c.is_ascii_digit() || c == '-')) {
+        1
+    } else if value.contains('/') {
+        2
+    } else if digits > 0 && value.chars().any(char::is_alphabetic) {
+        3
+    } else if digits > 0 {
+        4
+    } else {
+        5
+    }
 }
 
 /// Of `earlier` statements, the one `later` supersedes, if any: the one it shares most with
@@ -268,20 +353,16 @@ pub fn superseded_by<'a>(later: &str, earlier: impl IntoIterator<Item = &'a str>
 /// The statement with every value replaced by `#`, lowercased: its subject and wording.
 fn masked(text: &str) -> String {
     let found = values(text);
-    unlabelled(text)
-        .split_whitespace()
-        .map(|w| if found.iter().any(|v| w.contains(v)) { "#".to_string() } else { w.to_lowercase() })
-        .collect::<Vec<_>>()
-        .join(" ")
+    unlabelled(text).split_whitespace().map(|w| if found.iter().any(|v| w.contains(v)) { "#".to_string() } else { w.to_lowercase() }).collect::<Vec<_>>().join(" ")
 }
 
 /// Its content words as stems (the first five letters), without values, update markers and
 /// the words every rule uses.
 fn subject_words(text: &str) -> Vec<String> {
     const COMMON: &[&str] = &[
-        "this", "that", "with", "from", "have", "will", "what", "when", "they", "them", "their", "there", "your", "into", "than", "then", "also", "just", "only", "must", "never", "always",
-        "should", "would", "could", "please", "user", "users", "keep", "make", "about", "after", "before", "every", "over", "under", "which", "while", "where", "were", "been", "being", "does",
-        "done", "here", "some", "more", "most", "such", "very", "each", "other", "these", "those", "work", "it's", "them.", "okay", "sure", "thanks",
+        "this", "that", "with", "from", "have", "will", "what", "when", "they", "them", "their", "there", "your", "into", "than", "then", "also", "just", "only", "must", "never", "always", "should",
+        "would", "could", "please", "user", "users", "keep", "make", "about", "after", "before", "every", "over", "under", "which", "while", "where", "were", "been", "being", "does", "done", "here",
+        "some", "more", "most", "such", "very", "each", "other", "these", "those", "work", "it's", "them.", "okay", "sure", "thanks",
     ];
     let found = values(text);
     unlabelled(text)
@@ -337,7 +418,10 @@ mod tests {
 
     #[test]
     fn values_are_found_and_labels_are_not_values() {
-        assert_eq!(values("NOTE: The project LANTERN ships 2026-11-15 from us-west-2 via https://x.dev/a, owner Priya Natarajan."), ["LANTERN", "2026-11-15", "us-west-2", "https://x.dev/a", "Priya", "Natarajan"]);
+        assert_eq!(
+            values("NOTE: The project LANTERN ships 2026-11-15 from us-west-2 via https://x.dev/a, owner Priya Natarajan."),
+            ["LANTERN", "2026-11-15", "us-west-2", "https://x.dev/a", "Priya", "Natarajan"]
+        );
         assert_eq!(values("Eval cases ABCD-101 and parse_v2 cost $40."), ["ABCD-101", "parse_v2", "$40"]);
         assert!(values("Let's review the layout. It is fine.").is_empty());
         assert_eq!(unlabelled("Quick update: keep spend low"), "keep spend low");

@@ -6,8 +6,8 @@
 //! makes the step `unavailable`, so the chain moves on.
 
 use cairn_sdk::checkpoint::{self, Checkpoint, CheckpointConfig};
-use cairn_sdk::ledger;
 use cairn_sdk::chunks::{model_context_window, model_or_fallback, Summarizer};
+use cairn_sdk::ledger;
 use cairn_sdk::prompt::{agent_notes, conversation_prompt_start, request_entries};
 use cairn_sdk::types::*;
 use cairn_sdk::{ask_model, count_tokens, export_strategy, log_info, parse_config, range_of, replaceable_range, summary_replacement, Strategy};

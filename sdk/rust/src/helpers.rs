@@ -153,10 +153,11 @@ pub fn parse_config<T: DeserializeOwned + Default>(text: &str) -> Result<T, Stra
         return Ok(T::default());
     }
     let failed = |e: serde_json::Error| StrategyError::Failed(format!("config: {e}"));
-    if text.contains(crate::chunks::MODEL_CONTEXT_WINDOW_KEY) {
+    if text.contains(crate::chunks::MODEL_CONTEXT_WINDOW_KEY) || text.contains(crate::ledger::BUDGET_KEY) {
         let mut value: serde_json::Value = serde_json::from_str(text).map_err(failed)?;
         if let Some(object) = value.as_object_mut() {
             object.remove(crate::chunks::MODEL_CONTEXT_WINDOW_KEY);
+            object.remove(crate::ledger::BUDGET_KEY);
         }
         return serde_json::from_value(value).map_err(failed);
     }

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashSet};
 use cairn_rules::statements::{classify, operator_statements, superseded_by, Kind, Statement};
 
 use crate::checkpoint::{merge as merge_checkpoints, render, Checkpoint, ExternalArtifact, RejectedHypothesis, Rule};
-use crate::types::Entry;
 use crate::types::CompactRequest;
+use crate::types::Entry;
 use crate::{is_own_checkpoint, message_text};
 
 /// The fewest tokens a summary is given, whatever the target leaves: the operator's weightiest
@@ -101,15 +101,24 @@ pub fn recovered(entries: &[Entry]) -> Option<Checkpoint> {
     entries.iter().filter(|e| is_own_checkpoint(e)).filter_map(|e| parse_summary(&message_text(e))).reduce(|earlier, later| merge_checkpoints(&earlier, later))
 }
 
-/// Tokens a summary replacing `range` may take: the host's target less what stays around it
-/// (the protected head, the verbatim tail, the range's pinned entries). `None` when the host
-/// sets no target.
+/// The reserved config key through which the host says the run has a token budget (the
+/// contract has no field for it; [`crate::parse_config`] leaves it out).
+pub const BUDGET_KEY: &str = "context_budget_tokens";
+
+/// The run's token budget, if the host set one.
+pub fn budget(config: &str) -> Option<u64> {
+    let value: serde_json::Value = serde_json::from_str(config).ok()?;
+    value.get(BUDGET_KEY)?.as_u64().filter(|&n| n > 0)
+}
+
+/// Tokens a summary replacing `range` may take when the run has a budget: the budget less
+/// what stays around it (the protected head, the verbatim tail, the range's pinned entries).
+/// `None` without a budget: a target the policy's ratio sets is no reason to leave out what
+/// the operator said.
 pub fn room(request: &CompactRequest, range: &std::ops::RangeInclusive<usize>) -> Option<u32> {
-    if request.token_target == 0 {
-        return None;
-    }
+    let budget = budget(&request.config)?;
     let stays: u64 = request.entries.iter().enumerate().filter(|(i, e)| !range.contains(i) || e.pinned).map(|(_, e)| e.tokens as u64).sum();
-    Some(request.token_target.saturating_sub(stays).max(MIN_ROOM).min(u32::MAX as u64) as u32)
+    Some(budget.saturating_sub(stays).max(MIN_ROOM).min(u32::MAX as u64) as u32)
 }
 
 /// The text of the verbatim tail, which the context shows anyway.
@@ -124,7 +133,10 @@ pub fn left_out_list(left_out: &BTreeMap<String, u32>) -> String {
 
 /// The checkpoint as a summary entry's text: [`CHECKPOINT_TITLE`], then [`render`].
 pub fn summary_text(cp: &Checkpoint) -> String {
-    let body = render(cp);
+    // The root objective is not quoted twice when the first request was itself a rule or a fact.
+    let root = normalize(&cp.root_objective);
+    let twice = !root.is_empty() && items(cp).iter().any(|(section, _, text)| *section != Section::RootObjective && normalize(text) == root);
+    let body = if twice { render(&Checkpoint { root_objective: String::new(), ..cp.clone() }) } else { render(cp) };
     let left_out = left_out_line(&cp.left_out);
     [CHECKPOINT_TITLE.to_string(), body, left_out].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n")
 }
@@ -329,7 +341,9 @@ pub fn fit(cp: &Checkpoint, room: u32, visible: &str, count: &dyn Fn(&str) -> u3
     if count(&summary_text(&whole)) <= room {
         return whole;
     }
-    let weight = |section: Section, text: &str| section.priority() + if matches!(section, Section::Constraints | Section::Rules | Section::Facts | Section::Goal) { classify(text).map_or(0, |s| s.weight) } else { 0 };
+    let weight = |section: Section, text: &str| {
+        section.priority() + if matches!(section, Section::Constraints | Section::Rules | Section::Facts | Section::Goal) { classify(text).map_or(0, |s| s.weight) } else { 0 }
+    };
     let mut order: Vec<&(Section, usize, String)> = all.iter().collect();
     order.sort_by_key(|(section, n, text)| (std::cmp::Reverse(weight(*section, text)), *section, std::cmp::Reverse(*n)));
     // Room for the title and the "left out" line first; then item by item, a section's

@@ -95,3 +95,38 @@ fn later_extraction_timings() {
         println!("{line}");
     }
 }
+
+/// Each kind of operator statement the ledger keeps, found in what real operators wrote to Pi
+/// (the recorded sessions, required under CI): quoted verbatim, values and all; pasted terminal
+/// output, slash commands and stack traces are not statements.
+#[test]
+fn the_ledger_finds_each_kind_in_the_recorded_sessions() {
+    let all = sessions();
+    assert!(!all.is_empty() || std::env::var_os("CI").is_none(), "CI needs ../shared/transcripts/pi");
+    let mut found = Checkpoint::default();
+    for (_, entries) in &all {
+        let cp = checkpoint::extract_with(entries, 100_000, &quarter);
+        found.negative_constraints.extend(cp.negative_constraints);
+        found.rules.extend(cp.rules);
+        found.facts.extend(cp.facts);
+        found.goal_state.extend(cp.goal_state);
+        found.overridden.extend(cp.overridden);
+    }
+    if all.is_empty() {
+        return;
+    }
+    let rule = |kind: &str, text: &str| found.rules.iter().any(|r| r.kind == kind && r.text == text);
+    assert!(found.negative_constraints.iter().any(|c| c == "invalid themes must NEVER explode"), "prohibition: {:#?}", found.negative_constraints);
+    assert!(found.negative_constraints.iter().any(|c| c == "should be dimmer, don't modify the theme, look into the footer sources"));
+    assert!(rule("obligation", "we need to fix the tui test sources."), "obligation: {:#?}", found.rules);
+    assert!(rule("obligation", "put it in coding-agent/test so i can execute it with npx tsx"));
+    assert!(rule("preference", "i would only want e2e tests for AgentSession, anything else is shitty."), "preference: {:#?}\n{:#?}", found.rules, found.overridden);
+    assert!(found.rules.iter().any(|r| r.kind == "process" && r.text.contains("queued up until user submits")), "process");
+    assert!(found.facts.iter().any(|f| f == "green diff is #b5bd68"), "fact with its value: {:#?}", found.facts);
+    assert!(found.facts.iter().any(|f| f == "tool error bg 3c2828"));
+    assert!(found.goal_state.iter().any(|g| g == "ok, create a branch refactor"), "goal state: {:#?}", found.goal_state);
+    let everything: Vec<&String> = found.negative_constraints.iter().chain(&found.facts).chain(&found.goal_state).chain(found.rules.iter().map(|r| &r.text)).chain(&found.overridden).collect();
+    for pasted in ["/mode", "xterm-256color", "at new Theme ("] {
+        assert!(!everything.iter().any(|s| s.starts_with(pasted)), "{pasted:?} is pasted, not said");
+    }
+}

@@ -113,6 +113,7 @@ mod tests {
             previous_checkpoint_through: None,
             deadline: std::time::Instant::now(),
             reject_unverified: false,
+            budget: None,
         }
     }
 

@@ -192,6 +192,7 @@ mod tests {
             previous_checkpoint_through: None,
             deadline: std::time::Instant::now(),
             reject_unverified: false,
+            budget: None,
         }
     }
 

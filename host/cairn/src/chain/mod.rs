@@ -101,6 +101,9 @@ pub struct StepInput<'a> {
     /// Refuse a model-written outcome the fact-check flags ([`fact_check`]), as the commit
     /// policy refuses one: the chain moves on.
     pub reject_unverified: bool,
+    /// The run's token budget, if it has one: strategies learn it through their config's
+    /// reserved key `context_budget_tokens` and fill it by value.
+    pub budget: Option<u64>,
 }
 
 /// A step's answer: its proposal (or failure), the artifacts it asked to store, and the

@@ -80,6 +80,7 @@ pub fn run_pipeline(stages: &[StageSteps<'_>], input: &StepInput<'_>, tokenizer:
             },
             deadline: input.deadline,
             reject_unverified: input.reject_unverified,
+            budget: input.budget,
         };
         let onto_original = |applied: &Applied| compose(input.entries, earlier.map(|c| &c.applied), applied);
         let stage_approve = approve.map(|approve| move |plugin: &str, applied: &Applied| approve(plugin, &onto_original(applied)));

@@ -45,7 +45,7 @@ impl Step for WasmStrategy {
                 false => Originals::default(),
             },
         };
-        let config = self.config_for_call();
+        let config = self.config_for_call(input.budget);
         let (answer, state) = self.plugin.call(&self.engine, self.limits.memory_bytes, timeout, &self.grants, services, |pre, store| pre.compact(store, input, &config));
         let refusals = state.refusals();
         let refused: Vec<String> = refusals.iter().map(|r| r.capability.to_string()).collect();
@@ -72,17 +72,24 @@ impl Step for WasmStrategy {
 /// The reserved config key through which a step granted `model` learns the model's context
 /// window (the contract has no field for it; `cairn_sdk::chunks` reads it).
 pub const MODEL_CONTEXT_WINDOW_KEY: &str = "model_context_window";
+/// The reserved config key through which a step learns the run's token budget: `token_target`
+/// says where to shrink to, this that the target is a budget to fill by value (the contract
+/// has no field for it; `cairn_sdk::ledger::budget` reads it).
+pub const BUDGET_KEY: &str = "context_budget_tokens";
 
 impl WasmStrategy {
     /// The plugin's config as the call gets it: for a step granted `model` whose model has a
-    /// known window, with `model_context_window` set to it (whatever the policy wrote there).
-    /// A config that is not a JSON object is passed on as it is.
-    fn config_for_call(&self) -> String {
+    /// known window, with `model_context_window` set to it, and with the run's budget as
+    /// `context_budget_tokens` (whatever the policy wrote there). A config that is not a JSON
+    /// object is passed on as it is.
+    fn config_for_call(&self, budget: Option<u64>) -> String {
         let window = match (&self.model, self.grants.has(Capability::Model)) {
             (Some(model), true) => model.context_window(),
             _ => None,
         };
-        let Some(window) = window else { return self.config.clone() };
+        if window.is_none() && budget.is_none() {
+            return self.config.clone();
+        }
         let mut object = match self.config.trim() {
             "" => serde_json::Map::new(),
             text => match serde_json::from_str::<serde_json::Value>(text) {
@@ -90,7 +97,12 @@ impl WasmStrategy {
                 _ => return self.config.clone(),
             },
         };
-        object.insert(MODEL_CONTEXT_WINDOW_KEY.into(), window.into());
+        if let Some(window) = window {
+            object.insert(MODEL_CONTEXT_WINDOW_KEY.into(), window.into());
+        }
+        if let Some(budget) = budget {
+            object.insert(BUDGET_KEY.into(), budget.into());
+        }
         serde_json::Value::Object(object).to_string()
     }
 }

@@ -52,6 +52,12 @@ impl Deref for CheckedPolicy {
 }
 
 impl CheckedPolicy {
+    /// This policy with `compaction.budget_tokens` set to `budget` (`cairn eval --budget`).
+    pub fn with_budget(mut self, budget: u64) -> Self {
+        Arc::make_mut(&mut self.policy).compaction.budget_tokens = Some(budget);
+        self
+    }
+
     pub fn check(policy: Policy, plugins: &Registry) -> Result<Self> {
         let trigger = policy.trigger.as_ref().map(|spec| step(&policy, plugins, spec, World::Trigger)).transpose()?;
         let commit = policy.commit.as_ref().map(|spec| step(&policy, plugins, spec, World::CommitPolicy)).transpose()?;

@@ -94,8 +94,8 @@ fn a_budget_fills_by_value_and_says_what_it_left_out() {
         entries.extend(chatter(&mut n, 0));
     }
     const SERVICES: [&str; 30] = [
-        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra",
-        "tango", "uniform", "victor", "whiskey", "xray", "yankee", "zulu", "amber", "basalt", "cobalt", "dune",
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango",
+        "uniform", "victor", "whiskey", "xray", "yankee", "zulu", "amber", "basalt", "cobalt", "dune",
     ];
     for (i, service) in SERVICES.iter().enumerate() {
         entries.push(entry(&mut n, Role::User, Origin::Operator, &format!("The {service} service listens on port {} of builder.internal.", 7000 + i)));

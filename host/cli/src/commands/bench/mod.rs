@@ -327,6 +327,7 @@ fn shake_elide_wasm_vs_native(iterations: usize, cairn: &cairn::Cairn, policy: &
         previous_checkpoint_through: None,
         deadline: Instant::now() + Duration::from_secs(600),
         reject_unverified: false,
+        budget: None,
     };
     let wasm = (0..iterations)
         .map(|_| {

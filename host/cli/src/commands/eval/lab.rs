@@ -18,20 +18,30 @@ pub struct Lab {
     plugin_dirs: Vec<PathBuf>,
     policy_path: Option<PathBuf>,
     transcripts: Option<PathBuf>,
+    /// `cairn eval --budget`: every compaction is held to it.
+    pub budget: Option<u64>,
 }
 
 impl Lab {
-    pub fn new(plugin_dirs: &[PathBuf], policy_path: Option<&Path>, transcripts: Option<PathBuf>) -> Result<Self> {
+    pub fn new(plugin_dirs: &[PathBuf], policy_path: Option<&Path>, transcripts: Option<PathBuf>, budget: Option<u64>) -> Result<Self> {
         let (cairn, policy) = setup::host_and_policy(plugin_dirs, policy_path)?;
+        let policy = match budget {
+            Some(budget) => policy.with_budget(budget),
+            None => policy,
+        };
         let scratch = tempfile::Builder::new().prefix("cairn-eval-").tempdir()?;
         let home = Home::open(&scratch.path().join("home"))?;
-        Ok(Lab { cairn, policy, home, scratch, plugin_dirs: plugin_dirs.to_vec(), policy_path: policy_path.map(Path::to_path_buf), transcripts })
+        Ok(Lab { cairn, policy, home, scratch, plugin_dirs: plugin_dirs.to_vec(), policy_path: policy_path.map(Path::to_path_buf), transcripts, budget })
     }
 
     /// A lifecycle on the scratch home with the same plugins and policy (its own host: a
     /// checked policy belongs to the host that checked it).
     pub fn lifecycle(&self) -> Result<Lifecycle> {
         let (cairn, policy) = setup::host_and_policy(&self.plugin_dirs, self.policy_path.as_deref())?;
+        let policy = match self.budget {
+            Some(budget) => policy.with_budget(budget),
+            None => policy,
+        };
         Ok(Lifecycle::new(cairn, Home::open(&self.scratch.path().join("home"))?, policy))
     }
 

@@ -2,6 +2,7 @@
 //! as a scorecard. Each check is deterministic on what the agent would see after compaction
 //! (and on the record), so it runs offline. One file per scenario under `scenarios/`.
 
+mod kit;
 mod lab;
 mod probe;
 mod report;
@@ -40,6 +41,14 @@ pub struct Args {
     /// grade its answer (needs a `[model]` section in the policy).
     #[arg(long)]
     probe: bool,
+    /// Hold every compaction to this many tokens (the policy's `compaction.budget_tokens`): a
+    /// scenario whose compaction ends above it fails.
+    #[arg(long)]
+    budget: Option<u64>,
+    /// Also run the third-party compaction-conformance-kit (Python; `pip install` the version in
+    /// `eval/kit/requirements.txt`) against this binary, its own output fed back each round.
+    #[arg(long)]
+    kit: bool,
 }
 
 #[derive(Serialize)]
@@ -49,7 +58,12 @@ struct Scorecard {
     passed: usize,
     failed: usize,
     errors: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget: Option<u64>,
     scenarios: Vec<scenarios::Outcome>,
+    /// `--kit`: the conformance kit's results, `missed` naming the goals not met.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conformance_kit: Option<serde_json::Value>,
     /// Beside Claude Code's own compaction summaries (with `--transcripts`).
     beside_claude_code: Vec<side_by_side::Row>,
 }
@@ -63,7 +77,7 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     let chosen: Vec<_> = all.into_iter().filter(|s| args.scenario.is_empty() || args.scenario.iter().any(|w| w == s.name())).collect();
-    let lab = Lab::new(&args.plugin_dir, args.policy.as_deref(), args.transcripts.clone())?;
+    let lab = Lab::new(&args.plugin_dir, args.policy.as_deref(), args.transcripts.clone(), args.budget)?;
     let model = match (&lab.policy.model, args.probe) {
         (_, false) => None,
         (Some(settings), true) => Some(settings.provider().context("--probe: the policy's model")?),
@@ -86,6 +100,8 @@ pub fn run(args: Args) -> Result<()> {
         Some(dir) => side_by_side::rows(&lab, dir)?,
         None => Vec::new(),
     };
+    bar.set_message("compaction-conformance-kit");
+    let conformance_kit = if args.kit { Some(kit::run()?) } else { None };
     bar.finish_and_clear();
 
     let count = |v: scenarios::Verdict| outcomes.iter().filter(|o| o.verdict == v).count();
@@ -95,7 +111,9 @@ pub fn run(args: Args) -> Result<()> {
         passed: count(scenarios::Verdict::Pass),
         failed: count(scenarios::Verdict::Fail),
         errors: count(scenarios::Verdict::Error),
+        budget: args.budget,
         scenarios: outcomes,
+        conformance_kit,
         beside_claude_code,
     };
     if let Some(path) = &args.report {
@@ -110,7 +128,8 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 fn print_table(card: &Scorecard) {
-    println!("cairn eval — policy: {}; sessions: {}\n", card.policy, card.sessions);
+    let budget = card.budget.map(|b| format!("; budget: {b} tokens")).unwrap_or_default();
+    println!("cairn eval — policy: {}; sessions: {}{budget}\n", card.policy, card.sessions);
     println!("{:<22} {:<9} {:>22}  what was checked", "scenario", "result", "tokens (first → last)");
     for o in &card.scenarios {
         let tokens = match (o.tokens.first(), o.tokens.last()) {
@@ -129,6 +148,9 @@ fn print_table(card: &Scorecard) {
         }
     }
     println!("\n{} passed, {} failed, {} could not run", card.passed, card.failed, card.errors);
+    if let Some(results) = &card.conformance_kit {
+        kit::print(results);
+    }
     if !card.beside_claude_code.is_empty() {
         println!("\nBeside Claude Code's own compaction: of what the record says work needs (constraints, failing checks, changed files, identifiers),");
         println!("{:<56} {:>6} {:>22} {:>22}", "session", "items", "Claude Code's summary", "this policy's context");

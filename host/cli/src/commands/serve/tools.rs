@@ -895,7 +895,15 @@ impl Server {
             let (transcript, format) = source.parse()?;
             let dry_run = args.dry_run.unwrap_or(false);
             let mut store = if dry_run { lifecycle.home().preview(&conversation)? } else { lifecycle.home().conversation(&conversation)? };
-            let options = RunOptions { preserve: args.preserve.as_deref(), resume: args.resume.as_deref(), workspace: lifecycle.workspace(), window: args.window, budget: args.budget, dry_run, ..RunOptions::default() };
+            let options = RunOptions {
+                preserve: args.preserve.as_deref(),
+                resume: args.resume.as_deref(),
+                workspace: lifecycle.workspace(),
+                window: args.window,
+                budget: args.budget,
+                dry_run,
+                ..RunOptions::default()
+            };
             let (cairn, policy) = (lifecycle.cairn(), lifecycle.policy());
             let run = if handover { cairn.handover_with(policy, &mut store, &transcript, "serve", options)? } else { cairn.compact_with(policy, &mut store, &transcript, "serve", options)? };
             Ok(compacted(&transcript, &run, format, args.include_transcript))

@@ -141,13 +141,20 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
 pub fn run(scenario: &dyn Scenario, lab: &Lab, model: Option<&dyn cairn::model::ModelProvider>) -> Outcome {
     let name = scenario.name();
     match scenario.run(lab) {
-        Ok(score) => Outcome {
-            name,
-            verdict: if score.passed { Verdict::Pass } else { Verdict::Fail },
-            detail: score.detail,
-            tokens: score.tokens,
-            probe: model.zip(score.probe.as_ref()).map(|(model, question)| probe::ask(model, question)),
-        },
+        Ok(mut score) => {
+            // Under `--budget` every compaction the scenario committed is within it.
+            if let Some((n, over)) = lab.budget.and_then(|budget| score.tokens.iter().enumerate().find(|(_, c)| c.after > budget)) {
+                score.passed = false;
+                score.detail = format!("cycle {}: {} tokens, over the budget of {}; {}", n + 1, over.after, lab.budget.unwrap_or_default(), score.detail);
+            }
+            Outcome {
+                name,
+                verdict: if score.passed { Verdict::Pass } else { Verdict::Fail },
+                detail: score.detail,
+                tokens: score.tokens,
+                probe: model.zip(score.probe.as_ref()).map(|(model, question)| probe::ask(model, question)),
+            }
+        }
         Err(e) => Outcome { name, verdict: Verdict::Error, detail: format!("{e:#}"), tokens: Vec::new(), probe: None },
     }
 }
