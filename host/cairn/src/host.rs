@@ -229,8 +229,17 @@ impl Cairn {
             (window, budget) => window.or(budget),
         };
         // Where the ceiling is known the verbatim tail is also at most its share of it: a tail
-        // larger than the window (a small model's) could not fit whatever ran before it.
-        let keep_recent = ceiling.map_or(settings.keep_recent(tokens_before), |usable| settings.keep_recent(tokens_before).min((usable as f64 * settings.keep_recent_at_most) as u64));
+        // larger than the window (a small model's) could not fit whatever ran before it. Under a
+        // budget the share is a tenth — the operator's rules and facts are worth more per token
+        // than the newest chatter, and the checkpoint quotes the latest request anyway — and
+        // none when what the operator said alone is more than the budget.
+        let operator_tokens: u64 = transcript.entries.iter().filter(|e| e.role == crate::transcript::Role::User && e.origin == crate::transcript::Origin::Operator).map(|e| e.tokens as u64).sum();
+        let share = match budget {
+            Some(budget) if operator_tokens > budget => 0.0,
+            Some(_) => BUDGET_TAIL_SHARE,
+            None => settings.keep_recent_at_most,
+        };
+        let keep_recent = ceiling.map_or(settings.keep_recent(tokens_before), |usable| settings.keep_recent(tokens_before).min((usable as f64 * share) as u64));
         let target = match budget {
             Some(_) => ceiling.expect("a budget is a ceiling"),
             None => options.window.map_or(settings.target(tokens_before), |usable| settings.target(tokens_before).min(usable)),
@@ -296,7 +305,7 @@ impl Cairn {
         // the record may not hold.
         let handed_back = transcript.entries.iter().filter(|e| e.origin == crate::transcript::Origin::Summary).find_map(|e| cairn_rules::intent::checkpoint_root_objective(&e.model_text()));
         let first_request = handed_back.or_else(|| store.first_operator_request());
-        chain::anchor::root_objective(&mut committed, input.previous_checkpoint, first_request.as_deref(), &self.tokenizer, ceiling);
+        chain::anchor::root_objective(&mut committed, input.previous_checkpoint, first_request.as_deref(), &self.tokenizer, ceiling, budget.is_some());
         chain::anchor::preserve(&mut committed, options.preserve, archive_id.as_str(), &self.tokenizer);
         event.over_window = over_window(&committed.applied.context, options.window, budget);
         let mut applied = committed.applied;
@@ -347,6 +356,9 @@ impl Cairn {
         Ok(report)
     }
 }
+
+/// The verbatim tail's share of a budget (a window's is the policy's `keep_recent_at_most`).
+const BUDGET_TAIL_SHARE: f64 = 0.1;
 
 /// Host stages around the policy's, so every result fits. First, where a tool output the
 /// strategies cannot reach (in the verbatim tail or the protected head) is larger than the

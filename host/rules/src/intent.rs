@@ -20,7 +20,7 @@ pub fn root_objective(first_request: &str) -> String {
 /// The first line of every checkpoint Cairn writes into a context. Host and plugins both know
 /// it: whatever format carried the context back, an entry starting with it is Cairn's own
 /// summary, never the operator's words.
-pub const CHECKPOINT_TITLE: &str = "# Checkpoint (Cairn: the history before this point, compacted)";
+pub const CHECKPOINT_TITLE: &str = "# Checkpoint (Cairn: earlier history, compacted)";
 
 /// Whether `text` is a checkpoint Cairn wrote.
 pub fn is_checkpoint_text(text: &str) -> bool {

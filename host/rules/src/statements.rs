@@ -72,9 +72,10 @@ pub struct Statement {
 }
 
 /// The statements of one operator message, in order, sentence by sentence — but a sentence
-/// that leans on the one before it keeps it: a rule or a reference ("it", "this") right after a
-/// sentence stating a value ("Budget cap is $500 total. Never exceed without approval.",
-/// "The contact code is X-1. Use it in confirmations.") is one statement with it.
+/// that leans on the one before it on its line keeps it: a rule or a reference ("it", "this")
+/// right after a sentence stating a value ("Budget cap is $500 total. Never exceed without
+/// approval.", "The contact code is X-1. Use it in confirmations."), and a statement of the
+/// same kind as the one before ("Current task is X. Steps 1-3 are done. Next is Y.").
 pub fn operator_statements(message: &str) -> Vec<Statement> {
     let prose = prose(message);
     let mut out: Vec<Statement> = Vec::new();
@@ -82,8 +83,20 @@ pub fn operator_statements(message: &str) -> Vec<Statement> {
         let line = line.trim_start_matches(['-', '*', '•']).trim();
         let parts = sentences(line);
         let mut previous_emitted = false;
+        // Where the statement being built starts on the line.
+        let mut from = 0;
         for (n, sentence) in parts.iter().enumerate() {
-            let leans = n > 0 && values(sentence).is_empty() && states_a_value(parts[n - 1]) && (classify(sentence).is_some_and(|s| s.kind.is_rule()) || refers_back(sentence));
+            let own = classify(sentence);
+            let same_kind = previous_emitted && own.as_ref().is_some_and(|s| out.last().is_some_and(|last| last.kind == s.kind));
+            let leans = n > 0 && states_a_value(parts[n - 1]) && ((values(sentence).is_empty() && own.as_ref().is_some_and(|s| s.kind.is_rule())) || refers_back(sentence));
+            if same_kind {
+                let end = sentence.as_ptr() as usize - line.as_ptr() as usize + sentence.len();
+                if let Some(joined) = classify(&line[from..end]) {
+                    out.pop();
+                    out.push(joined);
+                    continue;
+                }
+            }
             if leans {
                 let start = parts[n - 1].as_ptr() as usize - line.as_ptr() as usize;
                 let end = sentence.as_ptr() as usize - line.as_ptr() as usize + sentence.len();
@@ -93,12 +106,13 @@ pub fn operator_statements(message: &str) -> Vec<Statement> {
                     }
                     out.push(joined);
                     previous_emitted = true;
+                    from = start;
                     continue;
                 }
             }
-            let statement = classify(sentence);
-            previous_emitted = statement.is_some();
-            out.extend(statement);
+            previous_emitted = own.is_some();
+            from = sentence.as_ptr() as usize - line.as_ptr() as usize;
+            out.extend(own);
         }
     }
     out

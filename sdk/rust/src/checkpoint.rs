@@ -1030,7 +1030,8 @@ mod tests {
     fn extracts_intent_files_runs_and_statements() {
         let cp = extract_with(&session(), 4000, &quarter);
         assert_eq!(cp.task_objective, LAST_REQUEST);
-        assert_eq!(cp.negative_constraints, ["Don't touch the public API.", "Never push to main!", "Also avoid adding new dependencies.", "Do not change the lexer."]);
+        // Rules said in one breath stay one statement; the request before them is not one.
+        assert_eq!(cp.negative_constraints, ["Don't touch the public API. Never push to main!", "Also avoid adding new dependencies.", "Do not change the lexer."]);
         assert_eq!(cp.files_read, ["src/lexer.rs"]);
         assert_eq!(cp.files_modified, ["src/parser.rs"]);
         assert_eq!(cp.verification.passed, ["cargo test — test result: ok. 3 passed; 0 failed; 0 ignored"]);
@@ -1272,11 +1273,11 @@ mod tests {
     #[test]
     fn the_budget_keeps_the_newest_operator_text_first() {
         let entries = session();
-        let budget = quarter(LAST_REQUEST) + quarter("Do not change the lexer.") + quarter("Never push to main!");
+        let budget = quarter(LAST_REQUEST) + quarter("Do not change the lexer.") + quarter("Also avoid adding new dependencies.");
         let cp = extract_with(&entries, budget, &quarter);
         assert_eq!(cp.task_objective, LAST_REQUEST);
-        // The newest constraint first, then an older one that still fits; the rest is left out.
-        assert_eq!(cp.negative_constraints, ["Never push to main!", "Do not change the lexer."]);
+        // The weightiest statements first, the newest among equals; the rest is left out.
+        assert_eq!(cp.negative_constraints, ["Also avoid adding new dependencies.", "Do not change the lexer."]);
         // An objective larger than the whole budget is clipped, not dropped.
         let cp = extract_with(&entries, 5, &quarter);
         assert!(cp.task_objective.starts_with("Great. Now a") && cp.task_objective.ends_with('…'));
@@ -1385,7 +1386,7 @@ mod tests {
                 "## Next action"
             ]
         );
-        assert!(text.contains("## Constraints (verbatim)\n- Don't touch the public API.\n"));
+        assert!(text.contains("## Constraints (verbatim)\n- Don't touch the public API. Never push to main!\n"));
         assert!(text.contains("- passed: cargo test — test result: ok."));
         assert!(text.contains("- not run: npm run lint"));
         assert!(text.contains("- Using a regex — nested braces break it."));

@@ -141,20 +141,15 @@ pub fn summary_text(cp: &Checkpoint) -> String {
     [CHECKPOINT_TITLE.to_string(), body, left_out].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n")
 }
 
-/// One short line however much was left out: the two largest sections by name, the rest as a
-/// count (the report and the record's checkpoint say it all).
+/// One short line however much was left out: how many items, and the section most of them are
+/// from (the report and the record's checkpoint say it all).
 fn left_out_line(left_out: &BTreeMap<String, u32>) -> String {
     if left_out.is_empty() {
         return String::new();
     }
-    let mut largest: Vec<(&String, &u32)> = left_out.iter().collect();
+    let (mut largest, total): (Vec<(&String, &u32)>, u32) = (left_out.iter().collect(), left_out.values().sum());
     largest.sort_by_key(|(section, n)| (std::cmp::Reverse(**n), *section));
-    let mut named: Vec<String> = largest.iter().take(2).map(|(section, n)| format!("{n} {section}")).collect();
-    let rest: u32 = largest.iter().skip(2).map(|(_, n)| **n).sum();
-    if rest > 0 {
-        named.push(format!("{rest} more"));
-    }
-    format!("\n(Left out for the budget: {}; the record keeps them.)", named.join(", "))
+    format!("\n(Left out for the budget: {total} items, most of them {}; in the record.)", largest[0].0)
 }
 
 /// The checkpoint a summary text written by [`summary_text`] holds, if `text` is one: the
@@ -348,11 +343,11 @@ pub fn fit(cp: &Checkpoint, room: u32, visible: &str, count: &dyn Fn(&str) -> u3
     order.sort_by_key(|(section, n, text)| (std::cmp::Reverse(weight(*section, text)), *section, std::cmp::Reverse(*n)));
     // Room for the title and the "left out" line first; then item by item, a section's
     // heading counted with its first item.
-    let left_out_guess = left_out_line(&BTreeMap::from([("goal-state lines".to_string(), 999), ("operator decisions".to_string(), 999), ("files".to_string(), 999)]));
+    let left_out_guess = left_out_line(&BTreeMap::from([("rejected approaches".to_string(), 9999)]));
     let mut used = count(CHECKPOINT_TITLE) + count(&left_out_guess) + 2;
     let mut chosen: Vec<(Section, usize)> = Vec::new();
+    let mut skipped: Vec<(Section, usize)> = Vec::new();
     let mut headed: HashSet<Section> = HashSet::new();
-    let mut left_out: BTreeMap<String, u32> = BTreeMap::new();
     for (section, n, text) in order {
         let heading = if headed.contains(section) { 0 } else { count(heading_of(*section)) + 1 };
         let cost = count(text) + 2 + heading;
@@ -361,19 +356,41 @@ pub fn fit(cp: &Checkpoint, room: u32, visible: &str, count: &dyn Fn(&str) -> u3
             chosen.push((*section, *n));
             headed.insert(*section);
         } else {
-            *left_out.entry(section.noun().to_string()).or_default() += 1;
+            skipped.push((*section, *n));
         }
     }
-    // The estimate counts pieces; the text as a whole must fit too: the least worth goes first.
-    loop {
+    let shown = |chosen: &[(Section, usize)], skipped: &[(Section, usize)]| {
         let mut out = keep(cp, &chosen.iter().copied().collect());
-        out.left_out = left_out.clone();
-        if count(&summary_text(&out)) <= room {
-            return out;
+        for (section, _) in skipped {
+            *out.left_out.entry(section.noun().to_string()).or_default() += 1;
         }
-        let Some((section, _)) = chosen.pop() else { return out };
-        *left_out.entry(section.noun().to_string()).or_default() += 1;
+        out
+    };
+    // The estimate counts pieces; the text as a whole must fit too: the least worth goes first…
+    let mut out = shown(&chosen, &skipped);
+    while count(&summary_text(&out)) > room {
+        let Some(last) = chosen.pop() else { break };
+        skipped.insert(0, last);
+        out = shown(&chosen, &skipped);
     }
+    // …and where the estimate was cautious, what was left out is tried again, worth first
+    // (a few misses in a row end it).
+    let (mut at, mut misses) = (0, 0);
+    while at < skipped.len() && misses < 8 {
+        let item = skipped.remove(at);
+        chosen.push(item);
+        let grown = shown(&chosen, &skipped);
+        if count(&summary_text(&grown)) <= room {
+            out = grown;
+            misses = 0;
+        } else {
+            chosen.pop();
+            skipped.insert(at, item);
+            at += 1;
+            misses += 1;
+        }
+    }
+    out
 }
 
 fn heading_of(section: Section) -> &'static str {

@@ -12,9 +12,10 @@ use crate::transcript::{Entry, Origin, Part};
 /// taken it out of the context, so the context's first request is not it). The checkpoint
 /// carries it; where the new context no longer quotes it, the outcome's summary entry does.
 ///
-/// With a `ceiling` (a budget or usable window) the quote is added to the context only where
-/// it fits: the checkpoint JSON carries it either way.
-pub fn root_objective(committed: &mut Committed, previous_checkpoint: Option<&str>, first_request: Option<&str>, tokenizer: &Tokenizer, ceiling: Option<u64>) {
+/// Under a budget the strategy has filled the context by value, and a usable window is a
+/// ceiling: the quote is added to the context only without a budget and where it fits (the
+/// checkpoint JSON carries it either way).
+pub fn root_objective(committed: &mut Committed, previous_checkpoint: Option<&str>, first_request: Option<&str>, tokenizer: &Tokenizer, ceiling: Option<u64>, budgeted: bool) {
     let anchored = previous_checkpoint.and_then(|json| {
         let value: serde_json::Value = serde_json::from_str(json).ok()?;
         value.get("root_objective")?.as_str().map(str::to_string)
@@ -33,7 +34,7 @@ pub fn root_objective(committed: &mut Committed, previous_checkpoint: Option<&st
     if applied.context.iter().any(quoted) {
         return;
     }
-    let Some(n) = applied.replacement.iter().position(|e| e.origin == Origin::Summary) else { return };
+    let Some(n) = applied.replacement.iter().position(|e| e.origin == Origin::Summary).filter(|_| !budgeted) else { return };
     let mut summary = applied.replacement[n].clone();
     summary.parts.push(Part::Text { text: format!("\n\nRoot objective (the operator's first request, verbatim):\n{anchor}") });
     let before = summary.tokens as u64;
@@ -96,7 +97,7 @@ mod tests {
         let original = [Entry::text("u1", Role::User, Origin::Operator, "Port the ledger to Decimal."), Entry::text("u2", Role::User, Origin::Operator, "now the tests")];
         let summary = Entry::text("s", Role::User, Origin::Summary, "## Objective\n- now the tests");
         let mut outcome = committed(vec![summary, original[1].clone()], 0, 1, Some(r#"{"task_objective":"now the tests"}"#));
-        root_objective(&mut outcome, None, Some(&original[0].model_text()), &tokenizer, None);
+        root_objective(&mut outcome, None, Some(&original[0].model_text()), &tokenizer, None, false);
         assert!(outcome.checkpoint.as_deref().unwrap().contains(r#""root_objective":"Port the ledger to Decimal.""#));
         assert!(outcome.applied.context[0].model_text().contains("Port the ledger to Decimal."), "the agent sees it");
         assert_eq!(outcome.applied.replacement[0], outcome.applied.context[0]);
@@ -106,7 +107,7 @@ mod tests {
         let previous = outcome.checkpoint.clone();
         let summary = Entry::text("s2", Role::User, Origin::Summary, "## Objective\n- now the docs");
         let mut later = committed(vec![summary], 0, 1, Some(r#"{"task_objective":"now the docs","root_objective":"something else"}"#));
-        root_objective(&mut later, previous.as_deref(), Some("now the docs"), &tokenizer, None);
+        root_objective(&mut later, previous.as_deref(), Some("now the docs"), &tokenizer, None, false);
         assert!(later.checkpoint.as_deref().unwrap().contains(r#""root_objective":"Port the ledger to Decimal.""#), "immutable");
         assert!(later.applied.context[0].model_text().contains("Port the ledger to Decimal."));
     }

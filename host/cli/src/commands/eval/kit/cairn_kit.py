@@ -8,7 +8,9 @@ then compacts the transcript it wrote itself (the same text, as OpenAI chat mess
 read back), so its own checkpoint comes back through a write and a read every round.
 
 The kit's budgets are characters; Cairn's are tokens. The first try asks for a quarter as many
-tokens as the budget has characters; an answer still over the characters is asked again smaller.
+tokens as the budget has characters; then the budget in tokens is searched for the largest whose
+answer fits the characters (a few tries: an answer over them is asked again smaller, one well
+under them that left something out is asked again larger).
 
     python3 cairn_kit.py --cairn PATH [--json] [--gate]
 
@@ -71,13 +73,27 @@ class CairnCompactor:
     def compact(self, turns: list[Turn], round_num: int = 1, budget_chars: int | None = None) -> CompactedContext:
         fed_back = self._last is not None and len(turns) == 1 and turns[0].text == self._last[0]
         messages = self._last[1] if fed_back else [{"role": t.role, "content": t.text} for t in turns]
-        tokens = None if budget_chars is None else max(1, budget_chars // 4)
-        for _ in range(5):
-            out = self._run(messages, tokens)
+        if budget_chars is None:
+            out = self._run(messages, None)
             text = as_text(out)
-            if budget_chars is None or len(text) <= budget_chars:
-                break
-            tokens = max(1, int(tokens * budget_chars / len(text) * 0.95))
+        else:
+            # The largest token budget whose answer fits: `fits` holds the best so far.
+            tokens, low, high, fits = max(1, budget_chars // 4), 0, None, None
+            for _ in range(6):
+                out = self._run(messages, tokens)
+                text = as_text(out)
+                if len(text) <= budget_chars:
+                    fits, low = (text, out), tokens
+                    if len(text) >= budget_chars * 0.97:
+                        break
+                else:
+                    high = tokens
+                grown = int(tokens * budget_chars / max(1, len(text)))
+                tokens = (low + high) // 2 if high is not None else max(tokens + 1, grown)
+                if high is not None and high - low <= 1:
+                    break
+            if fits is not None:
+                text, out = fits
         self._last = (text, out)
         return CompactedContext(text=text, compactor_name=self.name, round_num=round_num)
 
