@@ -272,7 +272,7 @@ pub fn unlabelled(text: &str) -> &str {
 }
 
 /// The values a statement names, in order: amounts, numbers, dates, URLs, paths, identifiers
-/// (`ABCD-101`, `parse_v2`, `us-west-2`, `a1b2c3d`), all-capital names of five letters or more
+/// (`ABCD-101`, `parse_v2`, `us-west-2`, `a1b2c3d`; not a plain `snake_case` word), all-capital names of five letters or more
 /// (`LANTERN`, not `TTL`) and
 /// capitalised words inside a sentence (`Priya Natarajan`, `Python`, `Monday`).
 pub fn values(text: &str) -> Vec<&str> {
@@ -295,7 +295,6 @@ pub fn values(text: &str) -> Vec<&str> {
             || word.contains("://")
             || (word.contains('/') && letters > 1)
             || (word.contains(['_', '-']) && word.chars().skip(1).any(|c| c.is_ascii_uppercase()) && letters > 0)
-            || (word.contains('_') && letters > 0)
             || (letters >= 5 && word.chars().all(|c| !c.is_alphabetic() || c.is_uppercase()))
             || (!starts_sentence && !SENTENCE_WORDS.contains(&word) && word.chars().next().is_some_and(char::is_uppercase) && word.chars().any(char::is_lowercase) && !word.starts_with("I'"));
         if is_value && !out.contains(&word) {
@@ -436,7 +435,7 @@ mod tests {
             values("NOTE: The project LANTERN ships 2026-11-15 from us-west-2 via https://x.dev/a, owner Priya Natarajan."),
             ["LANTERN", "2026-11-15", "us-west-2", "https://x.dev/a", "Priya", "Natarajan"]
         );
-        assert_eq!(values("Eval cases ABCD-101 and parse_v2 cost $40."), ["ABCD-101", "parse_v2", "$40"]);
+        assert_eq!(values("Eval cases ABCD-101 and parse_v2 cost $40, not fetch_all."), ["ABCD-101", "parse_v2", "$40"]);
         assert!(values("Let's review the layout. It is fine.").is_empty());
         assert_eq!(unlabelled("Quick update: keep spend low"), "keep spend low");
         assert_eq!(unlabelled("Note that: x"), "x");

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use cairn_rules::statements::{classify, operator_statements, superseded_by, Kind, Statement};
+use cairn_rules::statements::{classify, operator_statements, superseded_by, supersedes, Kind, Statement};
 
 use crate::checkpoint::{merge as merge_checkpoints, render, Checkpoint, ExternalArtifact, RejectedHypothesis, Rule};
 use crate::types::CompactRequest;
@@ -149,7 +149,7 @@ fn left_out_line(left_out: &BTreeMap<String, u32>) -> String {
     }
     let (mut largest, total): (Vec<(&String, &u32)>, u32) = (left_out.iter().collect(), left_out.values().sum());
     largest.sort_by_key(|(section, n)| (std::cmp::Reverse(**n), *section));
-    format!("\n(Left out for the budget: {total} items, most of them {}; in the record.)", largest[0].0)
+    format!("\n(Left out for the budget: {total}, mostly {}; in the record.)", largest[0].0)
 }
 
 /// The checkpoint a summary text written by [`summary_text`] holds, if `text` is one: the
@@ -326,8 +326,8 @@ fn items(cp: &Checkpoint) -> Vec<(Section, usize, String)> {
 }
 
 /// `cp` cut to what its summary text can hold in `room` tokens, filled by value: the operator's
-/// rules first, then facts and goal state (each weighed by what it names), then the rest, the
-/// newest first within a section. Items the context shows verbatim anyway (`visible`, the
+/// rules first, then facts and goal state (each weighed by what it names, an update above
+/// others), then the rest, the newest first within a section. Items the context shows verbatim anyway (`visible`, the
 /// kept tail's text) are not repeated. What does not fit is counted in `left_out`.
 pub fn fit(cp: &Checkpoint, room: u32, visible: &str, count: &dyn Fn(&str) -> u32) -> Checkpoint {
     let visible = normalize(visible);
@@ -336,8 +336,11 @@ pub fn fit(cp: &Checkpoint, room: u32, visible: &str, count: &dyn Fn(&str) -> u3
     if count(&summary_text(&whole)) <= room {
         return whole;
     }
+    // An update outweighs what it updates: the operator corrected it, and the old value is gone.
+    let updates = |text: &str| cp.overridden.iter().any(|old| supersedes(text, old).is_some());
     let weight = |section: Section, text: &str| {
-        section.priority() + if matches!(section, Section::Constraints | Section::Rules | Section::Facts | Section::Goal) { classify(text).map_or(0, |s| s.weight) } else { 0 }
+        section.priority()
+            + if matches!(section, Section::Constraints | Section::Rules | Section::Facts | Section::Goal) { classify(text).map_or(0, |s| s.weight) + 2 * updates(text) as u32 } else { 0 }
     };
     let mut order: Vec<&(Section, usize, String)> = all.iter().collect();
     order.sort_by_key(|(section, n, text)| (std::cmp::Reverse(weight(*section, text)), *section, std::cmp::Reverse(*n)));
