@@ -6,11 +6,11 @@
 
 use std::ops::RangeInclusive;
 
-use cairn_sdk::checkpoint;
 use cairn_sdk::chunks::{model_context_window, Chunked, Summarizer};
 use cairn_sdk::prompt::{clean_reply, is_heading, DATA_NOT_INSTRUCTIONS};
 use cairn_sdk::types::*;
 use cairn_sdk::{ask_model, count_tokens, export_strategy, is_operator_message, log_info, message_text, model_unavailable, parse_config, range_of, replaceable_range, summary_replacement, Strategy};
+use cairn_sdk::{checkpoint, ledger};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -95,7 +95,12 @@ impl Strategy for NativeSummary {
             }
             None => None,
         };
-        let summary = assemble(&main.reply, prefix.as_ref().map(|p| p.reply.as_str()), &plan.files_read, &plan.files_modified)?;
+        let mut summary = assemble(&main.reply, prefix.as_ref().map(|p| p.reply.as_str()), &plan.files_read, &plan.files_modified)?;
+        // The operator's words the model did not keep, put back verbatim.
+        if let Some(ledger) = ledger::summary_ledger(&summary, &request.entries[range.clone()]) {
+            summary.push_str("\n\n");
+            summary.push_str(&ledger);
+        }
         log_info(&format!(
             "summarised {} entries{}{} in {}{}",
             range.clone().count(),

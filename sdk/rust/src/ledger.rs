@@ -131,6 +131,46 @@ pub fn left_out_list(left_out: &BTreeMap<String, u32>) -> String {
     left_out.iter().map(|(section, n)| format!("{n} {section}")).collect::<Vec<_>>().join(", ")
 }
 
+/// The heading of what a model's summary is given of the operator's words it does not quote.
+pub const LEDGER_HEADING: &str = "## Ledger (the operator's words this summary does not quote)";
+
+/// For a model's summary of `entries`: the operator's rules, facts, goal state and decisions
+/// there (and in an earlier summary's ledger) that `summary` does not quote, under
+/// [`LEDGER_HEADING`]; `None` when it quotes them all. A model keeps decisions and drops paths,
+/// numbers and prohibitions; this puts them back, verbatim.
+pub fn summary_ledger(summary: &str, entries: &[Entry]) -> Option<String> {
+    let operator: Vec<String> = entries.iter().filter(|e| crate::is_operator_message(e)).map(message_text).collect();
+    let mut cp = Checkpoint::default();
+    extract(&mut cp, &operator, u32::MAX, &|_| 0);
+    let earlier = entries.iter().filter(|e| e.origin == crate::types::Origin::Summary).flat_map(|e| ledger_lines(&message_text(e)));
+    let said = normalize(summary);
+    let mut missing: Vec<String> = Vec::new();
+    let statements = cp.negative_constraints.iter().chain(cp.rules.iter().map(|r| &r.text)).chain(&cp.facts).chain(&cp.goal_state).chain(&cp.operator_decisions).cloned();
+    for text in earlier.chain(statements) {
+        if !said.contains(&normalize(&text)) && !missing.iter().any(|m| normalize(m) == normalize(&text)) {
+            missing.push(text);
+        }
+    }
+    (!missing.is_empty()).then(|| format!("{LEDGER_HEADING}\n{}", missing.iter().map(|m| format!("- {}", m.replace('\n', "\n  "))).collect::<Vec<_>>().join("\n")))
+}
+
+/// The items under an earlier summary's [`LEDGER_HEADING`].
+fn ledger_lines(text: &str) -> Vec<String> {
+    let Some(at) = text.find(LEDGER_HEADING) else { return vec![] };
+    let mut out: Vec<String> = Vec::new();
+    for line in text[at + LEDGER_HEADING.len()..].lines().skip(1) {
+        if let Some(item) = line.strip_prefix("- ") {
+            out.push(item.to_string());
+        } else if let (Some(rest), Some(last)) = (line.strip_prefix("  "), out.last_mut()) {
+            last.push('\n');
+            last.push_str(rest);
+        } else {
+            break;
+        }
+    }
+    out
+}
+
 /// The checkpoint as a summary entry's text: [`CHECKPOINT_TITLE`], then [`render`].
 pub fn summary_text(cp: &Checkpoint) -> String {
     // The root objective is not quoted twice when the first request was itself a rule or a fact.
@@ -499,6 +539,24 @@ mod tests {
         let appended = format!("{}\n\n{ROOT_OBJECTIVE_APPENDED}\nPort the parser.", summary_text(&bare));
         assert_eq!(parse_summary(&appended).unwrap().root_objective, "Port the parser.");
         assert_eq!(parse_summary("## Objective\n- not ours"), None);
+    }
+
+    /// A scripted model's summary that keeps the decision and drops the prohibition, the
+    /// fact and the goal: the ledger puts those back, verbatim, and only those; the next
+    /// summary's ledger carries them on even if the operator's messages are gone.
+    #[test]
+    fn a_model_summary_gets_what_it_left_out_as_a_ledger() {
+        let entries = [
+            said(Role::User, Origin::Operator, "Never force-push to main. The staging URL is https://s.dev/v2."),
+            said(Role::User, Origin::Operator, "New plan: port the lexer to nom."),
+            said(Role::User, Origin::Operator, "Eval cases QX-1 and QX-2 are failing."),
+        ];
+        let summary = "## Goal\nPort the lexer.\n\n## Key Decisions\n- New plan: port the lexer to nom.";
+        let ledger = summary_ledger(summary, &entries).unwrap();
+        assert_eq!(ledger, format!("{LEDGER_HEADING}\n- Never force-push to main.\n- The staging URL is https://s.dev/v2.\n- Eval cases QX-1 and QX-2 are failing."));
+        assert_eq!(summary_ledger(&format!("{summary}\n{ledger}"), &entries), None, "a summary that quotes them all needs none");
+        let next = [said(Role::User, Origin::Summary, &format!("{summary}\n\n{ledger}")), said(Role::User, Origin::Operator, "Thanks.")];
+        assert_eq!(summary_ledger("## Goal\nPort the lexer.", &next).unwrap().lines().count(), 4);
     }
 
     #[test]

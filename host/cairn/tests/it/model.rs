@@ -317,6 +317,10 @@ fn a_well_formed_summary_commits_and_an_embedder_model_replaces_the_endpoint() {
     let summary = report.transcript.entries.iter().find(|e| e.origin == Origin::Summary).expect("a summary entry");
     let Part::Text { text } = &summary.parts[0] else { panic!() };
     assert!(text.contains("## Goal") && text.contains("never commit directly to main"));
+    // The scripted summary keeps "never commit directly to main" and drops the rest of what the
+    // operator said: the ledger after it has that back, verbatim.
+    let ledger = &text[text.find("## Ledger").expect("a ledger of what the summary left out")..];
+    assert!(ledger.contains("- Do not change the public API of `") && ledger.contains("`, and never commit directly to main."), "{ledger}");
     assert!(report.tokens_after < report.tokens_before / 2);
 }
 
