@@ -73,9 +73,42 @@ pub struct Checkpoint {
     /// shown as current.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overridden: Vec<String>,
+    /// The commands the agent ran, one per family (program and subcommand): the last
+    /// invocation and its exit status where the output says it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<CommandRun>,
     /// What a budget left out of the context's rendering, by section: how many items.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub left_out: BTreeMap<String, u32>,
+}
+
+/// A family of commands (`cargo test`, `npm run`): its last invocation and exit status.
+#[derive(Serialize, Deserialize, Default, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CommandRun {
+    pub family: String,
+    pub last: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<i64>,
+}
+
+impl CommandRun {
+    /// `cargo test -p x (exit 101)`: how the context shows it.
+    pub fn shown(&self) -> String {
+        match self.exit {
+            Some(code) => format!("{} (exit {code})", self.last),
+            None => self.last.clone(),
+        }
+    }
+
+    /// The inverse of [`CommandRun::shown`].
+    pub fn from_shown(text: &str) -> Self {
+        let (last, exit) = match text.strip_suffix(')').and_then(|t| t.rsplit_once(" (exit ")) {
+            Some((last, code)) if code.parse::<i64>().is_ok() => (last, code.parse().ok()),
+            _ => (text, None),
+        };
+        CommandRun { family: command_family(last), last: last.to_string(), exit }
+    }
 }
 
 /// An operator rule and its kind: `obligation`, `process` or `preference`.
@@ -262,6 +295,7 @@ fn extract_onto(earlier: Option<&Checkpoint>, entries: &[Entry], from: usize, to
         completed_milestones: agent.milestones,
         pending_work: pending,
         verification: calls.verification(from - first, earlier.map_or(&Verification::default(), |e| &e.verification)),
+        commands: calls.commands(from - first, earlier.map_or(&[][..], |e| &e.commands)),
         external_artifacts: artifacts(&entries[from..]),
         next_immediate_action,
         files_read,
@@ -303,6 +337,7 @@ pub fn merge(previous: &Checkpoint, current: Checkpoint) -> Checkpoint {
         next_immediate_action: fresh(current.next_immediate_action.clone(), &previous.next_immediate_action, |s| s.is_empty()),
         files_read,
         files_modified,
+        commands: latest(previous.commands.iter().filter(|p| !current.commands.iter().any(|c| c.family == p.family)).chain(&current.commands).cloned().collect(), MAX_COMMANDS),
         ..Default::default()
     };
     // Constraints, rules, facts, goal state and the operator's decisions: previous first, a
@@ -342,6 +377,7 @@ pub fn render(checkpoint: &Checkpoint) -> String {
     section("Pending", cp.pending_work.clone());
     let runs = [("passed", &v.passed), ("FAILED", &v.failed), ("not run", &v.not_run)];
     section("Verification", runs.iter().flat_map(|(label, items)| items.iter().map(move |i| format!("{label}: {i}"))).collect());
+    section("Commands", cp.commands.iter().map(CommandRun::shown).collect());
     section("Files read", cp.files_read.clone());
     section("Files modified", cp.files_modified.clone());
     section("Artifacts", cp.external_artifacts.iter().map(|a| format!("{} <{}>", a.name, a.uri)).collect());
@@ -658,6 +694,24 @@ impl<'a> Calls<'a> {
         Verification { passed, failed, not_run }
     }
 
+    /// One entry per command family, the last invocation each (of entries from `from` on,
+    /// after `earlier`'s), oldest first.
+    fn commands(&self, from: usize, earlier: &[CommandRun]) -> Vec<CommandRun> {
+        let mut out = earlier.to_vec();
+        for call in self.list.iter().filter(|c| c.at >= from) {
+            let Some(command) = call.command.as_deref() else { continue };
+            let last = clip_ellipsis(&run_key(command), 200);
+            let family = command_family(&last);
+            if family.is_empty() {
+                continue;
+            }
+            let exit = call.result.and_then(|r| r.content.lines().rev().find_map(|l| exit_code(&l.to_lowercase())));
+            out.retain(|c| c.family != family);
+            out.push(CommandRun { family, last, exit });
+        }
+        latest(out, MAX_COMMANDS)
+    }
+
     /// Error results since the operator last spoke (earlier ones were answered by the operator
     /// or the agent moved on) with no later success of the same call (same tool, command or
     /// path). Failed test/build runs are left to `verification`.
@@ -681,6 +735,23 @@ impl<'a> Calls<'a> {
             }
         }
         latest(out, 5)
+    }
+}
+
+/// The latest this many command families are kept.
+const MAX_COMMANDS: usize = 15;
+
+/// `cd /repo && cargo test -p x` → `cargo test`: the program (past `cd` and variable settings),
+/// and for tools whose first word is a subcommand, that word.
+pub fn command_family(command: &str) -> String {
+    const SUBCOMMANDS: &[&str] = &["cargo", "npm", "pnpm", "yarn", "bun", "deno", "git", "go", "docker", "kubectl", "pip", "uv", "poetry", "make", "dotnet", "mvn", "gradle", "rustup", "gh", "npx"];
+    let segment = command.split("&&").map(str::trim).filter(|s| !s.starts_with("cd ") && !s.is_empty()).last().unwrap_or("");
+    let mut words = segment.split_whitespace().skip_while(|w| w.contains('='));
+    let Some(program) = words.next() else { return String::new() };
+    let program = program.rsplit('/').next().unwrap_or(program);
+    match words.next().filter(|w| SUBCOMMANDS.contains(&program) && !w.starts_with('-') && !w.contains(['/', '.', '"', '\''])) {
+        Some(sub) => format!("{program} {sub}"),
+        None => program.to_string(),
     }
 }
 
@@ -1052,11 +1123,18 @@ mod tests {
         keys.sort();
         // …the optional root objective (the first request) and the operator's ledger.
         let mut fields = FIELDS.to_vec();
-        fields.extend(["root_objective", "goal_state"]);
+        fields.extend(["root_objective", "goal_state", "commands"]);
         fields.sort();
         assert_eq!(keys, fields);
         assert!(keys.iter().all(|k| schema["properties"][k].is_object()), "{keys:?}");
         assert_eq!(cp.goal_state, ["Please fix the failing parser tests in src/parser.rs."]);
+        // Each command family once, its last run and how it ended.
+        let families: Vec<(&str, Option<i64>)> = cp.commands.iter().map(|c| (c.family.as_str(), c.exit)).collect();
+        assert!(families.contains(&("cargo test", None)), "{:?}", cp.commands);
+        assert_eq!(cp.commands.iter().filter(|c| c.family == "cargo test").count(), 1);
+        assert_eq!(command_family("cd /repo && RUST_LOG=1 cargo test -p x 2>&1"), "cargo test");
+        assert_eq!(command_family("./run.sh --fast"), "run.sh");
+        assert_eq!(CommandRun::from_shown("npm run lint (exit 2)"), CommandRun { family: "npm run".into(), last: "npm run lint".into(), exit: Some(2) });
         assert_eq!(cp.root_objective, FIRST_REQUEST.trim());
     }
 
@@ -1380,6 +1458,7 @@ mod tests {
                 "## Done",
                 "## Pending",
                 "## Verification",
+                "## Commands",
                 "## Files read",
                 "## Files modified",
                 "## Artifacts",

@@ -7,9 +7,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use cairn_rules::statements::{classify, operator_statements, superseded_by, supersedes, Kind, Statement};
 
-use crate::checkpoint::{merge as merge_checkpoints, render, Checkpoint, ExternalArtifact, RejectedHypothesis, Rule};
-use crate::types::CompactRequest;
-use crate::types::Entry;
+use crate::checkpoint::{merge as merge_checkpoints, render, Checkpoint, CommandRun, ExternalArtifact, RejectedHypothesis, Rule};
+use crate::types::{CompactRequest, Entry};
 use crate::{is_own_checkpoint, message_text};
 
 /// The fewest tokens a summary is given, whatever the target leaves: the operator's weightiest
@@ -66,14 +65,6 @@ fn place(cp: &mut Checkpoint, kind: Kind, text: String) {
 /// `overridden`), then `current`'s own, in its order. A current extraction that read every
 /// message `previous` did gives its own ledger back.
 pub fn merge(previous: &Checkpoint, current: &Checkpoint, into: &mut Checkpoint) {
-    let statements = |cp: &Checkpoint| -> Vec<(Kind, String)> {
-        let mut out: Vec<(Kind, String)> = cp.negative_constraints.iter().map(|t| (Kind::Prohibition, t.clone())).collect();
-        out.extend(cp.rules.iter().map(|r| (Kind::named(&r.kind).unwrap_or(Kind::Obligation), r.text.clone())));
-        out.extend(cp.facts.iter().map(|t| (Kind::Fact, t.clone())));
-        out.extend(cp.goal_state.iter().map(|t| (Kind::Goal, t.clone())));
-        out.extend(cp.operator_decisions.iter().map(|t| (Kind::Decision, t.clone())));
-        out
-    };
     let now = statements(current);
     let said_now: HashSet<String> = now.iter().map(|(_, t)| t).chain(&current.overridden).map(|t| normalize(t)).collect();
     let mut earlier: Vec<(Kind, String)> = statements(previous).into_iter().filter(|(_, t)| !said_now.contains(&normalize(t))).collect();
@@ -93,6 +84,16 @@ pub fn merge(previous: &Checkpoint, current: &Checkpoint, into: &mut Checkpoint)
         place(into, kind, text);
     }
     into.overridden = overridden;
+}
+
+/// The ledger of `cp` as (kind, text): prohibitions, rules, facts, goal state, decisions.
+fn statements(cp: &Checkpoint) -> Vec<(Kind, String)> {
+    let mut out: Vec<(Kind, String)> = cp.negative_constraints.iter().map(|t| (Kind::Prohibition, t.clone())).collect();
+    out.extend(cp.rules.iter().map(|r| (Kind::named(&r.kind).unwrap_or(Kind::Obligation), r.text.clone())));
+    out.extend(cp.facts.iter().map(|t| (Kind::Fact, t.clone())));
+    out.extend(cp.goal_state.iter().map(|t| (Kind::Goal, t.clone())));
+    out.extend(cp.operator_decisions.iter().map(|t| (Kind::Decision, t.clone())));
+    out
 }
 
 /// The checkpoints Cairn wrote into `entries` earlier (handed back as context), merged oldest
@@ -145,8 +146,7 @@ pub fn summary_ledger(summary: &str, entries: &[Entry]) -> Option<String> {
     let earlier = entries.iter().filter(|e| e.origin == crate::types::Origin::Summary).flat_map(|e| ledger_lines(&message_text(e)));
     let said = normalize(summary);
     let mut missing: Vec<String> = Vec::new();
-    let statements = cp.negative_constraints.iter().chain(cp.rules.iter().map(|r| &r.text)).chain(&cp.facts).chain(&cp.goal_state).chain(&cp.operator_decisions).cloned();
-    for text in earlier.chain(statements) {
+    for text in earlier.chain(statements(&cp).into_iter().map(|(_, text)| text)) {
         if !said.contains(&normalize(&text)) && !missing.iter().any(|m| normalize(m) == normalize(&text)) {
             missing.push(text);
         }
@@ -245,6 +245,7 @@ pub fn parse_summary(text: &str) -> Option<Checkpoint> {
                     v.not_run.push(run.into());
                 }
             }
+            "Commands" => cp.commands.push(CommandRun::from_shown(&item)),
             "Files read" => cp.files_read.push(item),
             "Files modified" => cp.files_modified.push(item),
             "Artifacts" => {
@@ -287,6 +288,7 @@ enum Section {
     Pending,
     Failed,
     Checks,
+    Commands,
     FilesRead,
     FilesModified,
     Artifacts,
@@ -310,6 +312,7 @@ impl Section {
             Section::Pending => "pending items",
             Section::Failed => "failed checks",
             Section::Checks => "checks",
+            Section::Commands => "commands",
             Section::FilesRead => "files read",
             Section::FilesModified => "files modified",
             Section::Artifacts => "artifacts",
@@ -332,6 +335,7 @@ impl Section {
             Section::Decisions => 50,
             Section::Rejected => 48,
             Section::Checks => 45,
+            Section::Commands => 42,
             Section::Done => 40,
             Section::RootObjective => 35,
             Section::FilesRead | Section::Artifacts => 30,
@@ -358,6 +362,7 @@ fn items(cp: &Checkpoint) -> Vec<(Section, usize, String)> {
     add(Section::Pending, cp.pending_work.clone());
     add(Section::Failed, v.failed.iter().map(|i| format!("FAILED: {i}")).collect());
     add(Section::Checks, v.passed.iter().map(|i| format!("passed: {i}")).chain(v.not_run.iter().map(|i| format!("not run: {i}"))).collect());
+    add(Section::Commands, cp.commands.iter().map(CommandRun::shown).collect());
     add(Section::FilesRead, cp.files_read.clone());
     add(Section::FilesModified, cp.files_modified.clone());
     add(Section::Artifacts, cp.external_artifacts.iter().map(|a| format!("{} <{}>", a.name, a.uri)).collect());
@@ -450,6 +455,7 @@ fn heading_of(section: Section) -> &'static str {
         Section::Done => "## Done",
         Section::Pending => "## Pending",
         Section::Failed | Section::Checks => "## Verification",
+        Section::Commands => "## Commands",
         Section::FilesRead => "## Files read",
         Section::FilesModified => "## Files modified",
         Section::Artifacts => "## Artifacts",
@@ -481,6 +487,7 @@ fn keep(cp: &Checkpoint, chosen: &HashSet<(Section, usize)>) -> Checkpoint {
     // Passed and not-run items share a section: indexes run through passed, then not run.
     out.verification.passed = pick(&v.passed, |n| has(Section::Checks, n));
     out.verification.not_run = pick(&v.not_run, |n| has(Section::Checks, v.passed.len() + n));
+    out.commands = pick(&cp.commands, |n| has(Section::Commands, n));
     out.files_read = pick(&cp.files_read, |n| has(Section::FilesRead, n));
     out.files_modified = pick(&cp.files_modified, |n| has(Section::FilesModified, n));
     out.external_artifacts = pick(&cp.external_artifacts, |n| has(Section::Artifacts, n));
@@ -522,6 +529,7 @@ mod tests {
             verification: Verification { passed: vec!["cargo test — ok".into()], failed: vec!["npm test — 1 failed".into()], not_run: vec!["cargo clippy".into()] },
             external_artifacts: vec![ExternalArtifact { name: "v2".into(), uri: "https://s.dev/v2".into() }],
             next_immediate_action: "Run the tests.".into(),
+            commands: vec![CommandRun { family: "cargo test".into(), last: "cargo test -p lexer".into(), exit: Some(101) }],
             files_read: vec!["src/lexer.rs".into()],
             files_modified: vec!["src/parser.rs".into()],
             ..Default::default()

@@ -111,6 +111,9 @@ fn the_ledger_finds_each_kind_in_the_recorded_sessions() {
         found.facts.extend(cp.facts);
         found.goal_state.extend(cp.goal_state);
         found.overridden.extend(cp.overridden);
+        let families: std::collections::HashSet<&str> = cp.commands.iter().map(|c| c.family.as_str()).collect();
+        assert_eq!(families.len(), cp.commands.len(), "one entry per command family");
+        found.commands.extend(cp.commands);
     }
     if all.is_empty() {
         return;
@@ -125,6 +128,15 @@ fn the_ledger_finds_each_kind_in_the_recorded_sessions() {
     assert!(found.facts.iter().any(|f| f == "green diff is #b5bd68"), "fact with its value: {:#?}", found.facts);
     assert!(found.facts.iter().any(|f| f == "tool error bg 3c2828"));
     assert!(found.goal_state.iter().any(|g| g == "ok, create a branch refactor"), "goal state: {:#?}", found.goal_state);
+    // Commands by family with their exit status, where the output says it ("Command exited with code 1").
+    assert!(found.commands.iter().any(|c| c.family == "npm run" && c.last.ends_with("npm run check")), "commands: {:#?}", found.commands);
+    // Where a run failed, the command its call made holds the exit status the output gives.
+    let failed = all.iter().find_map(|(_, entries)| {
+        let at = entries.iter().position(|e| e.parts.iter().any(|p| matches!(p, types::Part::ToolResult(r) if r.content.contains("exited with code 1"))))?;
+        Some(checkpoint::extract_with(&entries[..=at], 100_000, &quarter))
+    });
+    assert_eq!(failed.expect("a failed run in the recorded sessions").commands.last().map(|c| c.exit), Some(Some(1)));
+    assert!(found.commands.iter().any(|c| c.family == "mv"), "a utility is its own family: {:#?}", found.commands);
     let everything: Vec<&String> = found.negative_constraints.iter().chain(&found.facts).chain(&found.goal_state).chain(found.rules.iter().map(|r| &r.text)).chain(&found.overridden).collect();
     for pasted in ["/mode", "xterm-256color", "at new Theme ("] {
         assert!(!everything.iter().any(|s| s.starts_with(pasted)), "{pasted:?} is pasted, not said");

@@ -119,3 +119,24 @@ fn a_budget_fills_by_value_and_says_what_it_left_out() {
     let checkpoint: serde_json::Value = serde_json::from_str(report.checkpoint.as_deref().unwrap()).unwrap();
     assert_eq!(checkpoint["facts"].as_array().unwrap().iter().filter(|f| f.as_str().unwrap().contains("builder.internal")).count(), 30);
 }
+
+/// Below the floor — the system prompt alone over the budget — the result is what nothing may
+/// drop, reported `degraded` with what takes the room, the checkpoint included.
+#[test]
+fn below_the_floor_the_report_says_what_takes_the_room() {
+    let cairn = support::host();
+    let policy = cairn.default_policy().unwrap();
+    let mut n = 0;
+    let mut entries = vec![entry(&mut n, Role::System, Origin::Harness, &"You are a coding agent. Follow the house rules. ".repeat(20))];
+    for planted in PLANTED {
+        entries.push(entry(&mut n, Role::User, Origin::Operator, planted));
+        entries.extend(chatter(&mut n, 0));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::open(dir.path()).unwrap();
+    let mut store = home.conversation(&ConversationKey::parse("floor").unwrap()).unwrap();
+    let report = cairn.compact_with(&policy, &mut store, &Transcript::new(entries), "floor", RunOptions { budget: Some(60), ..RunOptions::default() }).unwrap();
+    assert!(report.degraded, "{report:?}");
+    let why = report.over_window.as_deref().unwrap();
+    assert!(why.contains("over the budget of 60") && why.contains("the checkpoint takes") && why.contains("the system prompt"), "{why}");
+}
