@@ -400,8 +400,8 @@ fn over_window(context: &[crate::transcript::Entry], window: Option<u64>, budget
     let pinned = sum(&|e| e.pinned);
     let summary = sum(&|e| e.origin == Origin::Summary && !e.pinned);
     Some(format!(
-        "the context is still {total} tokens, over {what} of {usable}: the checkpoint takes {summary}, the operator's own messages {operator}, \
-         the system prompt {system}, pinned entries {pinned}, and nothing may clip or drop those"
+        "the context is still {total} tokens, over {what} of {usable}: the operator's own messages take {operator}, the system prompt {system}, \
+         pinned entries {pinned}, the checkpoint {summary}, and nothing may clip or drop those"
     ))
 }
 

@@ -173,10 +173,18 @@ fn ledger_lines(text: &str) -> Vec<String> {
 
 /// The checkpoint as a summary entry's text: [`CHECKPOINT_TITLE`], then [`render`].
 pub fn summary_text(cp: &Checkpoint) -> String {
-    // The root objective is not quoted twice when the first request was itself a rule or a fact.
+    // The first request is quoted once, as the root objective, when it was a rule or a fact too.
     let root = normalize(&cp.root_objective);
-    let twice = !root.is_empty() && items(cp).iter().any(|(section, _, text)| *section != Section::RootObjective && normalize(text) == root);
-    let body = if twice { render(&Checkpoint { root_objective: String::new(), ..cp.clone() }) } else { render(cp) };
+    let body = if root.is_empty() {
+        render(cp)
+    } else {
+        let mut once = cp.clone();
+        for list in [&mut once.negative_constraints, &mut once.facts, &mut once.goal_state, &mut once.operator_decisions] {
+            list.retain(|t| normalize(t) != root);
+        }
+        once.rules.retain(|r| normalize(&r.text) != root);
+        render(&once)
+    };
     let left_out = left_out_line(&cp.left_out);
     [CHECKPOINT_TITLE.to_string(), body, left_out].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n")
 }
