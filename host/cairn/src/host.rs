@@ -245,6 +245,7 @@ impl Cairn {
             None => options.window.map_or(settings.target(tokens_before), |usable| settings.target(tokens_before).min(usable)),
         };
         let window = match purpose {
+            Purpose::Compact if budget.is_some() => Window::within(&transcript.entries, keep_recent, target),
             Purpose::Compact => Window::compute(&transcript.entries, keep_recent, target),
             Purpose::Handover => Window::handover(&transcript.entries),
         };

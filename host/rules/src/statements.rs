@@ -74,8 +74,9 @@ pub struct Statement {
 /// The statements of one operator message, in order, sentence by sentence — but a sentence
 /// that leans on the one before it on its line keeps it: a rule or a reference ("it", "this")
 /// right after a sentence stating a value ("Budget cap is $500 total. Never exceed without
-/// approval.", "The contact code is X-1. Use it in confirmations."), and a statement of the
-/// same kind as the one before ("Current task is X. Steps 1-3 are done. Next is Y.").
+/// approval.", "The contact code is X-1. Use it in confirmations."), and a fact or goal
+/// state right after another ("Current task is X. Steps 1-3 are done. Next is Y."). Rules stay
+/// one a sentence: each binds on its own.
 pub fn operator_statements(message: &str) -> Vec<Statement> {
     let prose = prose(message);
     let mut out: Vec<Statement> = Vec::new();
@@ -87,7 +88,7 @@ pub fn operator_statements(message: &str) -> Vec<Statement> {
         let mut from = 0;
         for (n, sentence) in parts.iter().enumerate() {
             let own = classify(sentence);
-            let same_kind = previous_emitted && own.as_ref().is_some_and(|s| out.last().is_some_and(|last| last.kind == s.kind));
+            let same_kind = previous_emitted && own.as_ref().is_some_and(|s| !s.kind.is_rule() && s.kind != Kind::Decision && out.last().is_some_and(|last| last.kind == s.kind));
             let leans = n > 0 && states_a_value(parts[n - 1]) && ((values(sentence).is_empty() && own.as_ref().is_some_and(|s| s.kind.is_rule())) || refers_back(sentence));
             if same_kind {
                 let end = sentence.as_ptr() as usize - line.as_ptr() as usize + sentence.len();

@@ -328,20 +328,20 @@ impl Section {
         }
     }
 
-    /// Most important first: the operator's rules, then the facts and state work needs, then
-    /// what the agent did and touched.
+    /// Most important first: the operator's rules; what was tried and failed (so it is not
+    /// tried again); the facts and state work needs; then what the agent did and touched.
     fn priority(self) -> u32 {
         match self {
             Section::Constraints | Section::Rules => 100,
+            Section::Rejected => 96,
+            Section::Failed => 95,
             Section::Facts | Section::Goal => 80,
             Section::OperatorDecisions => 78,
             Section::Objective => 75,
-            Section::Failed => 70,
             Section::Pending => 62,
             Section::Next => 60,
             Section::FilesModified => 55,
             Section::Decisions => 50,
-            Section::Rejected => 48,
             Section::Checks => 45,
             Section::Commands => 42,
             Section::Done => 40,
@@ -379,8 +379,9 @@ fn items(cp: &Checkpoint) -> Vec<(Section, usize, String)> {
 }
 
 /// `cp` cut to what its summary text can hold in `room` tokens, filled by value: the operator's
-/// rules first, then facts and goal state (each weighed by what it names, an update above
-/// others), then the rest, the newest first within a section. Items the context shows verbatim anyway (`visible`, the
+/// rules first, then rejected approaches and failing checks, then facts and goal state (each
+/// weighed by what it names, an update above others), then the rest, the newest first within a
+/// section. Items the context shows verbatim anyway (`visible`, the
 /// kept tail's text) are not repeated. What does not fit is counted in `left_out`.
 pub fn fit(cp: &Checkpoint, room: u32, visible: &str, count: &dyn Fn(&str) -> u32) -> Checkpoint {
     let visible = normalize(visible);

@@ -37,6 +37,26 @@ impl Window {
 }
 
 impl Window {
+    /// Under a budget: the verbatim tail holds *at most* `at_most` tokens (the entries at the
+    /// end that fit, then forward to a safe cut), so one large entry at the end — a 27k-token
+    /// command output — is the strategies' to condense, not a floor the budget cannot go below.
+    pub fn within(entries: &[Entry], at_most: u64, token_target: u64) -> Self {
+        let protected_head = protected_head(entries);
+        let cuts = safe_cuts(entries);
+        let (mut tail_start, mut tail_tokens) = (entries.len(), 0u64);
+        while tail_start > protected_head && tail_tokens + entries[tail_start - 1].tokens as u64 <= at_most {
+            tail_start -= 1;
+            tail_tokens += entries[tail_start].tokens as u64;
+        }
+        while tail_start < entries.len() && !cuts[tail_start] {
+            tail_start += 1;
+        }
+        if let Some(summary) = entries[tail_start..].iter().rposition(|e| e.origin == Origin::Summary && !e.pinned) {
+            tail_start = (tail_start + summary + 1..entries.len()).find(|&i| cuts[i]).unwrap_or(entries.len());
+        }
+        Window { protected_head, tail_start, token_target }
+    }
+
     /// A handover replaces everything after the protected head: no verbatim tail.
     pub fn handover(entries: &[Entry]) -> Self {
         Window { protected_head: protected_head(entries), tail_start: entries.len(), token_target: 0 }
@@ -100,5 +120,22 @@ mod tests {
             entry("a1", Role::Assistant, Origin::Agent, 100),
         ];
         assert_eq!(Window::compute(&entries, 0, 0).protected_head, 2);
+    }
+
+    #[test]
+    fn under_a_budget_the_tail_holds_at_most_its_share() {
+        let entries = vec![
+            entry("sys", Role::System, Origin::Harness, 10),
+            entry("u1", Role::User, Origin::Operator, 100),
+            entry("a1", Role::Assistant, Origin::Agent, 100),
+            entry("u2", Role::User, Origin::Operator, 50),
+            entry("big", Role::User, Origin::Harness, 27_000),
+        ];
+        assert_eq!(Window::within(&entries, 500, 0).tail_start, 5, "the large last entry is not a floor");
+        assert_eq!(Window::compute(&entries, 500, 0).tail_start, 4, "where the tail's share is a minimum it is");
+        let small = &entries[..4];
+        assert_eq!(Window::within(small, 160, 0).tail_start, 2);
+        assert_eq!(Window::within(small, 120, 0).tail_start, 3);
+        assert_eq!(Window::within(small, 0, 0).tail_start, 4);
     }
 }

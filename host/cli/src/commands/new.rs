@@ -11,6 +11,8 @@ use include_dir::{include_dir, Dir, DirEntry};
 use serde::Serialize;
 
 static WIT: Dir = include_dir!("$CARGO_MANIFEST_DIR/../../wit/0.2.0");
+/// The checkpoint's schema, versioned apart from the contract (the Rust SDK includes it).
+static CHECKPOINT_SCHEMA: Dir = include_dir!("$CARGO_MANIFEST_DIR/../../wit/checkpoint");
 static RUST_TEMPLATE: Dir = include_dir!("$CARGO_MANIFEST_DIR/../../sdk/rust/template");
 static RUST_SDK: Dir = include_dir!("$CARGO_MANIFEST_DIR/../../sdk/rust/src");
 static RUST_SDK_MANIFEST: &str = include_str!("../../../../sdk/rust/Cargo.toml");
@@ -114,6 +116,9 @@ fn create(args: &Args) -> Result<Created> {
     }
     for file in walk(&WIT) {
         files.push((Path::new("wit").join(file.path()), file.contents().to_vec()));
+    }
+    for file in walk(&CHECKPOINT_SCHEMA) {
+        files.push((Path::new("wit/checkpoint").join(file.path()), file.contents().to_vec()));
     }
     match args.lang {
         Lang::Rust => files.extend(rust_vendor()),

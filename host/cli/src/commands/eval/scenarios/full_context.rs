@@ -6,7 +6,7 @@
 
 use cairn::lifecycle::{Action, BoundaryReport, Usage};
 use cairn::storage::{ArtifactUri, ConversationKey};
-use cairn::transcript::{Entry, Origin, Part, Role, Transcript};
+use cairn::transcript::{Entry, Origin, Part, Role};
 use cairn::RunOptions;
 
 use super::buried_constraint::RULE;
@@ -62,7 +62,7 @@ impl Scenario for FullContext {
             let mut after = report.transcript.clone();
             counter.count_transcript(&mut after);
             let fits = matches!(action, Action::Compacted | Action::HandedOver) && after.total_tokens() <= usable && report.over_window.is_none();
-            let recovered = recover(lab, &report.transcript, &call, &output)?;
+            let recovered = recover(lab, &report, &call, &output)?;
             let rule = text(&report.transcript).contains(RULE);
             passed &= fits && recovered.is_ok() && rule;
             lines.push(format!(
@@ -93,14 +93,25 @@ fn newest_call(key: &str, call: &str, output: String) -> Vec<Entry> {
     ]
 }
 
-/// Whether the output of `call` is in `t` as a placeholder whose artifact is `original` byte
-/// for byte: `Ok(uri)`, else what is wrong.
-fn recover(lab: &Lab, t: &Transcript, call: &str, original: &str) -> anyhow::Result<Result<String, String>> {
-    let found = t.entries.iter().flat_map(|e| &e.parts).find_map(|p| match p {
+/// Whether the output of `call` is in the context as a placeholder whose artifact is `original`
+/// byte for byte: `Ok(uri)`, else what is wrong. Under `--budget` the checkpoint may condense
+/// the call and its output instead, when the archive keeps the output byte for byte.
+fn recover(lab: &Lab, report: &cairn::CompactionReport, call: &str, original: &str) -> anyhow::Result<Result<String, String>> {
+    let found = report.transcript.entries.iter().flat_map(|e| &e.parts).find_map(|p| match p {
         Part::ToolResult { call_id, elided, content, .. } if call_id == call => Some((elided.clone(), content.len())),
         _ => None,
     });
     Ok(match found {
+        None if lab.budget.is_some() => {
+            let archive = report.archive.as_deref().unwrap_or_default();
+            let store = lab.home.existing_conversation(&ConversationKey::parse(&report.conversation)?)?;
+            let kept = store.archived_originals(archive)?.iter().flat_map(|e| e.parts.iter()).any(|p| matches!(p, Part::ToolResult { call_id, content, .. } if call_id == call && content == original));
+            if kept {
+                Ok(format!("condensed with its call for the budget; archive {archive}"))
+            } else {
+                Err(format!("the output's call is gone, and archive {archive} does not hold the output"))
+            }
+        }
         None => Err("the output's call is gone".into()),
         Some((None, bytes)) => Err(format!("the output is in the context whole ({bytes} bytes)")),
         Some((Some(uri), _)) => {
