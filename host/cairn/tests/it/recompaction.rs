@@ -59,14 +59,14 @@ fn five_rounds_in_every_format_keep_every_fact_once() {
                 context.entries.push(entry(&mut n, Role::User, Origin::Operator, UPDATE));
                 context.entries.push(entry(&mut n, Role::Assistant, Origin::Agent, "Noted."));
             }
-            for _ in 0..3 {
+            for _ in 0..6 {
                 context.entries.extend(chatter(&mut n, round));
             }
             let dir = tempfile::tempdir().unwrap();
             let home = Home::open(dir.path()).unwrap();
             let mut store = home.conversation(&ConversationKey::parse("rounds").unwrap()).unwrap();
             let report = cairn.compact_with(&policy, &mut store, &context, "rounds", RunOptions { budget: Some(BUDGET), ..RunOptions::default() }).unwrap();
-            assert!(report.committed, "{format} round {round}: {:?}", report.not_committed);
+            assert!(report.committed, "{format} round {round}: {} tokens: {:?}", report.tokens_before, report.not_committed);
             assert!(report.tokens_after <= BUDGET, "{format} round {round}: {} tokens over the budget of {BUDGET}", report.tokens_after);
             let written = formats::write(format, &report.transcript).unwrap();
             context = formats::parse_as(format, &written, "rounds").unwrap();
