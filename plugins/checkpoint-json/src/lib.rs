@@ -51,7 +51,7 @@ impl Strategy for CheckpointJson {
             }
             None => checkpoint::update(previous.as_ref(), request.previous_checkpoint_through.as_deref(), entries, budget),
         };
-        // The context shows what fits the room the target leaves, by value; the record keeps all.
+        // Under a budget the context shows what fits its room, by value; the record keeps all.
         let shown = match ledger::room(&request, &range) {
             Some(room) => ledger::fit(&cp, room, &ledger::visible_text(&request), &count_tokens),
             None => cp.clone(),
