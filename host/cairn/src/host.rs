@@ -224,10 +224,7 @@ impl Cairn {
         // A budget is the target (the strategies fill it by value) and, like the usable window,
         // a ceiling the result is held to.
         let budget = options.budget.or(settings.budget_tokens);
-        let ceiling = match (options.window, budget) {
-            (Some(window), Some(budget)) => Some(window.min(budget)),
-            (window, budget) => window.or(budget),
-        };
+        let ceiling = options.window.into_iter().chain(budget).min();
         // Where the ceiling is known the verbatim tail is also at most its share of it: a tail
         // larger than the window (a small model's) could not fit whatever ran before it. Under a
         // budget the share is a tenth — the operator's rules and facts are worth more per token
@@ -291,7 +288,7 @@ impl Cairn {
         let mut committed = match run.committed {
             Some(committed) => committed,
             None => {
-                event.over_window = over_window(&transcript.entries, options.window, budget);
+                event.over_window = over_window(&transcript.entries, ceiling, budget);
                 if !options.dry_run {
                     store.record_compaction(event.clone())?;
                 }
@@ -308,7 +305,7 @@ impl Cairn {
         let first_request = handed_back.or_else(|| store.first_operator_request());
         chain::anchor::root_objective(&mut committed, input.previous_checkpoint, first_request.as_deref(), &self.tokenizer, ceiling, budget.is_some());
         chain::anchor::preserve(&mut committed, options.preserve, archive_id.as_str(), &self.tokenizer);
-        event.over_window = over_window(&committed.applied.context, options.window, budget);
+        event.over_window = over_window(&committed.applied.context, ceiling, budget);
         let mut applied = committed.applied;
         unpin(&mut applied.context);
         unpin(&mut applied.replacement);
@@ -381,16 +378,12 @@ fn hold_to_window(stages: &mut Vec<StageSteps<'_>>, entries: &[crate::transcript
     }
 }
 
-/// Why `context` does not fit the usable window or the budget (the smaller), if it does not:
-/// what takes the room — the checkpoint included — that nothing may clip or drop.
-fn over_window(context: &[crate::transcript::Entry], window: Option<u64>, budget: Option<u64>) -> Option<String> {
+/// Why `context` does not fit the `ceiling` (the usable window or the budget, the smaller), if
+/// it does not: what takes the room — the checkpoint included — that nothing may clip or drop.
+fn over_window(context: &[crate::transcript::Entry], ceiling: Option<u64>, budget: Option<u64>) -> Option<String> {
     use crate::transcript::{Origin, Role};
-    let (usable, what) = match (window, budget) {
-        (Some(window), Some(budget)) if budget < window => (budget, "the budget"),
-        (Some(window), _) => (window, "the usable window"),
-        (None, Some(budget)) => (budget, "the budget"),
-        (None, None) => return None,
-    };
+    let usable = ceiling?;
+    let what = if budget == Some(usable) { "the budget" } else { "the usable window" };
     let total: u64 = context.iter().map(|e| e.tokens as u64).sum();
     if total <= usable {
         return None;

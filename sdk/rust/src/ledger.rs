@@ -397,7 +397,8 @@ pub fn fit(cp: &Checkpoint, room: u32, visible: &str, count: &dyn Fn(&str) -> u3
             + if matches!(section, Section::Constraints | Section::Rules | Section::Facts | Section::Goal) { classify(text).map_or(0, |s| s.weight) + 2 * updates(text) as u32 } else { 0 }
     };
     let mut order: Vec<&(Section, usize, String)> = all.iter().collect();
-    order.sort_by_key(|(section, n, text)| (std::cmp::Reverse(weight(*section, text)), *section, std::cmp::Reverse(*n)));
+    // Each item weighed once: weighing classifies it and checks it against every overridden one.
+    order.sort_by_cached_key(|(section, n, text)| (std::cmp::Reverse(weight(*section, text)), *section, std::cmp::Reverse(*n)));
     // Room for the title and the "left out" line first; then item by item, a section's
     // heading counted with its first item.
     let left_out_guess = left_out_line(&BTreeMap::from([("rejected approaches".to_string(), 9999)]));

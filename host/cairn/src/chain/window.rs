@@ -29,10 +29,7 @@ impl Window {
         while tail_start > protected_head && !cuts[tail_start] {
             tail_start -= 1;
         }
-        if let Some(summary) = entries[tail_start..].iter().rposition(|e| e.origin == Origin::Summary && !e.pinned) {
-            tail_start = (tail_start + summary + 1..entries.len()).find(|&i| cuts[i]).unwrap_or(entries.len());
-        }
-        Window { protected_head, tail_start, token_target }
+        Window { protected_head, tail_start: past_earlier_summary(entries, &cuts, tail_start), token_target }
     }
 }
 
@@ -51,15 +48,21 @@ impl Window {
         while tail_start < entries.len() && !cuts[tail_start] {
             tail_start += 1;
         }
-        if let Some(summary) = entries[tail_start..].iter().rposition(|e| e.origin == Origin::Summary && !e.pinned) {
-            tail_start = (tail_start + summary + 1..entries.len()).find(|&i| cuts[i]).unwrap_or(entries.len());
-        }
-        Window { protected_head, tail_start, token_target }
+        Window { protected_head, tail_start: past_earlier_summary(entries, &cuts, tail_start), token_target }
     }
 
     /// A handover replaces everything after the protected head: no verbatim tail.
     pub fn handover(entries: &[Entry]) -> Self {
         Window { protected_head: protected_head(entries), tail_start: entries.len(), token_target: 0 }
+    }
+}
+
+/// `tail_start`, or the first safe cut after the last earlier summary in the tail: a new
+/// summary replaces an old one instead of leaving it stale in the verbatim tail.
+fn past_earlier_summary(entries: &[Entry], cuts: &[bool], tail_start: usize) -> usize {
+    match entries[tail_start..].iter().rposition(|e| e.origin == Origin::Summary && !e.pinned) {
+        Some(summary) => (tail_start + summary + 1..entries.len()).find(|&i| cuts[i]).unwrap_or(entries.len()),
+        None => tail_start,
     }
 }
 

@@ -9,8 +9,9 @@ read back), so its own checkpoint comes back through a write and a read every ro
 
 The kit's budgets are characters; Cairn's are tokens. The first try asks for a quarter as many
 tokens as the budget has characters; then the budget in tokens is searched for the largest whose
-answer fits the characters (a few tries: an answer over them is asked again smaller, one well
-under them that left something out is asked again larger).
+answer fits the characters (at most six tries: an answer over them is asked again smaller, one
+under 97 % of them again larger). CAIRN_KIT_BUDGET_FLAG=--window measures a cairn older than
+`--budget` (the "before" figures of issue 34).
 
     python3 cairn_kit.py --cairn PATH [--json] [--gate]
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,7 +37,6 @@ from compaction_kit.compactors import (
     PinnedRulesCompactor,
     SummaryTailCompactor,
     UpdateAwareChecklistCompactor,
-    _turns_to_text,
 )
 from compaction_kit.adapters import ProgressiveSummaryCompactor
 from compaction_kit.generated import build_generated_session
@@ -68,7 +67,6 @@ class CairnCompactor:
         # The transcript behind the text Cairn returned last: when the kit hands that text back
         # it is resumed from, as a harness would hand Cairn its own compacted context.
         self._last: tuple[str, list[dict]] | None = None
-        self.calls = 0
 
     def compact(self, turns: list[Turn], round_num: int = 1, budget_chars: int | None = None) -> CompactedContext:
         fed_back = self._last is not None and len(turns) == 1 and turns[0].text == self._last[0]
@@ -98,7 +96,6 @@ class CairnCompactor:
         return CompactedContext(text=text, compactor_name=self.name, round_num=round_num)
 
     def _run(self, messages: list[dict], budget_tokens: int | None) -> list[dict]:
-        self.calls += 1
         with tempfile.TemporaryDirectory() as scratch:
             source, out = os.path.join(scratch, "session.json"), os.path.join(scratch, "out.json")
             with open(source, "w") as f:
