@@ -1,26 +1,27 @@
 //! Why an agent's hook could not do its work, kept in Cairn's home so it is never lost in the
-//! agent's debug log: `<home>/hook-failures.jsonl`, one failure a line, the last [`KEEP`]
-//! kept. A hook that fails records itself here and exits without blocking the agent; the next
-//! hook of the same agent that can print to the agent tells it (and the user) in one line and
-//! marks the failure told; `cairn doctor` lists them all, told or not. Agent-neutral: a record
-//! names its agent (`claude-code`, `codex`, …) and its hook.
+//! agent's debug log: the home's `hook-failures.jsonl` document (a file at a directory home's
+//! top level, a row of a database home), one failure a line, the last [`KEEP`] kept. A hook
+//! that fails records itself here and exits without blocking the agent; the next hook of the
+//! same agent that can print to the agent tells it (and the user) in one line and marks the
+//! failure told; `cairn doctor` lists them all, told or not. Agent-neutral: a record names its
+//! agent (`claude-code`, `codex`, …) and its hook.
 //!
-//! Every write replaces the file atomically (a temporary file in the home, fsynced, renamed,
-//! the home fsynced) under an advisory lock, so two hooks failing at once both stay recorded.
-//! Recording never panics and never blocks for long: a home that cannot be written is said on
-//! stderr and the hook goes on failing as it would have.
+//! Every write replaces the document atomically, one writer at a time (the home's own lock), so
+//! two hooks failing at once both stay recorded. Recording never panics: a database home that
+//! cannot be reached records the failure in the default directory home instead (its name holds
+//! no secret; `cairn doctor` looks there too), and a home that cannot be written is said on
+//! stderr while the hook goes on failing as it would have.
 
-use std::fs::File;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
+use cairn::storage::{self, DocumentName, Home};
 use serde::{Deserialize, Serialize};
 
-/// The file, at the home's top level.
-pub const FILE: &str = "hook-failures.jsonl";
-const LOCK: &str = "hook-failures.lock";
+use crate::setup;
+
+const DOCUMENT: DocumentName = DocumentName::HOOK_FAILURES;
 /// How many failures are kept (the oldest go first).
 pub const KEEP: usize = 50;
 
@@ -65,53 +66,74 @@ impl Failure {
     }
 }
 
-/// Records `failure` in `home`; never panics, and says on stderr when it cannot.
-pub fn record(home: &Path, failure: Failure) {
-    let outcome = std::panic::catch_unwind(|| {
-        update(home, |failures| {
-            failures.push(failure.clone());
-            true
-        })
+/// Records `failure` in the home at `location`; never panics, and says on stderr when it cannot.
+pub fn record(location: &Path, failure: Failure) {
+    let outcome = std::panic::catch_unwind(|| match Home::open(location) {
+        Ok(home) => add(&home, &failure),
+        Err(unreachable) if storage::is_database(location) => {
+            let fallback = setup::default_home();
+            let mut failure = failure.clone();
+            failure.error = format!("{} (recorded in {} because the home {} could not be opened: {unreachable:#})", failure.error, fallback.display(), storage::shown(location));
+            Home::open(&fallback).and_then(|home| add(&home, &failure))
+        }
+        Err(e) => Err(e),
     });
+    let shown = storage::shown(location);
     match outcome {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => eprintln!("cairn: could not record this hook failure in {}: {e:#}", home.display()),
-        Err(_) => eprintln!("cairn: could not record this hook failure in {}", home.display()),
+        Ok(Err(e)) => eprintln!("cairn: could not record this hook failure in {shown}: {e:#}"),
+        Err(_) => eprintln!("cairn: could not record this hook failure in {shown}"),
     }
 }
 
-/// Every failure recorded in `home`, oldest first (none when the file is absent). A line that
-/// is not a failure (a torn or foreign line) is skipped.
-pub fn list(home: &Path) -> Result<Vec<Failure>> {
-    let text = match std::fs::read_to_string(home.join(FILE)) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", home.join(FILE).display())),
-    };
-    Ok(text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect())
+fn add(home: &Home, failure: &Failure) -> Result<()> {
+    update(home, |failures| {
+        failures.push(failure.clone());
+        true
+    })
 }
 
-/// `agent`'s failures in `home` no hook has told yet, oldest first (none when the home cannot
-/// be read).
-pub fn untold(home: &Path, agent: &str) -> Vec<Failure> {
-    list(home).unwrap_or_default().into_iter().filter(|f| f.agent == agent && !f.told).collect()
+/// Every failure recorded in the home at `location`, oldest first (none when there is no such
+/// directory: looking creates nothing). A line that is not a failure (a torn or foreign line)
+/// is skipped.
+pub fn list(location: &Path) -> Result<Vec<Failure>> {
+    if !storage::is_database(location) && !location.is_dir() {
+        return Ok(Vec::new());
+    }
+    read(&Home::open(location)?)
+}
+
+fn read(home: &Home) -> Result<Vec<Failure>> {
+    Ok(parse(&home.document(&DOCUMENT)?.unwrap_or_default()))
+}
+
+fn parse(bytes: &[u8]) -> Vec<Failure> {
+    String::from_utf8_lossy(bytes).lines().filter_map(|line| serde_json::from_str(line).ok()).collect()
+}
+
+/// `agent`'s failures in the home at `location` no hook has told yet, oldest first (none when
+/// the home cannot be read).
+pub fn untold(location: &Path, agent: &str) -> Vec<Failure> {
+    list(location).unwrap_or_default().into_iter().filter(|f| f.agent == agent && !f.told).collect()
 }
 
 /// Marks `failures` told (they stay listed); says on stderr when it cannot.
-pub fn mark_told(home: &Path, failures: &[Failure]) {
+pub fn mark_told(location: &Path, failures: &[Failure]) {
     if failures.is_empty() {
         return;
     }
-    let marked = update(home, |kept| {
-        let mut changed = false;
-        for f in kept.iter_mut().filter(|f| !f.told && failures.contains(f)) {
-            f.told = true;
-            changed = true;
-        }
-        changed
+    let marked = Home::open(location).and_then(|home| {
+        update(&home, |kept| {
+            let mut changed = false;
+            for f in kept.iter_mut().filter(|f| !f.told && failures.contains(f)) {
+                f.told = true;
+                changed = true;
+            }
+            changed
+        })
     });
     if let Err(e) = marked {
-        eprintln!("cairn: could not mark the hook failures told in {}: {e:#}", home.display());
+        eprintln!("cairn: could not mark the hook failures told in {}: {e:#}", storage::shown(location));
     }
 }
 
@@ -128,43 +150,24 @@ pub fn notice(untold: &[Failure]) -> Option<String> {
     Some(format!("Cairn: the {} hook failed at {} ({}); {}{earlier} — run `cairn doctor` to see why", last.hook, last.time(), error.replace('\n', " "), last.consequence()))
 }
 
-/// Reads, changes and (when `change` says so) replaces the file under the lock, keeping the
-/// last [`KEEP`].
-fn update(home: &Path, change: impl FnOnce(&mut Vec<Failure>) -> bool) -> Result<()> {
-    std::fs::create_dir_all(home).with_context(|| format!("creating home {}", home.display()))?;
-    let _lock = lock(&home.join(LOCK))?;
-    let mut failures = list(home)?;
-    if !change(&mut failures) {
-        return Ok(());
-    }
-    let keep_from = failures.len().saturating_sub(KEEP);
-    let mut text = String::new();
-    for f in &failures[keep_from..] {
-        text.push_str(&serde_json::to_string(f)?);
-        text.push('\n');
-    }
-    let mut file = tempfile::NamedTempFile::new_in(home).with_context(|| format!("writing in {}", home.display()))?;
-    file.write_all(text.as_bytes())?;
-    file.as_file().sync_all()?;
-    file.persist(home.join(FILE)).with_context(|| format!("replacing {}", home.join(FILE).display()))?;
-    // The rename itself, durable.
-    if let Ok(dir) = File::open(home) {
-        let _ = dir.sync_all();
-    }
-    Ok(())
-}
-
-/// The advisory lock, waited for at most a few seconds: a hook never hangs on it.
-fn lock(path: &PathBuf) -> Result<File> {
-    let file = File::options().create(true).truncate(false).write(true).open(path).with_context(|| format!("opening {}", path.display()))?;
-    for _ in 0..50 {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(std::fs::TryLockError::WouldBlock) => std::thread::sleep(Duration::from_millis(100)),
-            Err(std::fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
+/// Reads, changes and (when `change` says so) replaces the document, keeping the last [`KEEP`].
+fn update(home: &Home, change: impl FnOnce(&mut Vec<Failure>) -> bool) -> Result<()> {
+    let mut change = Some(change);
+    home.update_document(&DOCUMENT, |bytes| {
+        let mut failures = parse(bytes.unwrap_or_default());
+        let change = change.take().context("a home document is changed once")?;
+        if !change(&mut failures) {
+            return Ok(None);
         }
-    }
-    anyhow::bail!("{} stayed locked for 5 s", path.display())
+        let keep_from = failures.len().saturating_sub(KEEP);
+        let mut text = String::new();
+        for f in &failures[keep_from..] {
+            text.push_str(&serde_json::to_string(f)?);
+            text.push('\n');
+        }
+        Ok(Some(text.into_bytes()))
+    })
+    .with_context(|| format!("updating the hook failures of {}", home.path().display()))
 }
 
 /// `secs` since the epoch as `YYYY-MM-DD HH:MM UTC`.

@@ -90,6 +90,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    quiet_on_closed_output();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Compact(args) => commands::compact::run(args),
@@ -125,11 +126,37 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // Not an error: the transcript is unchanged and the report said why.
         Err(error) if error.is::<commands::NothingCommitted>() => ExitCode::from(commands::NothingCommitted::EXIT),
+        Err(error) if closed_output(&error) => ExitCode::from(CLOSED_OUTPUT),
         Err(error) => {
             eprintln!("cairn: {error:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// The exit status of a verb whose reader went away (`cairn show … | head`): 128 + SIGPIPE, as
+/// coreutils' tools die with, so a pipeline reads it as the usual early close, not a failure.
+const CLOSED_OUTPUT: u8 = 141;
+
+/// Whether `error` is a write into a pipe whose reader has closed.
+fn closed_output(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+/// `println!` panics when its reader has gone (`| head -1`): that exit is quiet here, with
+/// [`CLOSED_OUTPUT`]. Why a hook and not `SIGPIPE`'s default action: verbs that feed a child
+/// process (`bench`) or serve a pipe (`serve`) must see a closed pipe as an error to report,
+/// never die of a signal mid-write. Any other panic keeps the default report.
+fn quiet_on_closed_output() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info.payload().downcast_ref::<String>().map(String::as_str).or_else(|| info.payload().downcast_ref::<&str>().copied()).unwrap_or_default();
+        // std's words for a print macro's failed write (`failed printing to stdout: Broken pipe (os error 32)`).
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            std::process::exit(CLOSED_OUTPUT.into());
+        }
+        report(info);
+    }));
 }
 
 /// For `cairn bench`: this process's own peak memory (VmHWM), on stderr.

@@ -71,9 +71,7 @@ impl SessionArgs {
 /// guard drops), nor is a conversation the home does not hold (`Home::preview`).
 pub fn preview(home: Option<PathBuf>, key: &ConversationKey) -> Result<(Home, ConversationStore, Option<tempfile::TempDir>)> {
     let path = home_path(home);
-    let text = path.to_string_lossy();
-    let is_url = text.starts_with("postgres://") || text.starts_with("postgresql://");
-    let (home, scratch) = if is_url || path.exists() {
+    let (home, scratch) = if cairn::storage::is_database(&path) || path.exists() {
         (Home::open(&path)?, None)
     } else {
         let empty = tempfile::Builder::new().prefix("cairn-dry-run-").tempdir().context("creating an empty home for the dry run")?;
@@ -122,8 +120,13 @@ pub fn project_conversation(dir: &Path) -> ConversationKey {
 
 /// `--home`, else `$CAIRN_HOME`, else `$XDG_DATA_HOME/cairn`, else `~/.local/share/cairn`.
 pub fn home_path(home: Option<PathBuf>) -> PathBuf {
-    home.or_else(|| std::env::var_os("CAIRN_HOME").map(PathBuf::from))
-        .or_else(|| std::env::var_os("XDG_DATA_HOME").map(|d| PathBuf::from(d).join("cairn")))
+    home.or_else(|| std::env::var_os("CAIRN_HOME").map(PathBuf::from)).unwrap_or_else(default_home)
+}
+
+/// The home directory when none is named (`$XDG_DATA_HOME/cairn`, else `~/.local/share/cairn`).
+pub fn default_home() -> PathBuf {
+    std::env::var_os("XDG_DATA_HOME")
+        .map(|d| PathBuf::from(d).join("cairn"))
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share/cairn")))
         .unwrap_or_else(|| PathBuf::from(".cairn"))
 }

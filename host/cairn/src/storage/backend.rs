@@ -179,6 +179,26 @@ pub trait Backend: Send + Sync {
     fn add_token(&self, token: &StoredToken) -> Result<()>;
     /// Marks a token revoked; false when there is no such token.
     fn revoke_token(&self, id: &str) -> Result<bool>;
+    /// A document of the home's own (not of a conversation), by name; none when absent.
+    fn document(&self, name: &DocumentName) -> Result<Option<Vec<u8>>>;
+    /// Replaces a home document atomically, one changer at a time across processes and nodes:
+    /// `change` gets its bytes (none when absent) and returns the new bytes, or none to leave
+    /// it as it is.
+    fn update_document(&self, name: &DocumentName, change: &mut dyn FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>>) -> Result<()>;
+}
+
+/// The name of a home document: a file name in a directory home, a row's key in a database.
+/// Only names the library declares exist, so no input picks a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocumentName(pub(crate) &'static str);
+
+impl DocumentName {
+    /// Why an agent's hook could not do its work (`cairn doctor` lists them): JSONL.
+    pub const HOOK_FAILURES: DocumentName = DocumentName("hook-failures.jsonl");
+
+    pub fn as_str(&self) -> &'static str {
+        self.0
+    }
 }
 
 /// One open conversation's bytes.

@@ -7,6 +7,7 @@ pub mod archive;
 mod backend;
 mod ids;
 mod local;
+mod location;
 mod postgres;
 #[doc(hidden)]
 pub mod testing;
@@ -15,6 +16,7 @@ mod tokens;
 pub use archive::ArchiveView;
 pub use ids::{session_id, ArchiveId, ArtifactUri, ConversationKey, IdError, Tenant};
 pub(crate) use local::files;
+pub use location::{is_database, shown};
 pub use tokens::{TokenInfo, Tokens};
 
 use std::collections::{HashMap, HashSet};
@@ -25,6 +27,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::record::{CompactionEvent, Event, Notice};
 use crate::transcript::{Artifact, Entry};
+pub use backend::DocumentName;
 use backend::{ArchiveEntries, Backend, Conversation, Parsed};
 
 /// The storage home, scoped to one tenant. Cheap to clone; `for_tenant` gives the same home
@@ -40,7 +43,7 @@ impl Home {
     /// PostgreSQL database (its schema migrated on first use), anything else a directory.
     pub fn open(location: &Path) -> Result<Self> {
         let text = location.to_string_lossy();
-        let backend: Arc<dyn Backend> = if postgres::is_url(&text) { Arc::new(postgres::Postgres::open(&text)?) } else { Arc::new(local::Local::open(location)?) };
+        let backend: Arc<dyn Backend> = if location::is_url(&text) { Arc::new(postgres::Postgres::open(&text)?) } else { Arc::new(local::Local::open(location)?) };
         Ok(Home { backend, tenant: Tenant::default_tenant() })
     }
 
@@ -56,6 +59,17 @@ impl Home {
 
     pub fn tenant(&self) -> &Tenant {
         &self.tenant
+    }
+
+    /// A document of the home's own (every tenant's), none when absent.
+    pub fn document(&self, name: &DocumentName) -> Result<Option<Vec<u8>>> {
+        self.backend.document(name)
+    }
+
+    /// Replaces a home document atomically, one changer at a time: `change` gets its bytes and
+    /// returns the new ones (none: unchanged).
+    pub fn update_document(&self, name: &DocumentName, mut change: impl FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>>) -> Result<()> {
+        self.backend.update_document(name, &mut change)
     }
 
     /// The bearer tokens of this home (every tenant's).

@@ -82,7 +82,7 @@ pub fn run(args: Args) -> Result<()> {
         let mut value = serde_json::to_value(&report)?;
         value["input_format"] = json!(format.to_string());
         value["unrecognized"] = json!(transcript.unrecognized);
-        value["home"] = json!(home_shown.display().to_string());
+        value["home"] = json!(cairn::storage::shown(&home_shown));
         value["out"] = json!(args.out.as_ref().map(|p| p.display().to_string()));
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {

@@ -24,6 +24,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
+use cairn::storage;
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -91,16 +92,18 @@ pub fn run(args: Args) -> Result<()> {
     checks.0.append(&mut others.0);
     hooks.extend(other_hooks);
     let home = setup::home_path(args.home);
-    match writable_dir(&home) {
-        Ok(state) => checks.add("home", Status::Ok, format!("{}: {state}{}", home.display(), conversations(&home))),
-        Err(problem) => checks.add("home", Status::Fail, format!("{problem}: Cairn cannot store anything there")),
-    }
+    check_home(&mut checks, &home);
     cache(&mut checks);
     let mut homes = vec![home];
     for hook in &hooks {
         if !homes.iter().any(|h| same_path(h, &hook.home)) {
             homes.push(hook.home.clone());
         }
+    }
+    // Where a hook records its failure when its database cannot be reached.
+    let fallback = setup::default_home();
+    if homes.iter().any(|h| storage::is_database(h)) && !homes.iter().any(|h| same_path(h, &fallback)) {
+        homes.push(fallback);
     }
     failures(&mut checks, &homes);
 
@@ -227,7 +230,7 @@ fn check_hook(checks: &mut Checks, agent: &Agent, file: &Path, event: &str, word
     }
     let flag = |name: &str| words.iter().position(|w| w == name).and_then(|i| words.get(i + 1)).map(|w| resolve(w, project));
     let home = flag("--home").unwrap_or_else(|| setup::home_path(None));
-    let home_state = match writable_dir(&home) {
+    let home_state = match home_state(&home) {
         Ok(state) => state,
         Err(problem) => {
             checks.add(check, Status::Fail, at(format!("cannot use its home: {problem}; the hook can record nothing")));
@@ -252,7 +255,7 @@ fn check_hook(checks: &mut Checks, agent: &Agent, file: &Path, event: &str, word
     }
     if ok {
         let policy = policy.map_or("the default policy".to_string(), |p| format!("policy {} (loads)", p.display()));
-        checks.add(check, Status::Ok, at(format!("runs {}, home {} ({home_state}), {policy}", exe.display(), home.display())));
+        checks.add(check, Status::Ok, at(format!("runs {}, home {} ({home_state}), {policy}", exe.display(), storage::shown(&home))));
     }
     Hook { settings: file.to_path_buf(), event: event.to_string(), home }
 }
@@ -287,7 +290,7 @@ fn mcp(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>, hooks: 
             format!(
                 "no `cairn` MCP server{}: the agent has no session_history tool; add it with `claude mcp add cairn -- {exe} serve --expose recall --home {}`",
                 if project.is_none() { " in ~/.claude.json (a project's .mcp.json is checked with --project DIR)" } else { "" },
-                home.display()
+                storage::shown(&home)
             ),
         );
         return;
@@ -330,17 +333,17 @@ fn check_server(checks: &mut Checks, check: &'static str, file: &str, entry: &Va
             Status::Fail,
             format!(
                 "{file}: the `cairn` MCP server reads home {}, but the {} hook in {} writes home {}: the agent's session_history would not see what the hooks archive",
-                home.display(),
+                storage::shown(&home),
                 hook.event,
                 hook.settings.display(),
-                hook.home.display()
+                storage::shown(&hook.home)
             ),
         );
         ok = false;
     }
     if ok {
         let same = if hooks.is_empty() { "" } else { ", the hooks' home" };
-        checks.add(check, Status::Ok, format!("{file}: the `cairn` MCP server reads home {}{same}", home.display()));
+        checks.add(check, Status::Ok, format!("{file}: the `cairn` MCP server reads home {}{same}", storage::shown(&home)));
     }
 }
 
@@ -426,16 +429,17 @@ fn cache(checks: &mut Checks) {
 
 fn failures(checks: &mut Checks, homes: &[PathBuf]) {
     // A home that is not a directory has failed its own check already.
-    for home in homes.iter().filter(|h| h.is_dir() || !h.exists()) {
+    for home in homes.iter().filter(|h| storage::is_database(h) || h.is_dir() || !h.exists()) {
+        let shown = storage::shown(home);
         let failures = match hook_failures::list(home) {
             Ok(failures) => failures,
             Err(e) => {
-                checks.add("hook-failures", Status::Warn, format!("cannot read the hook failures in {}: {e:#}", home.display()));
+                checks.add("hook-failures", Status::Warn, format!("cannot read the hook failures in {shown}: {e:#}"));
                 continue;
             }
         };
         if failures.is_empty() {
-            checks.add("hook-failures", Status::Ok, format!("no hook failures recorded in {}", home.display()));
+            checks.add("hook-failures", Status::Ok, format!("no hook failures recorded in {shown}"));
             continue;
         }
         for f in failures.iter().rev().take(SHOWN_FAILURES) {
@@ -444,8 +448,7 @@ fn failures(checks: &mut Checks, homes: &[PathBuf]) {
             checks.add("hook-failures", Status::Warn, format!("{}: the {} {} hook failed{session}: {} [{told}]", f.time(), f.agent, f.hook, f.error));
         }
         if failures.len() > SHOWN_FAILURES {
-            let file = home.join(hook_failures::FILE);
-            checks.add("hook-failures", Status::Warn, format!("{} earlier hook failures in {}", failures.len() - SHOWN_FAILURES, file.display()));
+            checks.add("hook-failures", Status::Warn, format!("{} earlier hook failures in {shown}", failures.len() - SHOWN_FAILURES));
         }
     }
 }
@@ -472,6 +475,56 @@ fn read_json(checks: &mut Checks, check: &'static str, file: &Path) -> Option<Va
             checks.add(check, Status::Fail, format!("{}:{}:{}: {e}: Claude Code cannot read it", file.display(), e.line(), e.column()));
             None
         }
+    }
+}
+
+/// The `home` check: a database is reached (its URL shown without the password); a directory
+/// is (or can be made) writable and is private to its owner.
+fn check_home(checks: &mut Checks, home: &Path) {
+    let shown = storage::shown(home);
+    if storage::is_database(home) {
+        match cairn::storage::Home::open(home).and_then(|h| h.conversations()) {
+            Ok(keys) => checks.add("home", Status::Ok, format!("{shown}: a PostgreSQL database, reachable, {} conversations", keys.len())),
+            Err(e) => checks.add("home", Status::Fail, format!("{shown}: {e:#}: Cairn cannot store anything there")),
+        }
+        return;
+    }
+    match writable_dir(home) {
+        Ok(state) => checks.add("home", Status::Ok, format!("{shown}: {state}{}", conversations(home))),
+        Err(problem) => checks.add("home", Status::Fail, format!("{problem}: Cairn cannot store anything there")),
+    }
+    if let Some(mode) = shared_mode(home) {
+        let quoted = shell_quote(&shown);
+        checks.add(
+            "home-private",
+            Status::Warn,
+            format!("{shown} is open to other local users (mode {mode:o}): the record holds whatever the agent read; `chmod -R go-rwx {quoted}` makes it private"),
+        );
+    }
+}
+
+/// A directory's mode when users other than its owner may enter or read it.
+fn shared_mode(dir: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(dir).ok().filter(|m| m.is_dir())?.permissions().mode() & 0o777;
+    (mode & 0o077 != 0).then_some(mode)
+}
+
+/// `text` as one word for a POSIX shell.
+fn shell_quote(text: &str) -> String {
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c)) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// How a hook's home stands: a database is named as one (a hook's check does not connect).
+fn home_state(home: &Path) -> Result<String, String> {
+    if storage::is_database(home) {
+        Ok("a PostgreSQL database".into())
+    } else {
+        writable_dir(home)
     }
 }
 
@@ -512,6 +565,9 @@ fn executable(path: &Path) -> bool {
 /// A path from a hook command or MCP entry: `~/` is the user's home; a relative path is taken
 /// from the project (Claude Code runs hooks there), else from here.
 fn resolve(word: &str, project: Option<&Path>) -> PathBuf {
+    if storage::is_database(Path::new(word)) {
+        return PathBuf::from(word);
+    }
     if let (Some(rest), Some(home)) = (word.strip_prefix("~/"), std::env::var_os("HOME")) {
         return PathBuf::from(home).join(rest);
     }

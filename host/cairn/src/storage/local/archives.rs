@@ -30,7 +30,7 @@ struct PackHeader {
 /// the compaction event that commits it; until then readers do not see it.
 pub fn write(dir: &Dir, archive_id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[Artifact]) -> Result<()> {
     let folder = format!("{ARCHIVES}/{archive_id}");
-    dir.create_dir_all(&folder)?;
+    files::create_dirs(dir, &folder)?;
     files::sync_dir(dir)?;
     let archive = open_real_dir(dir, &folder)?;
     // Streamed, as the artifacts are: the originals are in memory once already.

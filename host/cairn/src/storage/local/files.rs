@@ -1,9 +1,28 @@
 //! The file primitives every part of storage uses: one appender for JSONL files, one reader
-//! that tells complete lines from a torn tail, atomic replacement, and symlink-refusing opens.
+//! that tells complete lines from a torn tail, atomic replacement, symlink-refusing opens, and
+//! private modes.
 
 use std::io::{Read, Write};
 
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::{Dir, DirBuilder, DirBuilderExt, OpenOptions, OpenOptionsExt};
+
+/// Every file the record writes: the owner's alone. Conversations hold whatever the agent
+/// read (keys, customer data), so no other local user may read them, whatever the umask.
+pub const PRIVATE_FILE: u32 = 0o600;
+/// Every folder the record creates, the home's own included.
+pub const PRIVATE_DIR: u32 = 0o700;
+
+/// Creates `path` below `dir` with its missing parents, each [`PRIVATE_DIR`].
+pub fn create_dirs(dir: &Dir, path: &str) -> std::io::Result<()> {
+    dir.create_dir_with(path, DirBuilder::new().recursive(true).mode(PRIVATE_DIR))
+}
+
+/// Options that create a missing file as [`PRIVATE_FILE`] (the umask can only take more away).
+pub fn private() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.mode(PRIVATE_FILE);
+    options
+}
 
 /// Appends one line (a newline is added) and syncs it to disk; a file created by this call
 /// gets its directory entry synced too.
@@ -16,7 +35,7 @@ pub fn append_line(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
 /// if `write` fails, what it wrote is cut off again.
 pub fn append_with(dir: &Dir, name: &str, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
     let created = !dir.exists(name);
-    let file = dir.open_with(name, OpenOptions::new().create(true).append(true))?;
+    let file = dir.open_with(name, private().create(true).append(true))?;
     let before = file.metadata()?.len();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, &file);
     let written = write(&mut out).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush());
@@ -96,6 +115,8 @@ pub fn replace(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
 /// [`replace`] with the content written piece by piece by `write` (nothing held whole in memory).
 pub fn replace_with(dir: &Dir, name: &str, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
     let mut temp = cap_tempfile::TempFile::new(dir)?;
+    // A temporary file is created as the umask allows; set, not masked, so exact.
+    rustix::fs::fchmod(temp.as_file(), rustix::fs::Mode::from_raw_mode(PRIVATE_FILE))?;
     {
         let mut buffered = std::io::BufWriter::new(temp.as_file_mut());
         write(&mut buffered)?;

@@ -5,7 +5,9 @@
 use std::fs::TryLockError;
 use std::time::{Duration, Instant};
 
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::Dir;
+
+use super::files;
 
 use crate::storage::backend::{writer_timed_out, WRITER_WAIT as WAIT};
 
@@ -20,7 +22,7 @@ pub struct Writer {
 impl Writer {
     /// Waits until no other writer holds the lock file `name` in `dir`, then holds it.
     pub fn acquire(dir: &Dir, name: &str) -> std::io::Result<Self> {
-        let file = dir.open_with(name, OpenOptions::new().create(true).truncate(false).write(true))?.into_std();
+        let file = dir.open_with(name, files::private().create(true).truncate(false).write(true))?.into_std();
         let started = Instant::now();
         loop {
             match file.try_lock() {

@@ -19,6 +19,7 @@ mod log;
 mod outbox;
 mod state;
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -26,7 +27,7 @@ use anyhow::{Context, Result};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
-use super::backend::{ArchiveEntries, ArchiveReader, Backend, Conversation, Parsed};
+use super::backend::{ArchiveEntries, ArchiveReader, Backend, Conversation, DocumentName, Parsed};
 use super::tokens::StoredToken;
 use super::{ArchiveId, ConversationKey, Tenant};
 use crate::record::{Event, Notice};
@@ -47,9 +48,9 @@ pub struct Local {
 impl Local {
     /// Opens (creating if needed) the home directory. The only ambient path use in storage.
     pub fn open(path: &Path) -> Result<Self> {
-        std::fs::create_dir_all(path).with_context(|| format!("creating home {}", path.display()))?;
+        std::fs::DirBuilder::new().recursive(true).mode(files::PRIVATE_DIR).create(path).with_context(|| format!("creating home {}", path.display()))?;
         let dir = Dir::open_ambient_dir(path, ambient_authority()).with_context(|| format!("opening home {}", path.display()))?;
-        dir.create_dir_all(CONVERSATIONS).with_context(|| format!("creating {}/{CONVERSATIONS}", path.display()))?;
+        files::create_dirs(&dir, CONVERSATIONS).with_context(|| format!("creating {}/{CONVERSATIONS}", path.display()))?;
         Ok(Local { dir, path: path.to_path_buf(), location: path.display().to_string() })
     }
 
@@ -65,13 +66,13 @@ impl Local {
     fn conversations_dir(&self, tenant: &Tenant, create: bool) -> std::io::Result<Dir> {
         let folder = Self::folder(tenant);
         if create {
-            self.dir.create_dir_all(&folder)?;
+            files::create_dirs(&self.dir, &folder)?;
         }
         open_real_dir(&self.dir, &folder)
     }
 
     fn with_tokens<T>(&self, change: impl FnOnce(&mut Vec<StoredToken>) -> Result<T>) -> Result<T> {
-        self.dir.create_dir_all(TOKENS)?;
+        files::create_dirs(&self.dir, TOKENS)?;
         let dir = open_real_dir(&self.dir, TOKENS)?;
         let _lock = lock::Writer::acquire(&dir, "lock").with_context(|| format!("locking {}/{TOKENS}", self.location))?;
         let mut tokens = read_tokens(&dir, &self.location)?;
@@ -94,12 +95,31 @@ impl Backend for Local {
         &self.location
     }
 
+    fn document(&self, name: &DocumentName) -> Result<Option<Vec<u8>>> {
+        match self.dir.read(name.as_str()) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}/{}", self.location, name.as_str())),
+        }
+    }
+
+    fn update_document(&self, name: &DocumentName, change: &mut dyn FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>>) -> Result<()> {
+        // `hook-failures.jsonl` is locked by `hook-failures.lock`, as before documents were the home's.
+        let lock = format!("{}.lock", name.as_str().split_once('.').map_or(name.as_str(), |(stem, _)| stem));
+        let _lock = lock::Writer::acquire(&self.dir, &lock).with_context(|| format!("locking {}/{lock}", self.location))?;
+        let current = self.document(name)?;
+        if let Some(bytes) = change(current.as_deref())? {
+            files::write_atomically(&self.dir, name.as_str(), &bytes).with_context(|| format!("replacing {}/{}", self.location, name.as_str()))?;
+        }
+        Ok(())
+    }
+
     fn open(&self, tenant: &Tenant, key: &ConversationKey, writer: bool) -> Result<Box<dyn Conversation>> {
         let path = self.path.join(Self::folder(tenant)).join(key.as_str());
         let (dir, lock) = if writer {
             let conversations = self.conversations_dir(tenant, true).with_context(|| format!("opening {}", path.display()))?;
             if !conversations.exists(key.as_str()) {
-                conversations.create_dir_all(key.as_str()).with_context(|| format!("creating conversation {key}"))?;
+                files::create_dirs(&conversations, key.as_str()).with_context(|| format!("creating conversation {key}"))?;
                 files::sync_dir(&conversations)?;
             }
             let dir = open_real_dir(&conversations, key.as_str()).with_context(|| format!("opening conversation {key}"))?;

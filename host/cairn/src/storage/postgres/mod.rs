@@ -15,6 +15,7 @@
 mod migrations;
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,8 @@ use postgres::NoTls;
 use r2d2_postgres::PostgresConnectionManager;
 use sha2::{Digest, Sha256};
 
-use super::backend::{writer_timed_out, ArchiveEntries, ArchiveReader, Backend, Conversation, Parsed, WRITER_WAIT};
+use super::backend::{writer_timed_out, ArchiveEntries, ArchiveReader, Backend, Conversation, DocumentName, Parsed, WRITER_WAIT};
+use super::location::{for_client, shown};
 use super::tokens::StoredToken;
 use super::{ArchiveId, ConversationKey, Tenant};
 use crate::record::{Event, Notice};
@@ -37,19 +39,6 @@ type Connection = r2d2::PooledConnection<PostgresConnectionManager<NoTls>>;
 const DEFAULT_POOL: u32 = 16;
 const POLL: Duration = Duration::from_millis(10);
 
-pub fn is_url(location: &str) -> bool {
-    location.starts_with("postgres://") || location.starts_with("postgresql://")
-}
-
-/// The URL without its password, for messages.
-fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
-    match rest.split_once('@') {
-        Some((user, host)) if user.contains(':') => format!("{scheme}://{}:***@{host}", user.split(':').next().unwrap_or_default()),
-        _ => url.to_string(),
-    }
-}
-
 /// One pool per database per process: a policy reload opens the home again.
 static POOLS: LazyLock<Mutex<HashMap<String, Pool>>> = LazyLock::new(Default::default);
 
@@ -61,12 +50,13 @@ pub struct Postgres {
 impl Postgres {
     /// Connects (checking the server answers) and migrates the schema.
     pub fn open(url: &str) -> Result<Self> {
-        let location = redact(url);
+        let location = shown(Path::new(url));
         let mut pools = POOLS.lock().map_err(|_| anyhow::anyhow!("the pool registry is poisoned"))?;
         if let Some(pool) = pools.get(url) {
             return Ok(Postgres { pool: pool.clone(), location });
         }
-        let config: postgres::Config = url.parse().with_context(|| format!("{location}: not a PostgreSQL URL"))?;
+        // The client's own parse error is not shown: it may quote the URL.
+        let config: postgres::Config = for_client(url).parse().map_err(|_| anyhow::anyhow!("{location}: not a PostgreSQL URL"))?;
         let size = std::env::var("CAIRN_POSTGRES_POOL").ok().and_then(|n| n.parse().ok()).unwrap_or(DEFAULT_POOL);
         // One connection of its own first: an unreachable server is an error at once, naming it.
         let mut client = config.connect(NoTls).with_context(|| format!("cannot reach PostgreSQL at {location}"))?;
@@ -151,6 +141,26 @@ impl Backend for Postgres {
 
     fn revoke_token(&self, id: &str) -> Result<bool> {
         Ok(self.client()?.execute("UPDATE cairn_tokens SET revoked = true WHERE id = $1", &[&id])? > 0)
+    }
+
+    fn document(&self, name: &DocumentName) -> Result<Option<Vec<u8>>> {
+        let row = self.client()?.query_opt("SELECT body FROM cairn_documents WHERE name = $1", &[&name.as_str()]).with_context(|| format!("reading {}#{}", self.location, name.as_str()))?;
+        Ok(row.map(|row| row.get(0)))
+    }
+
+    fn update_document(&self, name: &DocumentName, change: &mut dyn FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>>) -> Result<()> {
+        let shown = format!("{}#{}", self.location, name.as_str());
+        let mut client = self.client()?;
+        let mut tx = client.transaction()?;
+        // One changer at a time, even while the row does not exist yet (FOR UPDATE locks none).
+        let lock = i64::from_le_bytes(Sha256::digest(format!("cairn-document\0{}", name.as_str()))[..8].try_into().expect("8 bytes"));
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock]).with_context(|| format!("locking {shown}"))?;
+        let current: Option<Vec<u8>> = tx.query_opt("SELECT body FROM cairn_documents WHERE name = $1", &[&name.as_str()])?.map(|row| row.get(0));
+        if let Some(bytes) = change(current.as_deref())? {
+            tx.execute("INSERT INTO cairn_documents (name, body) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET body = excluded.body", &[&name.as_str(), &bytes])
+                .with_context(|| format!("replacing {shown}"))?;
+        }
+        tx.commit().with_context(|| format!("replacing {shown}"))
     }
 }
 

@@ -148,7 +148,7 @@ impl Serve {
         let (cairn, policy) = setup::host_and_policy(&args.plugin_dir, args.policy.as_deref())?;
         let lifecycle = with_workspace(Lifecycle::new(cairn, Home::open(&home)?, policy), args.workspace.as_deref());
         let owed = lifecycle.deliver_owed_notices()?;
-        tracing::info!(home = %home.display(), conversation = %own, owed, "serving");
+        tracing::info!(home = %cairn::storage::shown(&home), conversation = %own, owed, "serving");
         Ok(Serve {
             home,
             policy_path: args.policy.clone(),
