@@ -17,7 +17,7 @@ pub use archive::ArchiveView;
 pub use ids::{session_id, ArchiveId, ArtifactUri, ConversationKey, IdError, Tenant};
 pub(crate) use local::files;
 pub use location::{is_database, shown};
-pub use tokens::{TokenInfo, Tokens};
+pub use tokens::{Credential, TokenInfo, TokenScope, Tokens};
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -934,8 +934,8 @@ mod tests {
             let home = place.home();
             let tokens = home.tokens();
             let acme = Tenant::parse("acme").unwrap();
-            let (info, secret) = tokens.create(&acme, "ci").unwrap();
-            assert_eq!(tokens.verify(&secret).unwrap(), Some(acme.clone()));
+            let (info, secret) = tokens.create(&acme, "ci", TokenScope::Tenant).unwrap();
+            assert_eq!(tokens.verify(&secret).unwrap(), Some(Credential { tenant: acme.clone(), scope: TokenScope::Tenant }));
             assert_eq!(tokens.verify("cairn_0000").unwrap(), None);
             assert_eq!(tokens.verify(&secret[..secret.len() - 1]).unwrap(), None);
             let listed = serde_json::to_string(&tokens.list().unwrap()).unwrap();
@@ -944,6 +944,33 @@ mod tests {
             assert_eq!(tokens.verify(&secret).unwrap(), None, "revoked");
             assert!(tokens.revoke("t-nope").is_err());
         }
+    }
+
+    #[test]
+    fn an_operator_token_keeps_its_scope_on_both_backends() {
+        for place in places() {
+            let home = place.home();
+            let tokens = home.tokens();
+            let ops = Tenant::parse("ops").unwrap();
+            let (info, secret) = tokens.create(&ops, "on-call", TokenScope::Operator).unwrap();
+            assert_eq!(info.scope, TokenScope::Operator);
+            assert_eq!(tokens.verify(&secret).unwrap(), Some(Credential { tenant: ops, scope: TokenScope::Operator }));
+            let listed = serde_json::to_value(tokens.list().unwrap()).unwrap();
+            assert_eq!(listed[0]["scope"], "operator", "{listed}");
+        }
+    }
+
+    /// A tokens.json written before scopes existed still loads; its tokens are tenant tokens.
+    #[test]
+    fn tokens_saved_without_a_scope_are_tenant_tokens() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::open(dir.path()).unwrap();
+        let (_, secret) = home.tokens().create(&Tenant::parse("acme").unwrap(), "old", TokenScope::Operator).unwrap();
+        let file = dir.path().join("tokens/tokens.json");
+        let mut saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        saved[0].as_object_mut().unwrap().remove("scope");
+        std::fs::write(&file, serde_json::to_vec(&saved).unwrap()).unwrap();
+        assert_eq!(home.tokens().verify(&secret).unwrap().unwrap().scope, TokenScope::Tenant);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Bearer tokens for `cairn serve --http`, each scoped to one tenant. Only a SHA-256 of each
-//! secret is stored: a copy of the home (or the database) does not hand out access.
+//! secret is stored: a copy of the home (or the database) does not hand out access. A token's
+//! scope says whether it may also call the tools that act on the whole node (reload the
+//! policy, list the plugins): only an operator's may.
 
 use std::sync::Arc;
 
@@ -12,6 +14,48 @@ use super::ids::Tenant;
 
 const PREFIX: &str = "cairn_";
 
+/// What a token may reach besides its tenant's conversations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenScope {
+    /// Its tenant's conversations only.
+    #[default]
+    Tenant,
+    /// Also the node-wide tools (policy reload, plugin list), which affect every tenant.
+    Operator,
+}
+
+impl TokenScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenScope::Tenant => "tenant",
+            TokenScope::Operator => "operator",
+        }
+    }
+
+    /// The scope named `text` as stored ("tenant", "operator").
+    pub fn parse(text: &str) -> Result<Self> {
+        match text {
+            "tenant" => Ok(TokenScope::Tenant),
+            "operator" => Ok(TokenScope::Operator),
+            other => bail!("unknown token scope {other:?}: expected tenant or operator"),
+        }
+    }
+}
+
+impl std::fmt::Display for TokenScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who a verified bearer token speaks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credential {
+    pub tenant: Tenant,
+    pub scope: TokenScope,
+}
+
 /// A token as stored: never its secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,6 +67,9 @@ pub struct StoredToken {
     pub sha256: String,
     pub created_at: u64,
     pub revoked: bool,
+    /// Absent in token lists written before scopes existed: those tokens are tenant tokens.
+    #[serde(default)]
+    pub scope: TokenScope,
 }
 
 /// What `cairn tokens list` shows.
@@ -31,13 +78,14 @@ pub struct TokenInfo {
     pub id: String,
     pub tenant: String,
     pub name: String,
+    pub scope: TokenScope,
     pub created_at: u64,
     pub revoked: bool,
 }
 
 impl From<&StoredToken> for TokenInfo {
     fn from(t: &StoredToken) -> Self {
-        TokenInfo { id: t.id.clone(), tenant: t.tenant.clone(), name: t.name.clone(), created_at: t.created_at, revoked: t.revoked }
+        TokenInfo { id: t.id.clone(), tenant: t.tenant.clone(), name: t.name.clone(), scope: t.scope, created_at: t.created_at, revoked: t.revoked }
     }
 }
 
@@ -52,8 +100,8 @@ fn digest(secret: &str) -> String {
 }
 
 impl Tokens {
-    /// A new token for `tenant`; the secret is returned once and never stored.
-    pub fn create(&self, tenant: &Tenant, name: &str) -> Result<(TokenInfo, String)> {
+    /// A new token for `tenant` with `scope`; the secret is returned once and never stored.
+    pub fn create(&self, tenant: &Tenant, name: &str, scope: TokenScope) -> Result<(TokenInfo, String)> {
         let mut random = [0u8; 32];
         getrandom::fill(&mut random).map_err(|e| anyhow::anyhow!("no randomness for a token: {e}"))?;
         let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
@@ -65,6 +113,7 @@ impl Tokens {
             sha256: digest(&secret),
             created_at: crate::record::now_millis(),
             revoked: false,
+            scope,
         };
         self.backend.add_token(&token)?;
         Ok((TokenInfo::from(&token), secret))
@@ -81,12 +130,12 @@ impl Tokens {
         Ok(())
     }
 
-    /// The tenant a secret belongs to; `None` for an unknown or revoked one.
-    pub fn verify(&self, secret: &str) -> Result<Option<Tenant>> {
+    /// The tenant and scope a secret belongs to; `None` for an unknown or revoked one.
+    pub fn verify(&self, secret: &str) -> Result<Option<Credential>> {
         if !secret.starts_with(PREFIX) {
             return Ok(None);
         }
         let found = self.backend.token(&digest(secret))?.filter(|t| !t.revoked);
-        Ok(found.and_then(|t| Tenant::parse(&t.tenant).ok()))
+        Ok(found.and_then(|t| Some(Credential { tenant: Tenant::parse(&t.tenant).ok()?, scope: t.scope })))
     }
 }

@@ -130,7 +130,7 @@ fn three_nodes_on_postgresql_lose_nothing_when_one_is_killed_mid_run() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("nodes.log");
     let home = Home::open(std::path::Path::new(&db.url)).unwrap();
-    let tokens: HashMap<&str, String> = TENANTS.iter().map(|t| (*t, home.tokens().create(&Tenant::parse(t).unwrap(), "fleet").unwrap().1)).collect();
+    let tokens: HashMap<&str, String> = TENANTS.iter().map(|t| (*t, home.tokens().create(&Tenant::parse(t).unwrap(), "fleet", cairn::storage::TokenScope::Tenant).unwrap().1)).collect();
     let fleet = Arc::new(Fleet { nodes: RwLock::new((0..NODES).map(|_| start(&db.url, &log)).collect()), busy: Mutex::default() });
 
     // Work: (tenant, key), each worked through its boundaries in order by one client thread.

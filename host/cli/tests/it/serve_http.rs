@@ -507,3 +507,38 @@ fn tokens_round_trip(home_arg: &str) {
     assert!(!out.status.success());
     assert_eq!(cairn(&["tokens", "list", "--json", "--home", home_arg]).stdout.iter().filter(|b| **b == b'{').count(), 2);
 }
+
+/// The node-wide tools (`policy_reload`, `plugins_list`) act for every tenant: a tenant's token
+/// gets a JSON-RPC error saying `forbidden:` and the scope needed; an operator's token (listed
+/// with its scope) calls them; the tenant's own tools still work for the tenant.
+#[test]
+fn node_wide_tools_need_an_operator_token() {
+    on_every_backend(operator_scope);
+}
+
+fn operator_scope(home: &str, dir: &Path) {
+    let (_, tenant_secret) = token(home, "acme");
+    let out = cairn(&["tokens", "create", "--tenant", "ops", "--scope", "operator", "--home", home, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let created: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(created["scope"], "operator");
+    let operator_secret = created["secret"].as_str().unwrap().to_string();
+    let listed = String::from_utf8(cairn(&["tokens", "list", "--home", home]).stdout).unwrap();
+    assert!(listed.lines().next().unwrap().contains("SCOPE"), "{listed}");
+    assert!(listed.lines().any(|l| l.contains("acme") && l.contains("tenant")) && listed.lines().any(|l| l.contains("ops") && l.contains("operator")), "{listed}");
+
+    let server = Server::start(home, dir, &[]);
+    let mut tenant = Client::new(&server, Some(&tenant_secret));
+    tenant.initialize();
+    for tool in ["policy_reload", "plugins_list"] {
+        let message = tenant.call_raw(tool, json!({})).message();
+        let error = message["error"]["message"].as_str().unwrap_or_else(|| panic!("{tool}: not a JSON-RPC error: {message}"));
+        assert!(error.starts_with("forbidden:") && error.contains(tool) && error.contains("operator"), "{tool}: {error}");
+    }
+    tenant.ok("compact", compact_args("mine", &session_text()));
+
+    let mut operator = Client::new(&server, Some(&operator_secret));
+    operator.initialize();
+    assert!(operator.ok("plugins_list", json!({}))["plugins"].as_array().is_some_and(|p| !p.is_empty()));
+    assert_eq!(operator.ok("policy_reload", json!({}))["swapped"], true);
+}

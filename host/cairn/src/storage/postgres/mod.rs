@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 
 use super::backend::{writer_timed_out, ArchiveEntries, ArchiveReader, Backend, Conversation, DocumentName, Parsed, WRITER_WAIT};
 use super::location::{for_client, shown};
-use super::tokens::StoredToken;
+use super::tokens::{StoredToken, TokenScope};
 use super::{ArchiveId, ConversationKey, Tenant};
 use crate::record::{Event, Notice};
 use crate::transcript::Artifact;
@@ -122,19 +122,19 @@ impl Backend for Postgres {
     }
 
     fn tokens(&self) -> Result<Vec<StoredToken>> {
-        let rows = self.client()?.query("SELECT id, tenant, name, sha256, created_at, revoked FROM cairn_tokens ORDER BY created_at, id", &[])?;
+        let rows = self.client()?.query("SELECT id, tenant, name, sha256, created_at, revoked, scope FROM cairn_tokens ORDER BY created_at, id", &[])?;
         Ok(rows.iter().map(token).collect())
     }
 
     fn token(&self, sha256: &str) -> Result<Option<StoredToken>> {
-        let row = self.client()?.query_opt("SELECT id, tenant, name, sha256, created_at, revoked FROM cairn_tokens WHERE sha256 = $1", &[&sha256])?;
+        let row = self.client()?.query_opt("SELECT id, tenant, name, sha256, created_at, revoked, scope FROM cairn_tokens WHERE sha256 = $1", &[&sha256])?;
         Ok(row.as_ref().map(token))
     }
 
     fn add_token(&self, t: &StoredToken) -> Result<()> {
         self.client()?.execute(
-            "INSERT INTO cairn_tokens (id, tenant, name, sha256, created_at, revoked) VALUES ($1, $2, $3, $4, $5, $6)",
-            &[&t.id, &t.tenant, &t.name, &t.sha256, &(t.created_at as i64), &t.revoked],
+            "INSERT INTO cairn_tokens (id, tenant, name, sha256, created_at, revoked, scope) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[&t.id, &t.tenant, &t.name, &t.sha256, &(t.created_at as i64), &t.revoked, &t.scope.as_str()],
         )?;
         Ok(())
     }
@@ -165,7 +165,12 @@ impl Backend for Postgres {
 }
 
 fn token(row: &postgres::Row) -> StoredToken {
-    StoredToken { id: row.get(0), tenant: row.get(1), name: row.get(2), sha256: row.get(3), created_at: row.get::<_, i64>(4) as u64, revoked: row.get(5) }
+    StoredToken { id: row.get(0), tenant: row.get(1), name: row.get(2), sha256: row.get(3), created_at: row.get::<_, i64>(4) as u64, revoked: row.get(5), scope: scope(row.get(6)) }
+}
+
+/// The column's CHECK allows only the known scopes; anything else would get the least access.
+fn scope(text: &str) -> TokenScope {
+    TokenScope::parse(text).unwrap_or(TokenScope::Tenant)
 }
 
 /// A conversation's logs as parsed, kept for the life of the process: rows are never changed

@@ -3,7 +3,8 @@
 //! - `GET /healthz`: `ok` without a token while the storage home can be listed, else 503;
 //! - `/mcp`: every request needs `Authorization: Bearer <token>`. The token is checked before
 //!   any rmcp or Cairn code runs (401 with `WWW-Authenticate: Bearer` otherwise), and its tenant
-//!   rides in the request's extensions to the tools, which resolve everything inside it;
+//!   and scope ride in the request's extensions to the tools, which resolve everything inside
+//!   the tenant (the node-wide tools need an operator's token);
 //! - bodies over `--max-request-bytes` are refused with 413 and a JSON-RPC error naming the
 //!   limit (with the request's id when its head was read);
 //! - SIGTERM or Ctrl-C: no new connections, the calls in flight finish, then exit 0.
@@ -132,8 +133,8 @@ async fn authenticate(State(state): State<Arc<Http>>, mut request: Request, next
     };
     let generation = state.serve.current();
     match tokio::task::spawn_blocking(move || generation.lifecycle.home().tokens().verify(&secret)).await {
-        Ok(Ok(Some(tenant))) => {
-            request.extensions_mut().insert(Caller(tenant));
+        Ok(Ok(Some(credential))) => {
+            request.extensions_mut().insert(Caller(credential));
             next.run(request).await
         }
         Ok(Ok(None)) => {

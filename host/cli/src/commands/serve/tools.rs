@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use anyhow::{Context, Result};
 use cairn::lifecycle::{self, AgentRequest, BoundaryReport, RequestKind, Usage};
 use cairn::record::{CompactionReport, StepReport};
-use cairn::storage::{ArtifactUri, ConversationKey, Tenant};
+use cairn::storage::{ArtifactUri, ConversationKey, Credential, Tenant, TokenScope};
 use cairn::transcript::{formats, Entry, Origin, Role, Transcript};
 use cairn::{Lifecycle, RunOptions};
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
@@ -36,10 +36,15 @@ pub enum Tenancy {
     PerRequest,
 }
 
-/// The tenant a request's bearer token belongs to: put in the HTTP request's extensions by the
-/// auth layer, read back from the `http::request::Parts` rmcp hands each call.
+/// The tenant and scope of a request's bearer token: put in the HTTP request's extensions by
+/// the auth layer, read back from the `http::request::Parts` rmcp hands each call.
 #[derive(Clone)]
-pub struct Caller(pub Tenant);
+pub struct Caller(pub Credential);
+
+/// The tools that act on the whole node, every tenant at once (the policy and plugins all
+/// tenants' calls run on): over HTTP only an operator token may call them. Every such tool is
+/// named here, and only here.
+pub const NODE_WIDE: &[&str] = &["policy_reload", "plugins_list"];
 
 #[derive(Clone)]
 pub struct Server {
@@ -83,17 +88,35 @@ impl Server {
         match self.tenancy {
             Tenancy::Home => Ok(self.serve.current().lifecycle.home().tenant().clone()),
             Tenancy::PerRequest => {
-                let tenant = extensions
-                    .get::<axum::http::request::Parts>()
-                    .and_then(|parts| parts.extensions.get::<Caller>())
-                    .map(|caller| caller.0.clone())
-                    .ok_or("refused: the request carries no tenant (no verified bearer token)")?;
+                let tenant = caller(extensions).map(|caller| caller.tenant.clone()).ok_or("refused: the request carries no tenant (no verified bearer token)")?;
                 let bound = self.bound.get_or_init(|| tenant.clone());
                 if *bound != tenant {
                     return Err("refused: this MCP session was opened with another tenant's token".into());
                 }
                 Ok(tenant)
             }
+        }
+    }
+}
+
+/// The verified token of an HTTP request, as the auth layer left it.
+fn caller(extensions: &Extensions) -> Option<&Credential> {
+    extensions.get::<axum::http::request::Parts>().and_then(|parts| parts.extensions.get::<Caller>()).map(|caller| &caller.0)
+}
+
+/// Refuses a node-wide tool to anyone but an operator (over stdio the local user is one).
+fn check_scope(tenancy: Tenancy, tool: &str, extensions: &Extensions) -> Result<(), rmcp::ErrorData> {
+    if tenancy == Tenancy::Home || !NODE_WIDE.contains(&tool) {
+        return Ok(());
+    }
+    match caller(extensions) {
+        Some(credential) if credential.scope == TokenScope::Operator => Ok(()),
+        held => {
+            let held = held.map_or("no", |c| c.scope.as_str());
+            Err(rmcp::ErrorData::invalid_request(
+                format!("forbidden: `{tool}` acts on the whole node and needs a token of scope operator; this request's token has scope {held} (`cairn tokens create --scope operator`)"),
+                Some(serde_json::json!({ "tool": tool, "required_scope": "operator" })),
+            ))
         }
     }
 }
@@ -109,6 +132,13 @@ fn scoped(lifecycle: &Lifecycle, tenant: &Tenant) -> Lifecycle {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
+    /// The router's call, after the scope check: a node-wide tool called with a tenant's token
+    /// is a JSON-RPC error (`forbidden: …`), not a tool result.
+    async fn call_tool(&self, request: rmcp::model::CallToolRequestParams, context: rmcp::service::RequestContext<rmcp::RoleServer>) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        check_scope(self.tenancy, &request.name, &context.extensions)?;
+        self.tool_router.call(ToolCallContext::new(self, request, context)).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(Implementation::new("cairn", env!("CARGO_PKG_VERSION"))).with_instructions(instructions(self.expose))
     }

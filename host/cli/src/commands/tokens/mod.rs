@@ -1,11 +1,12 @@
-//! `cairn tokens`: the bearer tokens of `cairn serve --http`, each scoped to one tenant. A
+//! `cairn tokens`: the bearer tokens of `cairn serve --http`, each scoped to one tenant (and,
+//! for an operator's, also to the node-wide tools: policy reload, plugin list). A
 //! token's secret is printed once, when it is created; the home keeps only its hash, so `list`
 //! can never show it.
 
 use std::path::PathBuf;
 
 use anyhow::Result;
-use cairn::storage::{Home, Tenant, TokenInfo};
+use cairn::storage::{Home, Tenant, TokenInfo, TokenScope};
 use cairn::transcript::formats;
 
 use crate::setup;
@@ -33,6 +34,10 @@ enum Command {
         /// A note to tell tokens apart (who or what uses it).
         #[arg(long, default_value = "")]
         name: String,
+        /// tenant: its tenant's conversations only; operator: also the tools that act on the
+        /// whole node (`policy_reload`, `plugins_list`), which affect every tenant.
+        #[arg(long, value_enum, default_value_t = Scope::Tenant)]
+        scope: Scope,
     },
     /// List the tokens (never their secrets).
     List,
@@ -43,19 +48,34 @@ enum Command {
     },
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Scope {
+    Tenant,
+    Operator,
+}
+
+impl From<Scope> for TokenScope {
+    fn from(scope: Scope) -> Self {
+        match scope {
+            Scope::Tenant => TokenScope::Tenant,
+            Scope::Operator => TokenScope::Operator,
+        }
+    }
+}
+
 pub fn run(args: Args) -> Result<()> {
     let tokens = Home::open(&setup::home_path(args.home))?.tokens();
     match args.command {
-        Command::Create { tenant, name } => {
+        Command::Create { tenant, name, scope } => {
             let tenant = Tenant::parse(&tenant)?;
-            let (info, secret) = tokens.create(&tenant, &name)?;
+            let (info, secret) = tokens.create(&tenant, &name, scope.into())?;
             if args.json {
                 let mut out = serde_json::to_value(&info)?;
                 out["secret"] = secret.into();
                 println!("{}", serde_json::to_string_pretty(&out)?);
             } else {
                 println!("{secret}");
-                eprintln!("Created token {} for tenant {}. Its secret (above) is shown only now: store it.", info.id, info.tenant);
+                eprintln!("Created {} token {} for tenant {}. Its secret (above) is shown only now: store it.", info.scope, info.id, info.tenant);
             }
         }
         Command::List => {
@@ -85,9 +105,9 @@ fn print_table(list: &[TokenInfo]) {
     }
     let width = |f: fn(&TokenInfo) -> usize, title: &str| list.iter().map(f).max().unwrap_or(0).max(title.len());
     let (id, tenant) = (width(|t| t.id.len(), "ID"), width(|t| t.tenant.len(), "TENANT"));
-    println!("{:id$}  {:tenant$}  {:7}  {:24}  NAME", "ID", "TENANT", "STATUS", "CREATED");
+    println!("{:id$}  {:tenant$}  {:8}  {:7}  {:24}  NAME", "ID", "TENANT", "SCOPE", "STATUS", "CREATED");
     for token in list {
         let status = if token.revoked { "revoked" } else { "active" };
-        println!("{:id$}  {:tenant$}  {status:7}  {:24}  {}", token.id, token.tenant, formats::iso8601(token.created_at), token.name);
+        println!("{:id$}  {:tenant$}  {:8}  {status:7}  {:24}  {}", token.id, token.tenant, token.scope.as_str(), formats::iso8601(token.created_at), token.name);
     }
 }
