@@ -2,6 +2,7 @@
 
 mod commands;
 mod hook_failures;
+mod net;
 mod setup;
 
 use std::process::ExitCode;

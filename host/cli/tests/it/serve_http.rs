@@ -285,7 +285,7 @@ fn refused_without_a_valid_token(home: &str, dir: &Path) {
     // A token that worked, revoked while the server runs: refused from the next request on.
     let mut before = Client::new(&server, Some(&revoked));
     before.initialize();
-    before.ok("plugins_list", json!({}));
+    before.ok("session_history", json!({ "action": "summary" }));
     let out = cairn(&["tokens", "revoke", &revoked_id, "--home", home]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let answer = before.call_raw("compact", compact_args("shared", &transcript));
@@ -541,4 +541,69 @@ fn operator_scope(home: &str, dir: &Path) {
     operator.initialize();
     assert!(operator.ok("plugins_list", json!({}))["plugins"].as_array().is_some_and(|p| !p.is_empty()));
     assert_eq!(operator.ok("policy_reload", json!({}))["swapped"], true);
+}
+
+/// `n` connections to `addr` that never finish a request: every other one sends half a request
+/// line, the rest nothing.
+pub(crate) fn idle_sockets(addr: &str, n: usize) -> Vec<std::net::TcpStream> {
+    use std::io::Write;
+    (0..n)
+        .map(|i| {
+            let mut socket = std::net::TcpStream::connect(addr).unwrap();
+            if i % 2 == 1 {
+                socket.write_all(b"GET /heal").unwrap();
+            }
+            socket
+        })
+        .collect()
+}
+
+/// Whether the server closed `socket` (EOF or reset) within `within`.
+pub(crate) fn closed_by_server(socket: &mut std::net::TcpStream, within: Duration) -> bool {
+    socket.set_read_timeout(Some(within)).unwrap();
+    match socket.read(&mut [0u8; 64]) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    }
+}
+
+/// Idle connections cannot starve the server: with 200 open that never send a request, a real
+/// call is served; each is closed once the header timeout passes; a kept-alive connection is
+/// closed after the idle timeout; past the per-address cap a connection is closed at once.
+#[test]
+fn idle_connections_are_closed_and_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (_, secret) = token(home.to_str().unwrap(), "acme");
+    let server = Server::start(home.to_str().unwrap(), dir.path(), &["--header-timeout", "2", "--idle-timeout", "3", "--max-connections-per-ip", "300"]);
+    let mut idle = idle_sockets(&server.addr, 200);
+    let started = Instant::now();
+    let mut client = Client::new(&server, Some(&secret));
+    client.initialize();
+    client.ok("compact", compact_args("mine", &session_text()));
+    assert_eq!(get(&server, "/healthz").status, 200);
+    assert!(!closed_by_server(&mut idle[0], Duration::from_millis(200)), "closed before the header timeout");
+    for socket in &mut idle {
+        assert!(closed_by_server(socket, Duration::from_secs(5)), "an idle connection still open after {:?}", started.elapsed());
+    }
+
+    // A kept-alive connection: served, then closed once idle for --idle-timeout (3 s), not the
+    // header timeout (2 s).
+    use std::io::Write;
+    let mut kept = std::net::TcpStream::connect(&server.addr).unwrap();
+    kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut answer = [0u8; 256];
+    let n = kept.read(&mut answer).unwrap();
+    assert!(String::from_utf8_lossy(&answer[..n]).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer[..n]));
+    let served = Instant::now();
+    assert!(!closed_by_server(&mut kept, Duration::from_millis(2500)), "a kept-alive connection closed before --idle-timeout");
+    assert!(closed_by_server(&mut kept, Duration::from_secs(3)), "a kept-alive connection still open {:?} after its answer", served.elapsed());
+
+    // Past the cap per address: closed at once, and said in the log.
+    let capped = Server::start(home.to_str().unwrap(), dir.path(), &["--max-connections-per-ip", "4"]);
+    let mut sockets = idle_sockets(&capped.addr, 5);
+    assert!(closed_by_server(&mut sockets[4], Duration::from_secs(2)), "the fifth connection from one address is not refused");
+    assert!(!closed_by_server(&mut sockets[0], Duration::from_millis(300)));
+    assert!(capped.log().contains("WARN") && capped.log().contains("max-connections-per-ip"), "{}", capped.log());
 }

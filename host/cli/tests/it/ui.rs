@@ -115,3 +115,35 @@ fn the_page_shows_conversations_timeline_and_compaction_and_undoes_in_a_browser(
     assert_eq!(pins, [true, false], "{timeline:#}");
     assert!(store.pinned_ids().is_empty());
 }
+
+/// `cairn ui` bounds its connections as `serve --http` does: with 200 idle connections open the
+/// page is served, and each idle one is closed once `--header-timeout` passes.
+#[test]
+fn idle_connections_to_the_page_are_closed_after_the_header_timeout() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut ui = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["ui", "--home", dir.path().join("home").to_str().unwrap(), "--json", "--header-timeout", "2", "--max-connections-per-ip", "300"])
+        .env("CAIRN_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("starting cairn ui");
+    let mut line = String::new();
+    BufReader::new(ui.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = serde_json::from_str::<Value>(&line).unwrap()["url"].as_str().unwrap().to_string();
+    let addr = url.trim_start_matches("http://").split('/').next().unwrap().to_string();
+    let mut idle = crate::serve_http::idle_sockets(&addr, 200);
+
+    let mut page = std::net::TcpStream::connect(&addr).unwrap();
+    let path = url.split_once(&addr).unwrap().1;
+    page.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+    let mut answer = String::new();
+    page.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.contains("<html"), "{}", &answer[..answer.len().min(300)]);
+
+    for socket in &mut idle {
+        assert!(crate::serve_http::closed_by_server(socket, Duration::from_secs(5)), "an idle connection to the page is still open");
+    }
+    let _ = ui.kill();
+    let _ = ui.wait();
+}

@@ -7,6 +7,7 @@
 //!   the tenant (the node-wide tools need an operator's token);
 //! - bodies over `--max-request-bytes` are refused with 413 and a JSON-RPC error naming the
 //!   limit (with the request's id when its head was read);
+//! - connections are bounded (`crate::net`: header and idle timeouts, caps in all and per address);
 //! - SIGTERM or Ctrl-C: no new connections, the calls in flight finish, then exit 0.
 //!
 //! Storage calls (token checks, health) run on the blocking pool, as the tools' do.
@@ -47,7 +48,7 @@ struct Http {
     in_flight: tokio::sync::watch::Sender<usize>,
 }
 
-pub async fn serve_http(serve: Arc<Serve>, expose: Expose, addr: &str, max_request_bytes: usize, stateless: bool) -> Result<()> {
+pub async fn serve_http(serve: Arc<Serve>, expose: Expose, addr: &str, max_request_bytes: usize, stateless: bool, limits: crate::net::Limits) -> Result<()> {
     // Handlers first: a signal that arrives once the address is printed is never the default
     // (immediate death).
     let mut terminate = signal(SignalKind::terminate()).context("handling SIGTERM")?;
@@ -97,14 +98,7 @@ pub async fn serve_http(serve: Arc<Serve>, expose: Expose, addr: &str, max_reque
             sessions_done.cancel();
         });
     };
-    // TCP_NODELAY: a response written in two parts would otherwise wait ~40 ms for the client's
-    // delayed ACK (Nagle), on every call.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::warn!("setting TCP_NODELAY: {e}");
-        }
-    });
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await.context("serving HTTP")?;
+    crate::net::serve(listener, app, limits, shutdown).await.context("serving HTTP")?;
     tracing::info!("stopped");
     Ok(())
 }

@@ -87,6 +87,8 @@ pub struct Args {
     /// load balancer can serve any call (no sticky sessions needed).
     #[arg(long, requires = "http")]
     stateless: bool,
+    #[command(flatten)]
+    limits: crate::net::Limits,
 }
 
 fn with_workspace(lifecycle: Lifecycle, workspace: Option<&std::path::Path>) -> Lifecycle {
@@ -239,7 +241,7 @@ pub fn run(args: Args) -> Result<()> {
     let _watcher = if args.no_watch { None } else { Some(watch::start(serve.clone())?) };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match &args.http {
-        Some(addr) => runtime.block_on(http::serve_http(serve, args.expose, addr, args.max_request_bytes, args.stateless)),
+        Some(addr) => runtime.block_on(http::serve_http(serve, args.expose, addr, args.max_request_bytes, args.stateless, args.limits)),
         None => runtime.block_on(stdio::serve(tools::server(serve, args.expose, tools::Tenancy::Home), args.max_request_bytes)),
     }
 }

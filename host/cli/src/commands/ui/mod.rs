@@ -12,7 +12,8 @@
 //! `/api/conversations`, `/api/timeline?conversation=K`, `/api/compaction?conversation=K&archive=A`,
 //! `POST /api/undo?conversation=K`, `POST /api/pin?conversation=K&id=I&pinned=true|false`,
 //! `/artifact?uri=artifact://…` (the original's bytes, text/plain). Storage calls block, so they
-//! run on the blocking pool; writes go one at a time.
+//! run on the blocking pool; writes go one at a time. Connections are bounded as `serve --http`'s
+//! are (`crate::net`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
@@ -52,6 +53,8 @@ pub struct Args {
     /// Print one JSON line `{"url": …, "port": …}` instead of the sentence.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    limits: crate::net::Limits,
 }
 
 struct Ui {
@@ -67,7 +70,7 @@ pub fn run(args: Args) -> Result<()> {
     let home = Home::open(&setup::home_path(args.home))?;
     let ui = Arc::new(Ui { home, token: random_token()?, tokenizer: Tokenizer::default(), writing: Mutex::new(()) });
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(serve(ui, addr, args.json))
+    runtime.block_on(serve(ui, addr, args.json, args.limits))
 }
 
 /// `addr` as a socket address whose IP is a loopback one; anything else is refused.
@@ -86,7 +89,7 @@ fn random_token() -> Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-async fn serve(ui: Arc<Ui>, addr: SocketAddr, json: bool) -> Result<()> {
+async fn serve(ui: Arc<Ui>, addr: SocketAddr, json: bool, limits: crate::net::Limits) -> Result<()> {
     // Handlers first: a signal that arrives once the URL is printed is never the default.
     let mut terminate = signal(SignalKind::terminate()).context("handling SIGTERM")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("handling SIGINT")?;
@@ -122,7 +125,7 @@ async fn serve(ui: Arc<Ui>, addr: SocketAddr, json: bool) -> Result<()> {
         };
         tracing::info!("{name}: stopping");
     };
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await.context("serving the page")?;
+    crate::net::serve(listener, app, limits, shutdown).await.context("serving the page")?;
     Ok(())
 }
 
