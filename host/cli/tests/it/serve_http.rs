@@ -607,3 +607,22 @@ fn idle_connections_are_closed_and_capped() {
     assert!(!closed_by_server(&mut sockets[0], Duration::from_millis(300)));
     assert!(capped.log().contains("WARN") && capped.log().contains("max-connections-per-ip"), "{}", capped.log());
 }
+
+/// A body that is not JSON gets JSON-RPC's parse error, one that is JSON but no JSON-RPC
+/// message its invalid request, both as JSON with a null id; the session goes on.
+#[test]
+fn malformed_bodies_get_json_rpc_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (_, secret) = token(home.to_str().unwrap(), "acme");
+    let server = Server::start(home.to_str().unwrap(), dir.path(), &[]);
+    let mut client = Client::new(&server, Some(&secret));
+    client.initialize();
+    for (body, code) in [("{\"jsonrpc\": \"2.0\", \"id\": 1, ", -32700), ("not json", -32700), ("{\"hello\": 1}", -32600), ("[1, 2]", -32600)] {
+        let answer = read(client.request().send(body.as_bytes()).unwrap());
+        assert_eq!(answer.status, 400, "{body}: {}", answer.body);
+        let message = answer.message();
+        assert_eq!((&message["jsonrpc"], &message["id"], &message["error"]["code"]), (&json!("2.0"), &Value::Null, &json!(code)), "{body}: {message}");
+    }
+    client.ok("session_history", json!({ "action": "summary" }));
+}

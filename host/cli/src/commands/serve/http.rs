@@ -73,7 +73,9 @@ pub async fn serve_http(serve: Arc<Serve>, expose: Expose, addr: &str, max_reque
     let state = Arc::new(Http { serve, max_request_bytes, in_flight: tokio::sync::watch::Sender::new(0) });
     let app = Router::new()
         .route_service("/mcp", mcp)
-        // The last layer runs first: count, authenticate, then limit the body.
+        // The last layer runs first: count, authenticate, limit the body, then check it is a
+        // JSON-RPC message.
+        .layer(middleware::from_fn_with_state(state.clone(), json_rpc_shape))
         .layer(middleware::from_fn_with_state(state.clone(), limit_body))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
         .layer(middleware::from_fn_with_state(state.clone(), count_in_flight))
@@ -251,5 +253,30 @@ struct InFlight(Arc<Http>);
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.in_flight.send_modify(|n| *n -= 1);
+    }
+}
+
+/// A POST whose body is not JSON gets JSON-RPC's parse error (-32700), and one that is JSON but
+/// not a JSON-RPC message its invalid request (-32600), both with status 400 and a null id,
+/// rather than rmcp's plain-text 415. The body is read whole here, as rmcp reads it anyway.
+async fn json_rpc_shape(State(state): State<Arc<Http>>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match http_body_util::Limited::new(body, state.max_request_bytes).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => return too_large(b"", None, state.max_request_bytes),
+    };
+    let refusal = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Err(error) => Some(limit::malformed(limit::PARSE_ERROR, format!("the body is not JSON: {error}"))),
+        Ok(message) if !limit::is_message(&message) => {
+            Some(limit::malformed(limit::INVALID_REQUEST, "the body is JSON but not a JSON-RPC 2.0 message (an object with \"jsonrpc\": \"2.0\" and a method, or a result or error)".into()))
+        }
+        Ok(_) => None,
+    };
+    match refusal {
+        Some(error) => json_error(StatusCode::BAD_REQUEST, error),
+        None => next.run(Request::from_parts(parts, Body::from(bytes))).await,
     }
 }

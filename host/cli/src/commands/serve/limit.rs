@@ -8,7 +8,24 @@ use serde_json::{json, Value};
 pub const HEAD_BYTES: usize = 8 * 1024;
 
 /// JSON-RPC's "Invalid Request".
-const INVALID_REQUEST: i64 = -32600;
+pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC's "Parse error".
+pub const PARSE_ERROR: i64 = -32700;
+
+/// The JSON-RPC error answering a body that is not a request (its id unknown: null).
+pub fn malformed(code: i64, message: String) -> Value {
+    json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message } })
+}
+
+/// Whether `value` is a JSON-RPC 2.0 message: a request or notification (a method), or a
+/// response (a result or an error); a batch when every member is one.
+pub fn is_message(value: &Value) -> bool {
+    match value {
+        Value::Array(batch) => !batch.is_empty() && batch.iter().all(is_message),
+        Value::Object(o) => o.get("jsonrpc") == Some(&json!("2.0")) && (o.get("method").is_some_and(Value::is_string) || o.contains_key("result") || o.contains_key("error")),
+        _ => false,
+    }
+}
 
 /// The JSON-RPC error answering a request of `bytes` bytes (None: unknown, only that it is
 /// over) whose id is `id` (null when none was found).
