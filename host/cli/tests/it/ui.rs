@@ -131,6 +131,15 @@ fn idle_connections_to_the_page_are_closed_after_the_header_timeout() {
     let mut line = String::new();
     BufReader::new(ui.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let url = serde_json::from_str::<Value>(&line).unwrap()["url"].as_str().unwrap().to_string();
+    // Killed even when an assertion fails: a server left running would hold the test's output.
+    struct Stop(std::process::Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _stop = Stop(ui);
     let addr = url.trim_start_matches("http://").split('/').next().unwrap().to_string();
     let mut idle = crate::serve_http::idle_sockets(&addr, 200);
 
@@ -144,6 +153,4 @@ fn idle_connections_to_the_page_are_closed_after_the_header_timeout() {
     for socket in &mut idle {
         assert!(crate::serve_http::closed_by_server(socket, Duration::from_secs(5)), "an idle connection to the page is still open");
     }
-    let _ = ui.kill();
-    let _ = ui.wait();
 }
