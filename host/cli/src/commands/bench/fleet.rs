@@ -228,7 +228,7 @@ fn configuration(exe: &Path, backend: Backend, nodes: usize, plan: &Plan) -> Res
             scratch.url.clone()
         }
     };
-    let (_, secret) = Home::open(Path::new(&home))?.tokens().create(&Tenant::parse("bench")?, "bench", cairn::storage::TokenScope::Tenant)?;
+    let (_, secret) = Home::open(Path::new(&home))?.tokens().create(&Tenant::parse("bench")?, "bench", cairn::storage::TokenScope::Operator)?;
     let fleet = Fleet::start(exe, &home, nodes, plan.stateless, dir.path())?;
     let addrs: Vec<String> = fleet.nodes.iter().map(|n| n.addr.clone()).collect();
 
