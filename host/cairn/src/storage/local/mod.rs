@@ -23,7 +23,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
@@ -51,6 +51,16 @@ impl Local {
         std::fs::DirBuilder::new().recursive(true).mode(files::PRIVATE_DIR).create(path).with_context(|| format!("creating home {}", path.display()))?;
         let dir = Dir::open_ambient_dir(path, ambient_authority()).with_context(|| format!("opening home {}", path.display()))?;
         files::create_dirs(&dir, CONVERSATIONS).with_context(|| format!("creating {}/{CONVERSATIONS}", path.display()))?;
+        Ok(Local { dir, path: path.to_path_buf(), location: path.display().to_string() })
+    }
+
+    /// Opens a home directory that exists, creating nothing in it (a reader's open).
+    pub fn open_existing(path: &Path) -> Result<Self> {
+        let dir = match Dir::open_ambient_dir(path, ambient_authority()) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("no Cairn home at {}", path.display()),
+            Err(e) => return Err(e).with_context(|| format!("opening home {}", path.display())),
+        };
         Ok(Local { dir, path: path.to_path_buf(), location: path.display().to_string() })
     }
 
