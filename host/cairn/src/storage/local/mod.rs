@@ -27,7 +27,7 @@ use anyhow::{bail, Context, Result};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
-use super::backend::{ArchiveEntries, ArchiveReader, Backend, Conversation, DocumentName, Parsed};
+use super::backend::{ArchiveEntries, ArchiveReader, Backend, Conversation, DocumentChange, DocumentName, Parsed};
 use super::tokens::StoredToken;
 use super::{ArchiveId, ConversationKey, Tenant};
 use crate::record::{Event, Notice};
@@ -113,7 +113,7 @@ impl Backend for Local {
         }
     }
 
-    fn update_document(&self, name: &DocumentName, change: &mut dyn FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>>) -> Result<()> {
+    fn update_document(&self, name: &DocumentName, change: &mut DocumentChange<'_>) -> Result<()> {
         // `hook-failures.jsonl` is locked by `hook-failures.lock`, as before documents were the home's.
         let lock = format!("{}.lock", name.as_str().split_once('.').map_or(name.as_str(), |(stem, _)| stem));
         let _lock = lock::Writer::acquire(&self.dir, &lock).with_context(|| format!("locking {}/{lock}", self.location))?;
