@@ -14,6 +14,7 @@
 mod capabilities;
 pub mod chain;
 pub mod checkpoint;
+pub mod echo;
 mod engine;
 mod fault;
 mod host;

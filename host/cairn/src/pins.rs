@@ -136,7 +136,7 @@ pub fn check_request(entries: &[Entry], already: &BTreeSet<String>, ids: &[Strin
     let by_id: HashMap<&str, &Entry> = entries.iter().map(|e| (e.id.as_str(), e)).collect();
     for id in ids {
         if !by_id.contains_key(id.as_str()) {
-            bail!("no entry {id:?} in this conversation's record (pin ids as `cairn show` or the transcript names them)");
+            bail!("no entry {} in this conversation's record (pin ids as `cairn show` or the transcript names them)", crate::echo::input(id));
         }
     }
     let all: BTreeSet<String> = already.iter().chain(ids).cloned().collect();

@@ -173,7 +173,7 @@ pub fn compaction(store: &ConversationStore, archive_id: &str) -> Result<Compact
         Event::Compaction(c) if c.archive_id == archive_id => Some(c.as_ref()),
         _ => None,
     });
-    let Some(event) = found else { bail!("no compaction {archive_id} in conversation {} (`cairn show --conversation {}` lists them)", store.key(), store.key()) };
+    let Some(event) = found else { bail!("no compaction {} in conversation {} (`cairn show --conversation {}` lists them)", crate::echo::input(archive_id), store.key(), store.key()) };
     let mut view = CompactionView {
         conversation: store.key().to_string(),
         archive_id: event.archive_id.clone(),

@@ -35,8 +35,8 @@ pub fn undo(store: &mut ConversationStore, tokenizer: &Tokenizer, current: Optio
         None => standing.len().checked_sub(1).ok_or_else(|| anyhow::anyhow!("conversation {key} has no compaction to undo"))?,
         Some(id) => match standing.iter().position(|c| c.archive_id == id) {
             Some(at) => at,
-            None if store.undone().contains(id) => bail!("compaction {id} of conversation {key} was undone already"),
-            None => bail!("no committed compaction with archive {id} in conversation {key} (`cairn show --conversation {key}` lists them)"),
+            None if store.undone().contains(id) => bail!("compaction {} of conversation {key} was undone already", crate::echo::input(id)),
+            None => bail!("no committed compaction with archive {} in conversation {key} (`cairn show --conversation {key}` lists them)", crate::echo::input(id)),
         },
     };
     let targets: Vec<_> = standing[from..].iter().rev().map(|c| (*c).clone()).collect();

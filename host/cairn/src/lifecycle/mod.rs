@@ -632,8 +632,17 @@ fn open(home: &Home, conversation: &ConversationKey) -> Result<(ConversationStor
 
 /// Notices not yet acknowledged, oldest first, after moving any owed ones (decided just
 /// before a crash) into the outbox. Delivery is at least once: a notice comes back, with the
-/// same id, until it is acknowledged. Needs no host, so the CLI calls it directly.
+/// same id, until it is acknowledged. Needs no host, so the CLI calls it directly. A read
+/// unless notices are owed: a conversation the home does not hold has none (and is not
+/// created), and one owed nothing is read without its lock.
 pub fn take_notices(home: &Home, conversation: &ConversationKey) -> Result<Vec<Notice>> {
+    if !home.has_conversation(conversation)? {
+        return Ok(Vec::new());
+    }
+    let owed = home.state::<ConversationState>(conversation)?.is_some_and(|s| !s.owed_notices.is_empty());
+    if !owed {
+        return home.existing_conversation(conversation)?.notices(false);
+    }
     let (mut store, mut state) = open(home, conversation)?;
     deliver(&mut store, &mut state)?;
     store.notices(false)

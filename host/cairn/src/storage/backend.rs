@@ -184,8 +184,12 @@ pub trait Backend: Send + Sync {
     /// Replaces a home document atomically, one changer at a time across processes and nodes:
     /// `change` gets its bytes (none when absent) and returns the new bytes, or none to leave
     /// it as it is.
-    fn update_document(&self, name: &DocumentName, change: &mut dyn FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>>) -> Result<()>;
+    fn update_document(&self, name: &DocumentName, change: &mut DocumentChange<'_>) -> Result<()>;
 }
+
+/// What `update_document` calls with a document's bytes (none when absent); it returns the
+/// new bytes, or none to leave the document as it is.
+pub type DocumentChange<'a> = dyn FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>> + 'a;
 
 /// The name of a home document: a file name in a directory home, a row's key in a database.
 /// Only names the library declares exist, so no input picks a path.

@@ -46,7 +46,7 @@ fn checked_name(what: &str, name: &str) -> Result<String, IdError> {
     if valid {
         Ok(name.to_string())
     } else {
-        Err(IdError(format!("invalid {what} {:?}: use 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", truncate(name))))
+        Err(IdError(format!("invalid {what} {}: use 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", crate::echo::input(name))))
     }
 }
 
@@ -123,7 +123,7 @@ impl FromStr for ArchiveId {
         if hex_part.len() == 16 && hex_part.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
             Ok(ArchiveId(s.to_string()))
         } else {
-            Err(IdError(format!("invalid archive id {:?}: expected `a-` and 16 lowercase hex digits", truncate(s))))
+            Err(IdError(format!("invalid archive id {}: expected `a-` and 16 lowercase hex digits", crate::echo::input(s))))
         }
     }
 }
@@ -166,7 +166,7 @@ impl ArtifactUri {
 impl FromStr for ArtifactUri {
     type Err = IdError;
     fn from_str(s: &str) -> Result<Self, IdError> {
-        let bad = || IdError(format!("invalid artifact URI {:?}: expected artifact://<archive-id>/<n>", truncate(s)));
+        let bad = || IdError(format!("invalid artifact URI {}: expected artifact://<archive-id>/<n>", crate::echo::input(s)));
         let rest = s.strip_prefix("artifact://").ok_or_else(bad)?;
         let (archive, n) = rest.split_once('/').ok_or_else(bad)?;
         let archive_id: ArchiveId = archive.parse()?;
@@ -194,11 +194,6 @@ pub fn session_id(conversation: &str, salt: &str) -> String {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Inputs echoed in errors are cut short so an error cannot be used to flood logs.
-fn truncate(s: &str) -> String {
-    s.chars().take(80).collect()
 }
 
 #[cfg(test)]

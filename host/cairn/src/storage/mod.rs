@@ -47,6 +47,22 @@ impl Home {
         Ok(Home { backend, tenant: Tenant::default_tenant() })
     }
 
+    /// Opens a home that must exist already, to read: a directory home that is missing is an
+    /// error ("no Cairn home at …"), and nothing in it is created (not even its
+    /// `conversations` folder), so a read leaves the home byte for byte as it was. A database
+    /// home opens as with [`Home::open`] (its schema is the database's, not a folder to create).
+    pub fn open_existing(location: &Path) -> Result<Self> {
+        let text = location.to_string_lossy();
+        let backend: Arc<dyn Backend> = if location::is_url(&text) { Arc::new(postgres::Postgres::open(&text)?) } else { Arc::new(local::Local::open_existing(location)?) };
+        Ok(Home { backend, tenant: Tenant::default_tenant() })
+    }
+
+    /// Whether the tenant has this conversation (a reader asks before opening, so that asking
+    /// about a conversation the home does not hold answers without creating it).
+    pub fn has_conversation(&self, key: &ConversationKey) -> Result<bool> {
+        Ok(self.conversations()?.contains(key))
+    }
+
     /// Where the home is: its directory, or its URL without the password.
     pub fn path(&self) -> &Path {
         Path::new(self.backend.location())
@@ -84,6 +100,15 @@ impl Home {
         ConversationStore::load(self.backend.open(&self.tenant, key, true)?, key.clone(), true)
     }
 
+    /// Opens a conversation that must already exist, to write (an undo, a pin, an
+    /// acknowledgement): one the home does not hold is an error, and is not created.
+    pub fn existing_conversation_to_write(&self, key: &ConversationKey) -> Result<ConversationStore> {
+        if !self.has_conversation(key)? {
+            bail!("no conversation {key} in home {}", self.backend.location());
+        }
+        self.conversation(key)
+    }
+
     /// Opens a conversation that must already exist, to read: no lock, and the record is
     /// never modified (an event a writer is still appending is simply not read yet).
     pub fn existing_conversation(&self, key: &ConversationKey) -> Result<ConversationStore> {
@@ -93,7 +118,7 @@ impl Home {
     /// A conversation to look at without writing anything, even its creation: the existing
     /// one opened to read, else an empty one that lives only in memory (dry runs).
     pub fn preview(&self, key: &ConversationKey) -> Result<ConversationStore> {
-        if self.conversations()?.contains(key) {
+        if self.has_conversation(key)? {
             return self.existing_conversation(key);
         }
         ConversationStore::load(Box::new(Detached), key.clone(), false)
@@ -501,7 +526,7 @@ impl ConversationStore {
     pub fn ack_notice(&mut self, id: &str) -> Result<()> {
         let key = self.key.clone();
         if !self.writable()?.ack_notice(id)? {
-            bail!("no notice {id:?} in conversation {key}");
+            bail!("no notice {} in conversation {key}", crate::echo::input(id));
         }
         Ok(())
     }

@@ -21,7 +21,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let uri: ArtifactUri = args.uri.parse()?;
-    let home = Home::open(&setup::home_path(args.home))?;
+    let home = Home::open_existing(&setup::home_path(args.home))?;
     let bytes = match &args.conversation {
         Some(key) => home.existing_conversation(&ConversationKey::parse(key)?)?.read_artifact(&uri)?,
         None => home.find_artifact(&uri)?,

@@ -181,17 +181,21 @@ pub struct NoticesArgs {
 }
 
 /// Prints the notices not yet acknowledged, after moving owed ones to the outbox.
+/// Without `--ack` or `--resume` it is a read: the home must exist and nothing is written.
 pub fn notices(args: NoticesArgs) -> Result<()> {
-    let home = Home::open(&setup::home_path(args.home))?;
+    let location = setup::home_path(args.home);
+    let writes = args.resume || !args.ack.is_empty();
+    let home = if writes { Home::open(&location)? } else { Home::open_existing(&location)? };
     let key = ConversationKey::parse(&args.conversation)?;
     if args.resume {
         cairn::lifecycle::resume(&home, &key)?;
     }
-    let mut store = home.conversation(&key)?;
-    for id in &args.ack {
-        store.ack_notice(id)?;
+    if !args.ack.is_empty() {
+        let mut store = home.conversation(&key)?;
+        for id in &args.ack {
+            store.ack_notice(id)?;
+        }
     }
-    drop(store);
     println!("{}", serde_json::to_string_pretty(&cairn::lifecycle::take_notices(&home, &key)?)?);
     Ok(())
 }

@@ -50,7 +50,7 @@ enum Read {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let home = Home::open(&setup::home_path(args.home))?;
+    let home = Home::open_existing(&setup::home_path(args.home))?;
     let key = ConversationKey::parse(&args.conversation)?;
     let call = match args.read {
         Read::Summary => HistoryCall::Summary,
@@ -66,12 +66,20 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// `println!` for human output: the record's text (previews, messages, ids from a transcript)
+/// has its control characters escaped, so a transcript cannot drive the terminal.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        println!("{}", cairn::echo::terminal(&format!($($arg)*)))
+    };
+}
+
 fn print_human(answer: &Value) {
     if let Some(text) = answer["text"].as_str() {
-        println!("{text}");
+        say!("{text}");
     }
     for hit in answer["hits"].as_array().into_iter().flatten() {
-        println!(
+        say!(
             "{} #{} ({}) score {:.2} at char {}",
             hit["archive_id"].as_str().unwrap_or(""),
             hit["index"],
@@ -79,10 +87,10 @@ fn print_human(answer: &Value) {
             hit["score"].as_f64().unwrap_or(0.0),
             hit["char_offset"]
         );
-        println!("    {}", hit["snippet"].as_str().unwrap_or("").replace('\n', "\n    "));
+        say!("    {}", hit["snippet"].as_str().unwrap_or("").replace('\n', "\n    "));
     }
     for entry in answer["entries"].as_array().into_iter().flatten() {
-        println!(
+        say!(
             "--- #{} {} ({}) chars {}..{} of {}",
             entry["index"],
             entry["entry_id"].as_str().unwrap_or(""),
@@ -91,11 +99,11 @@ fn print_human(answer: &Value) {
             entry["next_char_offset"].as_u64().unwrap_or(entry["total_chars"].as_u64().unwrap_or(0)),
             entry["total_chars"]
         );
-        println!("{}", entry["text"].as_str().unwrap_or(""));
+        say!("{}", entry["text"].as_str().unwrap_or(""));
     }
     for key in ["next_offset", "clamped"] {
         if !answer[key].is_null() {
-            println!("{key}: {}", answer[key]);
+            say!("{key}: {}", answer[key]);
         }
     }
 }

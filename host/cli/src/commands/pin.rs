@@ -8,7 +8,6 @@ use anyhow::{bail, Result};
 use cairn::storage::{ConversationKey, ConversationStore, Home};
 use serde_json::json;
 
-use super::undo::open_existing;
 use crate::setup;
 
 #[derive(clap::Args)]
@@ -51,7 +50,11 @@ pub fn unpin(args: Args) -> Result<()> {
     let pinned = store.pinned_ids();
     let not: Vec<&str> = args.ids.iter().filter(|id| !pinned.contains(*id)).map(String::as_str).collect();
     if !not.is_empty() {
-        bail!("conversation {key}: not pinned: {} (pinned now: {})", not.join(", "), if pinned.is_empty() { "none".to_string() } else { pinned.into_iter().collect::<Vec<_>>().join(", ") });
+        bail!(
+            "conversation {key}: not pinned: {} (pinned now: {})",
+            cairn::echo::inputs(&not, 5),
+            if pinned.is_empty() { "none".to_string() } else { pinned.into_iter().collect::<Vec<_>>().join(", ") }
+        );
     }
     store.record_pins(args.ids.clone(), false)?;
     done(&key, "unpinned", &args.ids, store.pinned_ids(), args.json)
@@ -61,7 +64,7 @@ pub fn unpin(args: Args) -> Result<()> {
 fn open(args: &Args) -> Result<(ConversationKey, ConversationStore)> {
     let key = ConversationKey::parse(&args.conversation)?;
     let home = Home::open(&setup::home_path(args.home.clone()))?;
-    let Some(file) = &args.transcript else { return Ok((key.clone(), open_existing(&home, &key)?)) };
+    let Some(file) = &args.transcript else { return Ok((key.clone(), home.existing_conversation_to_write(&key)?)) };
     let (mut transcript, _) = setup::read_transcript(file)?;
     cairn::tokenizer::Tokenizer::default().count_transcript(&mut transcript);
     let mut store = home.conversation(&key)?;

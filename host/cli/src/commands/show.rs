@@ -24,7 +24,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let key = ConversationKey::parse(&args.conversation)?;
-    let home = Home::open(&setup::home_path(args.home))?;
+    let home = Home::open_existing(&setup::home_path(args.home))?;
     let store = home.existing_conversation(&key).with_context(|| format!("conversation {key} in home {}", home.path().display()))?;
     match &args.archive {
         None => {
@@ -57,14 +57,22 @@ fn word<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
+/// `println!` for human output: the record's text (previews, messages, ids from a transcript)
+/// has its control characters escaped, so a transcript cannot drive the terminal.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        println!("{}", cairn::echo::terminal(&format!($($arg)*)))
+    };
+}
+
 fn print_timeline(timeline: &Timeline) {
-    println!("conversation {}", timeline.conversation);
+    say!("conversation {}", timeline.conversation);
     if timeline.moments.is_empty() {
-        println!("  no compaction, undo or pin yet");
+        say!("  no compaction, undo or pin yet");
     }
     for moment in &timeline.moments {
         match moment {
-            Moment::Compaction { at, archive_id, purpose, status, committed_by, tokens_before, tokens_after, forgotten } => println!(
+            Moment::Compaction { at, archive_id, purpose, status, committed_by, tokens_before, tokens_after, forgotten } => say!(
                 "  {}  {:<10} {archive_id}  {:<9} {:<28} {tokens_before} → {tokens_after} tokens, {forgotten} entries forgotten",
                 when(*at),
                 word(purpose),
@@ -72,43 +80,43 @@ fn print_timeline(timeline: &Timeline) {
                 committed_by.as_deref().unwrap_or("(nothing committed)"),
             ),
             Moment::Undo { at, undone, tokens_before, tokens_after } => {
-                println!("  {}  undo       {}  {tokens_before} → {tokens_after} tokens", when(*at), undone.join(", "))
+                say!("  {}  undo       {}  {tokens_before} → {tokens_after} tokens", when(*at), undone.join(", "))
             }
-            Moment::Pin { at, ids, pinned } => println!("  {}  {:<10} {}", when(*at), if *pinned { "pin" } else { "unpin" }, ids.join(", ")),
+            Moment::Pin { at, ids, pinned } => say!("  {}  {:<10} {}", when(*at), if *pinned { "pin" } else { "unpin" }, ids.join(", ")),
         }
     }
     if !timeline.pinned.is_empty() {
-        println!("pinned now: {}", timeline.pinned.join(", "));
+        say!("pinned now: {}", timeline.pinned.join(", "));
     }
 }
 
 fn print_compaction(view: &CompactionView) {
-    println!("{} {} of conversation {} at {}: {}, {} → {} tokens", word(&view.purpose), view.archive_id, view.conversation, when(view.at), word(&view.status), view.tokens_before, view.tokens_after);
+    say!("{} {} of conversation {} at {}: {}, {} → {} tokens", word(&view.purpose), view.archive_id, view.conversation, when(view.at), word(&view.status), view.tokens_before, view.tokens_after);
     match &view.committed_by {
-        Some(by) => println!("committed by {by}"),
-        None => println!("nothing committed"),
+        Some(by) => say!("committed by {by}"),
+        None => say!("nothing committed"),
     }
     for (name, part) in [("kept", &view.kept), ("summarized", &view.summarized), ("into summaries", &view.summaries), ("elided", &view.elided), ("dropped", &view.dropped)] {
         print_part(name, part);
     }
-    println!("steps:");
+    say!("steps:");
     for step in &view.steps {
         let message = step.message.as_deref().map(|m| format!(" — {m}")).unwrap_or_default();
         let tokens = step.tokens_after.map(|t| format!(" → {t} tokens")).unwrap_or_default();
-        println!("  {:<24} {:<12} {:>6} ms{tokens}{message}", step.plugin, step.outcome.to_string(), step.millis);
+        say!("  {:<24} {:<12} {:>6} ms{tokens}{message}", step.plugin, step.outcome.to_string(), step.millis);
         for flag in &step.flags {
-            println!("    flag {}: {} — {}", word(&flag.kind), flag.item, flag.why);
+            say!("    flag {}: {} — {}", word(&flag.kind), flag.item, flag.why);
         }
     }
     if !view.pinned.is_empty() {
-        println!("pinned: {}", view.pinned.join(", "));
+        say!("pinned: {}", view.pinned.join(", "));
     }
     for refused in &view.pins_refused {
-        println!("pin refused: {refused}");
+        say!("pin refused: {refused}");
     }
     for (label, line) in [("rejected", &view.rejected), ("over window", &view.over_window)] {
         if let Some(line) = line {
-            println!("{label}: {line}");
+            say!("{label}: {line}");
         }
     }
 }
@@ -117,13 +125,13 @@ fn print_part(name: &str, part: &Part) {
     if part.entries.is_empty() {
         return;
     }
-    println!("{name}: {} entries, {} tokens", part.entries.len(), part.tokens);
+    say!("{name}: {} entries, {} tokens", part.entries.len(), part.tokens);
     for entry in &part.entries {
         let preview: String = entry.preview.split_whitespace().collect::<Vec<_>>().join(" ");
         let preview = cairn_rules::clip_chars(&preview, 100);
-        println!("  {:<28} {:<9} turn {:<4} {:>6} tok  {preview}", entry.id, word(&entry.role), entry.turn, entry.tokens);
+        say!("  {:<28} {:<9} turn {:<4} {:>6} tok  {preview}", entry.id, word(&entry.role), entry.turn, entry.tokens);
         for uri in &entry.uris {
-            println!("      {uri}");
+            say!("      {uri}");
         }
     }
 }

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
-use cairn::storage::{ConversationKey, ConversationStore, Home};
+use anyhow::{Context, Result};
+use cairn::storage::{ConversationKey, Home};
 use cairn::tokenizer::Tokenizer;
 use serde_json::json;
 
@@ -45,7 +45,7 @@ pub fn run(args: Args) -> Result<()> {
     let current = args.transcript.as_deref().map(setup::read_transcript).transpose()?.map(|(transcript, _)| transcript);
     let key = ConversationKey::parse(&args.conversation)?;
     let home = Home::open(&setup::home_path(args.home))?;
-    let mut store = open_existing(&home, &key)?;
+    let mut store = home.existing_conversation_to_write(&key)?;
     let undone = cairn::undo::undo(&mut store, &Tokenizer::default(), current.as_ref(), args.archive.as_deref())?;
     if let Some(out) = &args.out {
         std::fs::write(out, args.out_format.write(&undone.transcript)).with_context(|| format!("writing {}", out.display()))?;
@@ -70,12 +70,4 @@ pub fn run(args: Args) -> Result<()> {
         println!("automatic maintenance waits `cooldown_turns` turns again from the next boundary");
     }
     Ok(())
-}
-
-/// The conversation opened to write, if the home holds it: an undo or a pin never creates one.
-pub fn open_existing(home: &Home, key: &ConversationKey) -> Result<ConversationStore> {
-    if !home.conversations()?.contains(key) {
-        bail!("no conversation {key} in home {}", home.path().display());
-    }
-    home.conversation(key)
 }

@@ -18,6 +18,7 @@ mod lifecycle;
 mod opencode;
 mod operator;
 mod polyglot;
+mod reads;
 mod secrets;
 mod serve_http;
 mod size_limit;

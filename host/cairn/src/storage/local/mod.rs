@@ -23,11 +23,11 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
-use super::backend::{ArchiveEntries, ArchiveReader, Backend, Conversation, DocumentName, Parsed};
+use super::backend::{ArchiveEntries, ArchiveReader, Backend, Conversation, DocumentChange, DocumentName, Parsed};
 use super::tokens::StoredToken;
 use super::{ArchiveId, ConversationKey, Tenant};
 use crate::record::{Event, Notice};
@@ -51,6 +51,16 @@ impl Local {
         std::fs::DirBuilder::new().recursive(true).mode(files::PRIVATE_DIR).create(path).with_context(|| format!("creating home {}", path.display()))?;
         let dir = Dir::open_ambient_dir(path, ambient_authority()).with_context(|| format!("opening home {}", path.display()))?;
         files::create_dirs(&dir, CONVERSATIONS).with_context(|| format!("creating {}/{CONVERSATIONS}", path.display()))?;
+        Ok(Local { dir, path: path.to_path_buf(), location: path.display().to_string() })
+    }
+
+    /// Opens a home directory that exists, creating nothing in it (a reader's open).
+    pub fn open_existing(path: &Path) -> Result<Self> {
+        let dir = match Dir::open_ambient_dir(path, ambient_authority()) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("no Cairn home at {}", path.display()),
+            Err(e) => return Err(e).with_context(|| format!("opening home {}", path.display())),
+        };
         Ok(Local { dir, path: path.to_path_buf(), location: path.display().to_string() })
     }
 
@@ -103,7 +113,7 @@ impl Backend for Local {
         }
     }
 
-    fn update_document(&self, name: &DocumentName, change: &mut dyn FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>>) -> Result<()> {
+    fn update_document(&self, name: &DocumentName, change: &mut DocumentChange<'_>) -> Result<()> {
         // `hook-failures.jsonl` is locked by `hook-failures.lock`, as before documents were the home's.
         let lock = format!("{}.lock", name.as_str().split_once('.').map_or(name.as_str(), |(stem, _)| stem));
         let _lock = lock::Writer::acquire(&self.dir, &lock).with_context(|| format!("locking {}/{lock}", self.location))?;

@@ -25,7 +25,7 @@ use postgres::NoTls;
 use r2d2_postgres::PostgresConnectionManager;
 use sha2::{Digest, Sha256};
 
-use super::backend::{writer_timed_out, ArchiveEntries, ArchiveReader, Backend, Conversation, DocumentName, Parsed, WRITER_WAIT};
+use super::backend::{writer_timed_out, ArchiveEntries, ArchiveReader, Backend, Conversation, DocumentChange, DocumentName, Parsed, WRITER_WAIT};
 use super::location::{for_client, shown};
 use super::tokens::{StoredToken, TokenScope};
 use super::{ArchiveId, ConversationKey, Tenant};
@@ -148,7 +148,7 @@ impl Backend for Postgres {
         Ok(row.map(|row| row.get(0)))
     }
 
-    fn update_document(&self, name: &DocumentName, change: &mut dyn FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>>) -> Result<()> {
+    fn update_document(&self, name: &DocumentName, change: &mut DocumentChange<'_>) -> Result<()> {
         let shown = format!("{}#{}", self.location, name.as_str());
         let mut client = self.client()?;
         let mut tx = client.transaction()?;

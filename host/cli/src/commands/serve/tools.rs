@@ -724,9 +724,11 @@ impl Server {
             // The server's own notices are acknowledged here (for this tenant); the rest in the
             // conversation's outbox.
             let theirs = serve.ack_for(&tenant, &args.ids);
-            let mut store = lifecycle.home().conversation(&conversation)?;
-            for id in theirs {
-                store.ack_notice(id)?;
+            if !theirs.is_empty() {
+                let mut store = lifecycle.home().existing_conversation_to_write(&conversation)?;
+                for id in theirs {
+                    store.ack_notice(id)?;
+                }
             }
             Ok(Acknowledged { acknowledged: args.ids.len() })
         })
@@ -739,7 +741,7 @@ impl Server {
         let source = self.source(args.transcript.take(), args.path.take())?;
         self.locked(self.tenant(&extensions)?, conversation.clone(), move |lifecycle| {
             let current = source.map(|source| source.parse()).transpose()?;
-            let mut store = crate::commands::undo::open_existing(lifecycle.home(), &conversation)?;
+            let mut store = lifecycle.home().existing_conversation_to_write(&conversation)?;
             let undone = cairn::undo::undo(&mut store, &lifecycle.cairn().tokenizer(), current.as_ref().map(|(t, _)| t), args.archive_id.as_deref())?;
             let format = current.map(|(_, f)| f).unwrap_or(formats::Format::Cairn);
             let (format, transcript) = write(&undone.transcript, format, Some(true));
@@ -958,7 +960,7 @@ impl Server {
     async fn pins(&self, extensions: Extensions, args: PinArgs, pinned: bool) -> Answer<PinsOut> {
         let conversation = key(&args.conversation)?;
         self.locked(self.tenant(&extensions)?, conversation.clone(), move |lifecycle| {
-            let mut store = crate::commands::undo::open_existing(lifecycle.home(), &conversation)?;
+            let mut store = lifecycle.home().existing_conversation_to_write(&conversation)?;
             let now = store.pinned_ids();
             if pinned {
                 let new: Vec<String> = args.ids.iter().filter(|id| !now.contains(*id)).cloned().collect();
@@ -969,7 +971,7 @@ impl Server {
             } else {
                 let not: Vec<&str> = args.ids.iter().filter(|id| !now.contains(*id)).map(String::as_str).collect();
                 if !not.is_empty() {
-                    anyhow::bail!("not pinned: {}", not.join(", "));
+                    anyhow::bail!("not pinned: {}", cairn::echo::inputs(&not, 5));
                 }
                 store.record_pins(args.ids, false)?;
             }

@@ -64,7 +64,10 @@ impl From<Scope> for TokenScope {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let tokens = Home::open(&setup::home_path(args.home))?.tokens();
+    // Listing is a read: it needs the home to exist and creates nothing in it.
+    let location = setup::home_path(args.home);
+    let home = if matches!(args.command, Command::List) { Home::open_existing(&location)? } else { Home::open(&location)? };
+    let tokens = home.tokens();
     match args.command {
         Command::Create { tenant, name, scope } => {
             let tenant = Tenant::parse(&tenant)?;

@@ -328,7 +328,7 @@ async fn undo(State(ui): State<Arc<Ui>>, uri: Uri) -> Response {
     json(
         blocking(&ui, move |ui| {
             let _one = ui.writing.lock().unwrap_or_else(|e| e.into_inner());
-            let mut store = ui.home.conversation(&conversation(&mut q)?)?;
+            let mut store = ui.home.existing_conversation_to_write(&conversation(&mut q)?)?;
             cairn::undo::undo(&mut store, &ui.tokenizer, None, q.remove("archive").as_deref())
         })
         .await,
@@ -351,10 +351,10 @@ async fn pin(State(ui): State<Arc<Ui>>, uri: Uri) -> Response {
             let pinned = match required(&mut q, "pinned")?.as_str() {
                 "true" => true,
                 "false" => false,
-                other => bail!("pinned={other}: expected true or false"),
+                other => bail!("pinned={}: expected true or false", cairn::echo::input(other)),
             };
             let _one = ui.writing.lock().unwrap_or_else(|e| e.into_inner());
-            let mut store = ui.home.conversation(&key)?;
+            let mut store = ui.home.existing_conversation_to_write(&key)?;
             let ids = vec![id.clone()];
             if pinned {
                 let mut context = Transcript::new(store.context()?);
@@ -362,7 +362,7 @@ async fn pin(State(ui): State<Arc<Ui>>, uri: Uri) -> Response {
                 let already: BTreeSet<String> = store.pinned_ids();
                 cairn::pins::check_request(&context.entries, &already, &ids, &PinSettings::default())?;
             } else if !store.pinned_ids().contains(&id) {
-                bail!("{id} is not pinned");
+                bail!("{} is not pinned", cairn::echo::input(&id));
             }
             store.record_pins(ids, pinned)?;
             Ok(Pinned { id, pinned })
