@@ -9,8 +9,17 @@ use crate::transcript::Entry;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Event {
-    /// Entries of the input the record had not seen before.
-    Snapshot { at: u64, source: String, entries: Vec<Entry> },
+    /// Entries of the input the record had not seen before; or, with `replaces_context`, the
+    /// whole input, which replaces the record's context: a harness sent back the record's
+    /// context in a format that names entries by content (OpenAI chat), so the model reads
+    /// it the same under other ids. Absent in records written before the field.
+    Snapshot {
+        at: u64,
+        source: String,
+        entries: Vec<Entry>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        replaces_context: bool,
+    },
     /// One compaction attempt, committed or not.
     Compaction(Box<CompactionEvent>),
     /// Committed compactions taken back: their originals restored in place of their outcomes.

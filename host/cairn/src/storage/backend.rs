@@ -50,6 +50,7 @@ impl Folded {
     /// Folds one more event, or says it cannot (the context is then folded again whole).
     fn push(&mut self, event: &Event) -> bool {
         match event {
+            Event::Snapshot { replaces_context: true, .. } => return false,
             Event::Snapshot { entries, .. } => {
                 for entry in entries {
                     if self.present.insert(entry.id.clone()) {
@@ -93,18 +94,24 @@ impl Parsed {
     }
 
     /// Back to its first `len` events: what a writer appended since its load taken out again.
-    /// A snapshot only ever records entries the log did not know, so their ids leave with it.
+    /// A snapshot only ever records entries the log did not know, so their ids leave with it;
+    /// one that replaced the context also repeats ids the log knew, so they are counted again.
     pub fn truncate(&mut self, len: usize) {
         let folded = self.folded.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
         if folded.as_mut().is_some_and(|f| !f.truncate(len)) {
             *folded = None;
         }
+        let mut recount = false;
         for event in self.events.drain(len.min(self.events.len())..) {
-            if let Event::Snapshot { entries, .. } = event {
+            if let Event::Snapshot { entries, replaces_context, .. } = event {
+                recount |= replaces_context;
                 for entry in &entries {
                     self.known_entries.remove(&entry.id);
                 }
             }
+        }
+        if recount {
+            self.known_entries = self.events.iter().filter_map(|e| if let Event::Snapshot { entries, .. } = e { Some(entries) } else { None }).flatten().map(|e| e.id.clone()).collect();
         }
     }
 }

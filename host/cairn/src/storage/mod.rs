@@ -319,6 +319,10 @@ impl ConversationStore {
         let mut by_archive = std::collections::HashMap::new();
         for event in &self.log.events {
             match event {
+                Event::Snapshot { entries, replaces_context: true, .. } => {
+                    context = entries.clone();
+                    present = context.iter().map(|e| e.id.clone()).collect();
+                }
                 Event::Snapshot { entries, .. } => {
                     for entry in entries {
                         if present.insert(entry.id.clone()) {
@@ -432,14 +436,33 @@ impl ConversationStore {
     }
 
     /// Appends the entries the record has not seen yet. Returns how many were new.
+    ///
+    /// An input that begins with the record's context as the model reads it, under other ids
+    /// (a format without ids of its own names entries by their content, so a context written
+    /// out and read back names changed entries anew), is that context sent back: it is
+    /// recorded whole as a replacement, not appended after the context it repeats.
     pub fn record_snapshot(&mut self, source: &str, entries: &[Entry]) -> Result<usize> {
         let new: Vec<Entry> = entries.iter().filter(|e| !self.log.known_entries.contains(&e.id)).cloned().collect();
         if new.is_empty() {
             return Ok(0);
         }
         let count = new.len();
-        self.append(Event::Snapshot { at: crate::record::now_millis(), source: source.to_string(), entries: new })?;
+        let replaces_context = self.sends_back_context(entries)?;
+        let entries = if replaces_context { entries.to_vec() } else { new };
+        self.append(Event::Snapshot { at: crate::record::now_millis(), source: source.to_string(), entries, replaces_context })?;
         Ok(count)
+    }
+
+    /// Whether `entries` begin with the record's context, read the same (the matcher undo uses
+    /// for the caller's context), while naming some of its entries by other ids.
+    fn sends_back_context(&self, entries: &[Entry]) -> Result<bool> {
+        let context = self.context()?;
+        if context.is_empty() || context.len() > entries.len() {
+            return Ok(false);
+        }
+        let sent: HashSet<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+        let renamed = context.iter().any(|e| !sent.contains(e.id.as_str()));
+        Ok(renamed && same_run(&entries[..context.len()], &context) == Some(0))
     }
 
     pub fn record_compaction(&mut self, event: CompactionEvent) -> Result<()> {
