@@ -454,14 +454,23 @@ impl ConversationStore {
     }
 
     /// Whether `entries` begin with the record's context, read the same (the matcher undo uses
-    /// for the caller's context), while naming some of its entries by other ids.
+    /// for the caller's context), while naming some of its entries by other ids. A renamed entry
+    /// carries an id the record has never seen: a window that slid past the context's first
+    /// entries names known entries at other places, and is appended, not taken for a send-back.
     fn sends_back_context(&self, entries: &[Entry]) -> Result<bool> {
         let context = self.context()?;
         if context.is_empty() || context.len() > entries.len() {
             return Ok(false);
         }
-        let sent: HashSet<&str> = entries.iter().map(|e| e.id.as_str()).collect();
-        let renamed = context.iter().any(|e| !sent.contains(e.id.as_str()));
+        let mut renamed = false;
+        for (sent, kept) in entries.iter().zip(context.iter()) {
+            if sent.id != kept.id {
+                if self.log.known_entries.contains(&sent.id) {
+                    return Ok(false);
+                }
+                renamed = true;
+            }
+        }
         Ok(renamed && same_run(&entries[..context.len()], &context) == Some(0))
     }
 
