@@ -85,9 +85,24 @@ enum Command {
     Ui(commands::ui::Args),
 }
 
+/// `CAIRN_LOG` as an `EnvFilter`. A bare level more verbose than `warn` applies to Cairn's own
+/// crates: at `trace` for all, the compiler Cairn embeds logs every instruction of every plugin
+/// it compiles, and a cold start takes minutes. Directives name any crate (`cranelift=trace`).
+fn log_filter(setting: Option<&str>) -> tracing_subscriber::EnvFilter {
+    let setting = setting.map(str::trim).filter(|s| !s.is_empty()).unwrap_or("warn");
+    let directives = match setting.parse::<tracing_subscriber::filter::LevelFilter>() {
+        Ok(level) if level > tracing_subscriber::filter::LevelFilter::WARN => format!("warn,cairn={level}"),
+        _ => setting.to_string(),
+    };
+    tracing_subscriber::EnvFilter::try_new(&directives).unwrap_or_else(|error| {
+        eprintln!("cairn: CAIRN_LOG={setting:?} is not a log filter ({error}); logging warnings only");
+        tracing_subscriber::EnvFilter::new("warn")
+    })
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("CAIRN_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(log_filter(std::env::var("CAIRN_LOG").ok().as_deref()))
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
@@ -165,5 +180,25 @@ fn report_peak_rss() {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     if let Some(kib) = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()) {
         eprintln!("cairn: peak-rss-kib {kib}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_filter;
+
+    /// The filter's directives, in any order.
+    fn directives(setting: Option<&str>) -> std::collections::BTreeSet<String> {
+        log_filter(setting).to_string().split(',').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_bare_level_applies_to_cairn_and_directives_reach_any_crate() {
+        let set = |list: &[&str]| list.iter().map(|d| d.to_string()).collect::<std::collections::BTreeSet<_>>();
+        assert_eq!(directives(Some("trace")), set(&["warn", "cairn=trace"]));
+        assert_eq!(directives(Some(" debug ")), set(&["warn", "cairn=debug"]));
+        assert_eq!(directives(Some("error")), set(&["error"]));
+        assert_eq!(directives(None), set(&["warn"]));
+        assert_eq!(directives(Some("info,cranelift_codegen=trace")), set(&["info", "cranelift_codegen=trace"]));
     }
 }

@@ -362,6 +362,11 @@ fn bad_input_gets_a_clear_error_naming_the_file_and_line() {
 
     let err = fails(&["artifact", "artifact://a-0123456789abcdef/../../etc/passwd", "--home", s(&home)]);
     assert!(err.contains("invalid artifact URI"), "{err}");
+    // Every compaction above failed, so nothing made the home: a read names that, then on an
+    // existing home names the missing artifact.
+    let err = fails(&["artifact", "artifact://a-0123456789abcdef/1", "--home", s(&home)]);
+    assert!(err.contains("no Cairn home at"), "{err}");
+    std::fs::create_dir_all(&home).unwrap();
     let err = fails(&["artifact", "artifact://a-0123456789abcdef/1", "--home", s(&home)]);
     assert!(err.contains("not found"), "{err}");
 }

@@ -26,14 +26,6 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The compiled-code cache the other tests warm (a temporary HOME would compile every plugin again).
-fn shared_cache() -> PathBuf {
-    std::env::var_os("CAIRN_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("cairn")))
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/cairn"))
-}
-
 fn line(uuid: &str, parent: Option<&str>, kind: &str, content: Value) -> String {
     json!({"parentUuid": parent, "isSidechain": false, "sessionId": "s1", "type": kind, "message": {"role": kind, "content": content}, "uuid": uuid}).to_string()
 }
@@ -156,7 +148,7 @@ fn doctor_names_each_broken_piece_of_a_setup() {
     let mcp = json!({"mcpServers": {"cairn": {"type": "stdio", "command": EXE, "args": ["serve", "--expose", "agent", "--home", other]}}});
     std::fs::write(project.join(".mcp.json"), mcp.to_string()).unwrap();
 
-    let env: &[(&str, &Path)] = &[("HOME", &user), ("CAIRN_CACHE_DIR", &shared_cache())];
+    let env: &[(&str, &Path)] = &[("HOME", &user), ("CAIRN_CACHE_DIR", &crate::support::shared_cache())];
     let project_arg = project.to_str().unwrap();
     let out = run(&["doctor", "--project", project_arg, "--home", home_file.to_str().unwrap(), "--json"], "", env);
     assert!(!out.status.success(), "a failed check fails doctor");

@@ -225,6 +225,10 @@ fn payload(event: &str, transcript: &Path, cwd: &Path, extra: Value) -> String {
 }
 
 fn archives(user: &Path, home: &Path) -> usize {
+    // A pre-compress that archives nothing leaves no home behind (reads do not create one).
+    if !home.exists() {
+        return 0;
+    }
     let out = cairn(user, &["history", "--home", home.to_str().unwrap(), "--conversation", "spotter", "--json", "summary"], "");
     let text = serde_json::from_slice::<Value>(&out.stdout).unwrap()["text"].as_str().unwrap().to_string();
     if text.starts_with("Nothing") {

@@ -158,3 +158,46 @@ fn a_transcripts_escape_sequence_is_printed_escaped() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(!stdout.contains('\u{1b}'), "cairn history passed an ESC to the terminal:\n{stdout}");
 }
+
+/// The page's writes that fail (an unknown conversation, entry or archive, a bad value) answer
+/// an error and leave the home byte for byte as it was: no folder, no lock, no event.
+#[test]
+fn the_pages_failing_writes_leave_the_home_as_it_was() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    compacted_home(dir.path(), None);
+    let home = dir.path().join("home");
+    let before = tree(&home);
+    let mut ui =
+        Command::new(env!("CARGO_BIN_EXE_cairn")).args(["ui", "--home", s(&home), "--json"]).env("CAIRN_LOG", "error").stdout(std::process::Stdio::piped()).spawn().expect("starting cairn ui");
+    let mut line = String::new();
+    BufReader::new(ui.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    struct Stop(std::process::Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _stop = Stop(ui);
+    let url = serde_json::from_str::<Value>(&line).unwrap()["url"].as_str().unwrap().to_string();
+    let addr = url.trim_start_matches("http://").split('/').next().unwrap().to_string();
+    let token = url.split_once("token=").unwrap().1.to_string();
+    for query in [
+        "/api/pin?conversation=unknown&id=u1&pinned=true",
+        "/api/pin?conversation=c&id=no-such-entry&pinned=true",
+        "/api/pin?conversation=c&id=u1&pinned=false",
+        "/api/pin?conversation=c&id=u1&pinned=maybe",
+        "/api/pin?conversation=../escape&id=u1&pinned=true",
+        "/api/undo?conversation=unknown",
+        "/api/undo?conversation=c&archive=a-0000000000000000",
+    ] {
+        let mut socket = std::net::TcpStream::connect(&addr).unwrap();
+        write!(socket, "POST {query}&token={token} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        socket.read_to_string(&mut answer).unwrap();
+        let status = answer.split(' ').nth(1).unwrap_or_default();
+        assert!(status.starts_with('4'), "POST {query} answered {}", answer.lines().next().unwrap_or_default());
+        assert!(tree(&home) == before, "POST {query} changed the home");
+    }
+}

@@ -13,6 +13,14 @@ pub fn shared(dir: &str) -> PathBuf {
     path
 }
 
+/// The compiled-code cache the other tests warm (a temporary HOME would compile every plugin again).
+pub fn shared_cache() -> PathBuf {
+    std::env::var_os("CAIRN_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("cairn")))
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/cairn"))
+}
+
 /// `<dir>/plugins` holding the misbehave fixture as a plugin file.
 pub fn misbehave_plugin_dir(dir: &Path) -> PathBuf {
     let plugins = dir.join("plugins");
