@@ -338,27 +338,32 @@ fn the_mcp_tools_dry_run_pin_show_and_undo() {
     assert!(prefix.contains(&format!("[pinned user] {}", first_user.model_text().trim())), "{prefix}");
 }
 
-/// The probe of issue 35: a context written out in OpenAI chat (entries named by content),
+/// The probe of issue 35: a context written out in each writable format (OpenAI chat names entries by content),
 /// compacted again in the same conversation, then undone without the caller's context: the
 /// record's context is the one the harness sent back, not the first outcome with it appended.
 #[test]
-fn undo_without_the_transcript_after_an_openai_round_trip_restores_what_was_sent_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let [session, c1, u] = ["s.jsonl", "c1.json", "u.json"].map(|f| dir.path().join(f));
-    std::fs::write(&session, formats::write_cairn(&cairn::transcript::sample::coding_session(60))).unwrap();
-    let k = "round-trip";
-    let first = ok_json(&["compact", s(&session), "--home", s(&home), "--conversation", k, "--out", s(&c1), "--out-format", "openai", "--json"]);
-    assert!(first["archive_id"].is_string(), "the first compaction commits: {first:#}");
-    let second = ok_json(&["compact", s(&c1), "--home", s(&home), "--conversation", k, "--json"]);
-    assert!(second["archive_id"].is_string(), "the second compaction commits: {second:#}");
-    ok(&["undo", "--conversation", k, "--home", s(&home), "--out", s(&u), "--out-format", "openai"]);
+fn undo_without_the_transcript_after_a_round_trip_restores_what_was_sent_back() {
+    // Every format `--out-format` writes: some keep the record's ids (cairn, pi), some name
+    // entries by content (openai, anthropic), and the record must fold either.
+    for (format, file) in [("openai", "c1.json"), ("anthropic", "c1.json"), ("cairn", "c1.jsonl"), ("pi", "c1.jsonl")] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let session = dir.path().join("s.jsonl");
+        let (c1, u) = (dir.path().join(file), dir.path().join(format!("u-{file}")));
+        std::fs::write(&session, formats::write_cairn(&cairn::transcript::sample::coding_session(60))).unwrap();
+        let k = "round-trip";
+        let first = ok_json(&["compact", s(&session), "--home", s(&home), "--conversation", k, "--out", s(&c1), "--out-format", format, "--json"]);
+        assert!(first["archive_id"].is_string(), "{format}: the first compaction commits: {first:#}");
+        let second = ok_json(&["compact", s(&c1), "--home", s(&home), "--conversation", k, "--json"]);
+        assert!(second["archive_id"].is_string(), "{format}: the second compaction commits: {second:#}");
+        ok(&["undo", "--conversation", k, "--home", s(&home), "--out", s(&u), "--out-format", format]);
 
-    let read = |p: &Path| parse_file(p).entries.iter().map(|e| (e.role, e.model_text())).collect::<Vec<_>>();
-    let tokens = |messages: &[(cairn::transcript::Role, String)]| messages.iter().map(|(_, text)| Tokenizer::default().count(text) as usize).sum::<usize>();
-    let (sent, restored) = (read(&c1), read(&u));
-    eprintln!("c1.json: {} messages, {} tokens; u.json: {} messages, {} tokens", sent.len(), tokens(&sent), restored.len(), tokens(&restored));
-    assert_eq!(restored.len(), sent.len(), "undo restored a different number of messages than c1.json holds");
-    assert_eq!(tokens(&restored), tokens(&sent));
-    assert!(restored == sent, "undo restored other messages than c1.json holds");
+        let read = |p: &Path| parse_file(p).entries.iter().map(|e| (e.role, e.model_text())).collect::<Vec<_>>();
+        let tokens = |messages: &[(cairn::transcript::Role, String)]| messages.iter().map(|(_, text)| Tokenizer::default().count(text) as usize).sum::<usize>();
+        let (sent, restored) = (read(&c1), read(&u));
+        eprintln!("{format}: {file}: {} messages, {} tokens; undone: {} messages, {} tokens", sent.len(), tokens(&sent), restored.len(), tokens(&restored));
+        assert_eq!(restored.len(), sent.len(), "{format}: undo restored a different number of messages than {file} holds");
+        assert_eq!(tokens(&restored), tokens(&sent), "{format}");
+        assert!(restored == sent, "{format}: undo restored other messages than {file} holds");
+    }
 }
