@@ -23,6 +23,7 @@ pub mod model;
 pub mod pins;
 mod plugin;
 pub mod policy;
+mod preparing;
 pub mod pricing;
 pub mod recall;
 pub mod record;
@@ -40,6 +41,7 @@ pub use host::{Cairn, RunOptions};
 pub use lifecycle::Lifecycle;
 pub use plugin::{inspect, Manifest, Plugin};
 pub use policy::{CheckedPolicy, Policy};
+pub use preparing::Preparing;
 pub use record::CompactionReport;
 pub use wit_edge::CONTRACT_VERSIONS;
 

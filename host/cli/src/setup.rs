@@ -100,6 +100,34 @@ pub fn host(plugin_dirs: &[PathBuf]) -> Result<Cairn> {
     Ok(cairn)
 }
 
+/// Compiles the bundled plugins into the code cache and says so on one line (stdout), or
+/// warns (stderr) when it could not: every `cairn <agent> install` ends with it, so the agent's
+/// first `cairn serve` and hooks load the plugins in milliseconds instead of compiling them
+/// (seconds, while an agent such as Codex does not wait). Never fails the install.
+pub fn warm_cache() {
+    match compile_bundled_into_cache() {
+        Ok(done) => println!("{done}"),
+        Err(problem) => eprintln!("warning: {problem}; Cairn compiles them when it starts instead"),
+    }
+}
+
+fn compile_bundled_into_cache() -> Result<String, String> {
+    let started = std::time::Instant::now();
+    let dir = cairn::cache_dir().ok_or("the compiled-code cache is off (CAIRN_CACHE_DIR is empty): the bundled plugins were not compiled ahead")?;
+    let cairn = host(&[]).map_err(|error| format!("compiling the bundled plugins into the cache at {} failed: {error:#}", dir.display()))?;
+    let bundled = cairn_bundle::BUNDLED.len();
+    let uncached = cairn_bundle::BUNDLED.iter().filter(|plugin| !cairn.is_compiled_in_cache(plugin.component)).count();
+    if uncached > 0 {
+        return Err(format!("{uncached} of the {bundled} bundled plugins could not be written to the cache at {} (the log says why)", dir.display()));
+    }
+    let compiled = cairn.plugins().filter(|plugin| !plugin.from_cache).count();
+    Ok(if compiled == 0 {
+        format!("The {bundled} bundled plugins are already compiled in the cache at {}", dir.display())
+    } else {
+        format!("Compiled {compiled} bundled plugins into the cache at {} ({:.1} s)", dir.display(), started.elapsed().as_secs_f64())
+    })
+}
+
 /// A host and a policy checked against its plugins (the embedded default without a path).
 pub fn host_and_policy(plugin_dirs: &[PathBuf], policy_path: Option<&Path>) -> Result<(Cairn, CheckedPolicy)> {
     let cairn = host(plugin_dirs)?;

@@ -58,7 +58,7 @@ impl CodeCache {
     /// else compiled (and stored; a cache that cannot be written only costs the next start its
     /// compile).
     pub fn component(&self, engine: &wasmtime::Engine, bytes: &[u8], sha256: &str) -> wasmtime::Result<(Component, Compiled)> {
-        let name = format!("{sha256}-{:016x}.cwasm", self.engine_key);
+        let name = self.entry_name(sha256);
         if let Some(component) = self.load(engine, &name) {
             return Ok((component, Compiled::FromCache));
         }
@@ -70,12 +70,29 @@ impl CodeCache {
         Ok((component, Compiled::Fresh))
     }
 
-    fn load(&self, engine: &wasmtime::Engine, name: &str) -> Option<Component> {
+    /// Whether the cache holds a valid entry for the component whose bytes hash to `sha256`
+    /// (hex), compiled by an engine like this one: loading it takes milliseconds, not a compile.
+    pub fn holds(&self, sha256: &str) -> bool {
+        self.verified_entry(&self.entry_name(sha256)).is_some()
+    }
+
+    fn entry_name(&self, sha256: &str) -> String {
+        format!("{sha256}-{:016x}.cwasm", self.engine_key)
+    }
+
+    /// The entry `name` (checksum, then code) if it is there and its checksum holds; a corrupt
+    /// one is said in the log.
+    fn verified_entry(&self, name: &str) -> Option<Vec<u8>> {
         let entry = std::fs::read(self.dir.join(name)).ok()?;
         if entry.len() < CHECKSUM_BYTES || Sha256::digest(&entry[CHECKSUM_BYTES..]).as_slice() != &entry[..CHECKSUM_BYTES] {
             tracing::warn!(entry = %self.dir.join(name).display(), "corrupt compiled-code cache entry; recompiling");
             return None;
         }
+        Some(entry)
+    }
+
+    fn load(&self, engine: &wasmtime::Engine, name: &str) -> Option<Component> {
+        let entry = self.verified_entry(name)?;
         // SAFETY: the bytes are what `Component::serialize` wrote for an engine with the same
         // compatibility hash (it is in the name), verified against their checksum; wasmtime
         // checks the header and version again.
@@ -206,6 +223,21 @@ mod tests {
         assert_eq!(load(&cache, a), Compiled::FromCache, "recently used: kept");
         assert_eq!(load(&cache, c), Compiled::FromCache, "just written: kept");
         assert_eq!(load(&cache, b), Compiled::Fresh, "least recently used: dropped");
+    }
+
+    #[test]
+    fn the_cache_holds_a_component_once_it_is_compiled_and_not_when_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let cache = CodeCache::new(dir.path().to_path_buf(), &engine);
+        let sha = Sha256::digest(component_bytes()).iter().map(|b| format!("{b:02x}")).collect::<String>();
+        assert!(!cache.holds(&sha), "an empty cache holds nothing");
+        load(&cache, &engine);
+        assert!(cache.holds(&sha));
+        let entry = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+        let good = std::fs::read(&entry).unwrap();
+        std::fs::write(&entry, &good[..good.len() / 2]).unwrap();
+        assert!(!cache.holds(&sha), "a truncated entry would be compiled again");
     }
 
     #[test]

@@ -89,6 +89,12 @@ impl Engine {
         }
     }
 
+    /// Whether the code cache holds this engine's compiled code for the component whose bytes
+    /// hash to `sha256` (hex); never without a cache.
+    pub fn holds_compiled(&self, sha256: &str) -> bool {
+        self.inner.cache.as_ref().is_some_and(|cache| cache.holds(sha256))
+    }
+
     /// A fresh store for one call: the state's memory cap enforced, the deadline armed.
     pub fn store(&self, state: CallState, timeout: Duration) -> wasmtime::Store<CallState> {
         let mut store = wasmtime::Store::new(&self.inner.engine, state);

@@ -15,7 +15,9 @@
 //!   Claude Code checks do not warn that Cairn is missing there;
 //! - `home`: the home (`--home`, else `$CAIRN_HOME`, else the default) is, or can be made, a
 //!   writable directory;
-//! - `cache`: where compiled plugin code is cached, whether it is writable, its size;
+//! - `cache`: where compiled plugin code is cached, whether it is writable, its size, and
+//!   whether it is warm (every bundled plugin compiled for this binary: else the first start
+//!   compiles for seconds, and an agent that does not wait starts without Cairn's tools);
 //! - `hook-failures`: the last hooks that failed, from every home above (`hook_failures`).
 //!
 //! Doctor changes nothing of the setup (loading a hook's policy may fill the compiled-code
@@ -82,6 +84,8 @@ pub fn run(args: Args) -> Result<()> {
     let mut checks = Checks::default();
     let user = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
     let project = args.project.as_deref().map(std::path::absolute).transpose()?;
+    // Looked up first: checking a hook's policy below compiles what it loads.
+    let cold = cold_bundled_plugins();
     on_path(&mut checks);
     // The other agents are looked at first (whether Cairn is set up anywhere decides what the
     // Claude Code checks say) and listed after them.
@@ -93,7 +97,7 @@ pub fn run(args: Args) -> Result<()> {
     hooks.extend(other_hooks);
     let home = setup::home_path(args.home);
     check_home(&mut checks, &home);
-    cache(&mut checks);
+    cache(&mut checks, cold);
     let mut homes = vec![home];
     for hook in &hooks {
         if !homes.iter().any(|h| same_path(h, &hook.home)) {
@@ -412,7 +416,8 @@ fn read_toml(checks: &mut Checks, file: &Path) -> Option<Value> {
     }
 }
 
-fn cache(checks: &mut Checks) {
+/// `cold`: how many bundled plugins the cache held no compiled code of when doctor started.
+fn cache(checks: &mut Checks, cold: Result<usize>) {
     let Some(dir) = cairn::cache_dir() else {
         checks.add("cache", Status::Warn, "the compiled-code cache is off (CAIRN_CACHE_DIR is empty): every start compiles its plugins again");
         return;
@@ -422,9 +427,29 @@ fn cache(checks: &mut Checks) {
         format!(", {:.1} MB in {entries} files", bytes as f64 / 1e6)
     });
     match writable_dir(&dir) {
-        Ok(state) => checks.add("cache", Status::Ok, format!("{}: {state}{}", dir.display(), size.unwrap_or_default())),
+        Ok(state) => match cold {
+            Ok(0) => checks.add("cache", Status::Ok, format!("{}: {state}{}, the bundled plugins compiled", dir.display(), size.unwrap_or_default())),
+            Ok(cold) => checks.add(
+                "cache",
+                Status::Warn,
+                format!(
+                    "{}: {state}{}; cold: {cold} of the {} bundled plugins are not compiled for this cairn, so its next start compiles them for seconds (an agent that does not wait for its MCP server starts without Cairn's tools); compile them now: `cairn plugins list`",
+                    dir.display(),
+                    size.unwrap_or_default(),
+                    cairn_bundle::BUNDLED.len()
+                ),
+            ),
+            Err(error) => checks.add("cache", Status::Warn, format!("{}: {state}; whether the bundled plugins are compiled there cannot be told: {error:#}", dir.display())),
+        },
         Err(problem) => checks.add("cache", Status::Warn, format!("compiled code cannot be cached: {problem}; every start compiles its plugins again (CAIRN_CACHE_DIR moves the cache)")),
     }
+}
+
+/// How many bundled plugins the cache holds no compiled code of for this binary's engine
+/// (looked up, never compiled).
+fn cold_bundled_plugins() -> Result<usize> {
+    let cairn = cairn::Cairn::new()?;
+    Ok(cairn_bundle::BUNDLED.iter().filter(|plugin| !cairn.is_compiled_in_cache(plugin.component)).count())
 }
 
 fn failures(checks: &mut Checks, homes: &[PathBuf]) {

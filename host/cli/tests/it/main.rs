@@ -8,6 +8,7 @@ mod bench_fleet;
 mod claude_code;
 mod cli;
 mod codex;
+mod cold_cache;
 mod doctor;
 mod embedding;
 mod eval;

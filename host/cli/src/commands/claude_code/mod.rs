@@ -42,7 +42,11 @@ pub struct HookArgs {
 
 pub fn run(command: Command) -> Result<()> {
     match command {
-        Command::Install(args) => settings::install(args),
+        Command::Install(args) => {
+            settings::install(args)?;
+            crate::setup::warm_cache();
+            Ok(())
+        }
         Command::Uninstall(args) => settings::uninstall(args),
         Command::PreCompact(args) => hooks::pre_compact(args, std::io::stdin().lock()),
         Command::SessionStart(args) => hooks::session_start(args, std::io::stdin().lock()),

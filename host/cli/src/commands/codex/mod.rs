@@ -34,7 +34,11 @@ pub enum Command {
 
 pub fn run(command: Command) -> Result<()> {
     match command {
-        Command::Install(args) => config::install(args),
+        Command::Install(args) => {
+            config::install(args)?;
+            crate::setup::warm_cache();
+            Ok(())
+        }
         Command::Uninstall(args) => config::uninstall(args),
         Command::PreCompact(args) => hooks::pre_compact(args, std::io::stdin().lock()),
         Command::SessionStart(args) => hooks::session_start(args, std::io::stdin().lock()),

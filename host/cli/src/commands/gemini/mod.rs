@@ -29,7 +29,11 @@ pub enum Command {
 
 pub fn run(command: Command) -> Result<()> {
     match command {
-        Command::Install(args) => settings::install(args),
+        Command::Install(args) => {
+            settings::install(args)?;
+            crate::setup::warm_cache();
+            Ok(())
+        }
         Command::Uninstall(args) => settings::uninstall(args),
         Command::PreCompress(args) => hooks::pre_compress(args, std::io::stdin().lock()),
         Command::BeforeAgent(args) => hooks::before_agent(args, std::io::stdin().lock()),

@@ -59,7 +59,11 @@ impl Args {
 
 pub fn run(command: Command) -> Result<()> {
     match command {
-        Command::Install(args) => install(args),
+        Command::Install(args) => {
+            install(args)?;
+            crate::setup::warm_cache();
+            Ok(())
+        }
         Command::Uninstall(args) => uninstall(args),
     }
 }

@@ -106,8 +106,8 @@ pub async fn serve_http(serve: Arc<Serve>, expose: Expose, addr: &str, max_reque
 }
 
 async fn healthz(State(state): State<Arc<Http>>) -> Response {
-    let generation = state.serve.current();
-    match tokio::task::spawn_blocking(move || generation.lifecycle.home().conversations()).await {
+    let home = state.serve.home.clone();
+    match tokio::task::spawn_blocking(move || home.conversations()).await {
         Ok(Ok(_)) => (StatusCode::OK, "ok").into_response(),
         Ok(Err(error)) => {
             tracing::warn!("health check: the storage home cannot be listed: {error:#}");
@@ -127,8 +127,8 @@ async fn authenticate(State(state): State<Arc<Http>>, mut request: Request, next
         drain(request.into_body(), state.max_request_bytes as u64).await;
         return unauthorized(None, "a bearer token is required (Authorization: Bearer <token>)");
     };
-    let generation = state.serve.current();
-    match tokio::task::spawn_blocking(move || generation.lifecycle.home().tokens().verify(&secret)).await {
+    let home = state.serve.home.clone();
+    match tokio::task::spawn_blocking(move || home.tokens().verify(&secret)).await {
         Ok(Ok(Some(credential))) => {
             request.extensions_mut().insert(Caller(credential));
             next.run(request).await

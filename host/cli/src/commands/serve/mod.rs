@@ -2,7 +2,10 @@
 //! home's default tenant) or Streamable HTTP (`--http`: many clients, each bearer token scoped
 //! to one tenant), so any harness drives Cairn with the MCP client its ecosystem already has.
 //! Plugins are compiled once (from the code cache), the circuit breaker and lifecycle state
-//! persist across calls, and the policy can be swapped while it runs:
+//! persist across calls, and the policy can be swapped while it runs. The server answers at
+//! once: the plugins load in the background from start-up (seconds from a cold cache, and an
+//! agent such as Codex does not wait for a slow server), the calls that run them wait for
+//! them, and those that only read storage (`session_history`, `artifact_get`) never do:
 //! - `tools.rs`: the tools (harness and agent), their typed arguments and results, shared by
 //!   both transports;
 //! - `stdio.rs`: the stdio transport (one line a request, the request limit);
@@ -27,7 +30,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use anyhow::{Context, Result};
 use cairn::record::Notice;
 use cairn::storage::{ConversationKey, Home, Tenant};
-use cairn::Lifecycle;
+use cairn::{Lifecycle, Preparing};
 
 use crate::setup;
 
@@ -116,13 +119,19 @@ type ConversationLocks = HashMap<(Tenant, ConversationKey), Arc<tokio::sync::Mut
 
 /// What every call shares.
 pub struct Serve {
-    home: PathBuf,
+    home_path: PathBuf,
+    /// The home, opened at start: what only reads or writes storage never waits for the plugins.
+    home: Home,
     policy_path: Option<PathBuf>,
     plugin_dirs: Vec<PathBuf>,
     workspace: Option<PathBuf>,
     /// The agent tools' conversation, fixed by the server.
     own: ConversationKey,
-    current: RwLock<Arc<Generation>>,
+    /// Generation 1, loading in the background from start-up; its error (naming the plugin or
+    /// the policy) is every engine call's answer if it fails, until a reload succeeds.
+    first: Preparing<Arc<Generation>>,
+    /// The generation a reload swapped in, in force instead of the first.
+    swapped: RwLock<Option<Arc<Generation>>>,
     /// One writer per conversation of each tenant in this process (the storage's lock covers
     /// other processes).
     conversations: Mutex<ConversationLocks>,
@@ -147,26 +156,73 @@ impl Serve {
                 setup::project_conversation(&project)
             }
         };
-        let (cairn, policy) = setup::host_and_policy(&args.plugin_dir, args.policy.as_deref())?;
-        let lifecycle = with_workspace(Lifecycle::new(cairn, Home::open(&home)?, policy), args.workspace.as_deref());
-        let owed = lifecycle.deliver_owed_notices()?;
-        tracing::info!(home = %cairn::storage::shown(&home), conversation = %own, owed, "serving");
+        let opened = Home::open(&home)?;
+        let first = {
+            let (home, plugin_dirs, policy_path, workspace) = (opened.clone(), args.plugin_dir.clone(), args.policy.clone(), args.workspace.clone());
+            Preparing::start("cairn-plugins", move || {
+                let started = std::time::Instant::now();
+                let loaded = setup::host_and_policy(&plugin_dirs, policy_path.as_deref()).and_then(|(cairn, policy)| {
+                    let lifecycle = with_workspace(Lifecycle::new(cairn, home, policy), workspace.as_deref());
+                    let owed = lifecycle.deliver_owed_notices()?;
+                    Ok((lifecycle, owed))
+                });
+                match loaded {
+                    Ok((lifecycle, owed)) => {
+                        tracing::info!(owed, seconds = started.elapsed().as_secs_f64(), "plugins and policy loaded");
+                        Ok(Arc::new(Generation { number: 1, lifecycle }))
+                    }
+                    Err(error) => {
+                        tracing::error!("loading the plugins and policy: {error:#}; every call that runs them answers with this error until a reload succeeds");
+                        Err(error)
+                    }
+                }
+            })
+            .context("starting the thread that loads the plugins")?
+        };
+        tracing::info!(home = %cairn::storage::shown(&home), conversation = %own, "serving");
         Ok(Serve {
-            home,
+            home_path: home,
+            home: opened,
             policy_path: args.policy.clone(),
             plugin_dirs: args.plugin_dir.clone(),
             workspace: args.workspace.clone(),
             own,
-            current: RwLock::new(Arc::new(Generation { number: 1, lifecycle })),
+            first,
+            swapped: RwLock::new(None),
             conversations: Mutex::new(HashMap::new()),
             notices: Mutex::new(Vec::new()),
             reloading: Mutex::new(()),
         })
     }
 
-    /// The generation a call starts on (and finishes on, whatever is swapped meanwhile).
-    pub fn current(&self) -> Arc<Generation> {
-        self.current.read().expect("generation lock").clone()
+    /// The generation a call starts on (and finishes on, whatever is swapped meanwhile), once
+    /// one is loaded; the first load's error if it failed and nothing replaced it.
+    pub async fn generation(&self) -> Result<Arc<Generation>, String> {
+        if let Some(swapped) = self.swapped() {
+            return Ok(swapped);
+        }
+        let first = self.first.wait().await.map_err(|error| format!("loading the plugins and policy: {error}"))?;
+        // A reload may have swapped another in while this waited.
+        Ok(self.swapped().unwrap_or(first))
+    }
+
+    /// The generation in force now, without waiting: none while the first is loading or if
+    /// its load failed.
+    pub fn loaded(&self) -> Option<Arc<Generation>> {
+        self.swapped().or_else(|| self.first.ready().and_then(Result::ok))
+    }
+
+    fn swapped(&self) -> Option<Arc<Generation>> {
+        self.swapped.read().expect("generation lock").clone()
+    }
+
+    /// The home as `tenant` sees it (the same storage, every key resolved inside the tenant).
+    pub fn home_for(&self, tenant: &Tenant) -> Home {
+        if self.home.tenant() == tenant {
+            self.home.clone()
+        } else {
+            self.home.for_tenant(tenant)
+        }
     }
 
     fn conversation_lock(&self, tenant: &Tenant, key: &ConversationKey) -> Arc<tokio::sync::Mutex<()>> {
@@ -197,18 +253,20 @@ impl Serve {
     /// the result in. A refused policy changes nothing; either way a notice says what happened.
     pub fn reload(&self, plugins: bool) -> Result<Arc<Generation>> {
         let _one_at_a_time = self.reloading.lock().expect("reload lock");
-        let current = self.current();
-        let loaded = if plugins {
-            setup::host_and_policy(&self.plugin_dirs, self.policy_path.as_deref())
-                .and_then(|(cairn, policy)| Ok(with_workspace(Lifecycle::new(cairn, Home::open(&self.home)?, policy), self.workspace.as_deref())))
-        } else {
-            self.read_policy().and_then(|(text, source)| Ok(current.lifecycle.with_policy(current.lifecycle.cairn().load_policy(&text, &source)?)))
+        let current = self.loaded();
+        let loaded = match &current {
+            // The policy alone, on the plugins already loaded.
+            Some(current) if !plugins => self.read_policy().and_then(|(text, source)| Ok(current.lifecycle.with_policy(current.lifecycle.cairn().load_policy(&text, &source)?))),
+            // With no generation loaded yet (or its load failed), the plugins are loaded too.
+            _ => setup::host_and_policy(&self.plugin_dirs, self.policy_path.as_deref())
+                .and_then(|(cairn, policy)| Ok(with_workspace(Lifecycle::new(cairn, Home::open(&self.home_path)?, policy), self.workspace.as_deref()))),
         };
-        let number = current.number + 1;
+        // Generation 1 is the first load's, finished or not.
+        let number = current.as_ref().map_or(1, |c| c.number) + 1;
         match loaded {
             Ok(lifecycle) => {
                 let generation = Arc::new(Generation { number, lifecycle });
-                *self.current.write().expect("generation lock") = generation.clone();
+                *self.swapped.write().expect("generation lock") = Some(generation.clone());
                 let source = &generation.lifecycle.policy().source;
                 tracing::info!(generation = number, %source, "policy swapped");
                 self.notify(format!("policy-{number}"), format!("The policy {source} is now in force (generation {number})."));
@@ -216,7 +274,11 @@ impl Serve {
             }
             Err(error) => {
                 tracing::warn!("policy refused: {error:#}");
-                self.notify(format!("policy-refused-{number}-{}", cairn::record::now_millis()), format!("The new policy was refused; generation {} keeps running: {error:#}", current.number));
+                let running = match &current {
+                    Some(current) => format!("generation {} keeps running", current.number),
+                    None => "no policy is in force yet".to_string(),
+                };
+                self.notify(format!("policy-refused-{number}-{}", cairn::record::now_millis()), format!("The new policy was refused; {running}: {error:#}"));
                 Err(error)
             }
         }

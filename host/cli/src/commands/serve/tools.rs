@@ -86,7 +86,7 @@ impl Server {
     /// layer found for the request's token (and the one this session was opened with).
     fn tenant(&self, extensions: &Extensions) -> Result<Tenant, String> {
         match self.tenancy {
-            Tenancy::Home => Ok(self.serve.current().lifecycle.home().tenant().clone()),
+            Tenancy::Home => Ok(self.serve.home.tenant().clone()),
             Tenancy::PerRequest => {
                 let tenant = caller(extensions).map(|caller| caller.tenant.clone()).ok_or("refused: the request carries no tenant (no verified bearer token)")?;
                 let bound = self.bound.get_or_init(|| tenant.clone());
@@ -779,12 +779,11 @@ impl Server {
 
     #[tool(description = "The stored original behind an artifact:// URI, byte for byte")]
     async fn artifact_get(&self, extensions: Extensions, Parameters(args): Parameters<ArtifactArgs>) -> Result<Json<Artifact>, String> {
-        let tenant = self.tenant(&extensions)?;
-        let generation = self.serve.current();
+        // Only the caller's tenant is searched: another tenant's archive is "not found".
+        let home = self.serve.home_for(&self.tenant(&extensions)?);
         blocking(move || {
             let uri: ArtifactUri = args.uri.parse()?;
-            // Only the caller's tenant is searched: another tenant's archive is "not found".
-            let bytes = scoped(&generation.lifecycle, &tenant).home().find_artifact(&uri)?;
+            let bytes = home.find_artifact(&uri)?;
             let content = String::from_utf8(bytes).context("the artifact is not UTF-8 text; read it with `cairn artifact`")?;
             Ok(Artifact { uri: args.uri, bytes: content.len(), content })
         })
@@ -793,7 +792,7 @@ impl Server {
 
     #[tool(description = "The plugins this server runs and the policy in force")]
     async fn plugins_list(&self) -> Result<Json<PluginsOut>, String> {
-        let generation = self.serve.current();
+        let generation = self.serve.generation().await?;
         let cairn = generation.lifecycle.cairn();
         let plugins = cairn
             .plugins()
@@ -816,7 +815,10 @@ impl Server {
         blocking(move || {
             Ok(match serve.reload(true) {
                 Ok(generation) => Reloaded { swapped: true, policy: policy_out(&generation), error: None },
-                Err(error) => Reloaded { swapped: false, policy: policy_out(&serve.current()), error: Some(format!("{error:#}")) },
+                Err(error) => match serve.loaded() {
+                    Some(running) => Reloaded { swapped: false, policy: policy_out(&running), error: Some(format!("{error:#}")) },
+                    None => return Err(error),
+                },
             })
         })
         .await
@@ -879,8 +881,8 @@ fn session_history() -> ToolRoute<Server> {
                 Ok(tenant) => tenant,
                 Err(refused) => return Ok(CallToolResult::error(vec![rmcp::model::ContentBlock::text(refused)]).into()),
             };
-            let generation = serve.current();
-            let answer = tokio::task::spawn_blocking(move || cairn::recall::execute_json(scoped(&generation.lifecycle, &tenant).home(), &serve.own, &arguments))
+            // Storage only: never waits for the plugins.
+            let answer = tokio::task::spawn_blocking(move || cairn::recall::execute_json(&serve.home_for(&tenant), &serve.own, &arguments))
                 .await
                 .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }));
             let result = if answer.get("error").is_some() { CallToolResult::structured_error(answer) } else { CallToolResult::structured(answer) };
@@ -914,7 +916,7 @@ impl Server {
     async fn locked<T: Send + 'static>(&self, tenant: Tenant, conversation: ConversationKey, work: impl FnOnce(&Lifecycle) -> Result<T> + Send + 'static) -> Answer<T> {
         // The generation is taken before waiting: a call that started before a swap finishes
         // on the policy it started with.
-        let generation = self.serve.current();
+        let generation = self.serve.generation().await?;
         let lock = self.serve.conversation_lock(&tenant, &conversation);
         let _turn = lock.lock().await;
         blocking(move || work(&scoped(&generation.lifecycle, &tenant))).await

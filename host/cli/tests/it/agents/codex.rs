@@ -16,11 +16,11 @@
 //!   only there. So it is after a compaction in the middle of a turn (a tool call's answer
 //!   reported above the limit): Codex runs the queued SessionStart before that turn's next
 //!   request;
-//! - the model calls `session_history` (namespace `mcp__cairn`) and the result holds the key.
-//!   `-c mcp_servers.cairn.required=true` makes `codex exec` wait for the server before the
-//!   first turn: without it, a server still starting (Cairn compiles its plugins on a fresh
-//!   HOME, seconds in a debug build) is left out of that turn's tools; `startup_timeout_sec`
-//!   leaves that compilation time on a loaded machine;
+//! - the model calls `session_history` (namespace `mcp__cairn`) and the result holds the key;
+//! - `session_history` is in the very first request, from a cold compiled-code cache of the
+//!   test's own (install fills it; it is emptied again, as a `cairn` updated after the install
+//!   finds it): Codex does not wait for a slow MCP server, and `cairn serve` answers it at once
+//!   while its plugins compile;
 //! - Cairn reads the rollout Codex wrote: no line kind skipped, every call answered;
 //! - `cairn codex compact` replaces Codex's compaction between two runs: `codex exec resume`
 //!   goes on from the `compacted` line it appends (Cairn's summary and kept entries).
@@ -121,6 +121,8 @@ struct Session {
     codex_home: PathBuf,
     project: PathBuf,
     cairn_home: PathBuf,
+    /// The compiled-code cache of this test alone (`CAIRN_CACHE_DIR`), cold at first.
+    cache: PathBuf,
     logs: PathBuf,
     server: ModelServer,
     runs: std::cell::Cell<usize>,
@@ -132,7 +134,7 @@ impl Session {
         let codex = npm::bin(&npm::install(npm::CODEX, false), "codex");
         let dir = tempfile::tempdir().unwrap();
         let (home, project, cairn_home, logs) = (dir.path().join("home"), dir.path().join("spotter"), dir.path().join("cairn"), dir.path().join("logs"));
-        let codex_home = home.join(".codex");
+        let (codex_home, cache) = (home.join(".codex"), dir.path().join("cache"));
         for d in [&codex_home, &project, &logs] {
             std::fs::create_dir_all(d).unwrap();
         }
@@ -141,7 +143,7 @@ impl Session {
         let mid_turn_called = AtomicBool::new(false);
         let server = ModelServer::start(move |request| script(request, &mid_turn_called));
         std::fs::write(codex_home.join("config.toml"), user_config(&server.base_url)).unwrap();
-        Session { _dir: dir, codex, home, codex_home, project, cairn_home, logs, server, runs: std::cell::Cell::new(0) }
+        Session { _dir: dir, codex, home, codex_home, project, cairn_home, cache, logs, server, runs: std::cell::Cell::new(0) }
     }
 
     /// `codex exec ARGS` in the project, offline; its stderr (where Codex reports hook runs).
@@ -152,13 +154,14 @@ impl Session {
         let mut command = Command::new(&self.codex);
         command
             .arg("exec")
-            .args(["--skip-git-repo-check", "-c", "mcp_servers.cairn.required=true", "-c", "mcp_servers.cairn.startup_timeout_sec=120"])
+            .arg("--skip-git-repo-check")
             .args(args)
             .current_dir(&self.project)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.home)
             .env("CODEX_HOME", &self.codex_home)
+            .env("CAIRN_CACHE_DIR", &self.cache)
             .env("SCRIPTED_API_KEY", "offline-test")
             .env("CAIRN_LOG", "warn");
         let (status, stdout, stderr) = run(command, &self.logs.join(format!("codex-{n}")), RUN_TIMEOUT);
@@ -215,8 +218,8 @@ impl Session {
     }
 }
 
-fn cairn(args: &[&str], home: &Path, codex_home: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(args).env("HOME", home).env("CODEX_HOME", codex_home).env("CAIRN_LOG", "error").output().unwrap();
+fn cairn(args: &[&str], s: &Session) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(args).env("HOME", &s.home).env("CODEX_HOME", &s.codex_home).env("CAIRN_CACHE_DIR", &s.cache).env("CAIRN_LOG", "error").output().unwrap();
     assert!(out.status.success(), "cairn {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -229,14 +232,21 @@ fn cairn_brings_the_operators_rule_back_after_codexs_compaction_and_recalls_it_o
     let users = std::fs::read_to_string(&config_path).unwrap();
 
     // 1. Installed as a user installs it: into $CODEX_HOME/config.toml, after the user's text.
-    eprintln!("{}", cairn(&["codex", "install", "--home", s.cairn_home.to_str().unwrap()], &s.home, &s.codex_home));
+    let said = cairn(&["codex", "install", "--home", s.cairn_home.to_str().unwrap()], &s);
+    eprintln!("{said}");
     let installed = std::fs::read_to_string(&config_path).unwrap();
     assert!(installed.starts_with(&users) && installed.contains("[mcp_servers.cairn]"), "{installed}");
+    assert!(said.contains(&format!("bundled plugins into the cache at {}", s.cache.display())), "install compiles the plugins ahead: {said}");
+    // As a `cairn` updated after the install finds it: nothing compiled for it.
+    std::fs::remove_dir_all(&s.cache).unwrap();
 
     // 2. The operator's first request, with the rule; the model runs a shell command.
     s.exec(&[&format!("{RULE} Start by showing me notes.txt.")]);
     let first = s.requests_since(0);
     let Some(last) = first.last() else { s.fail("the first turn reached no model") };
+    if responses::namespace_tools(&first[0], "mcp__cairn") != ["session_history"] {
+        s.fail("the first request to the model lacks Cairn's session_history: the server did not answer Codex in time");
+    }
     if !responses::tool_outputs(last).iter().any(|(id, out)| id == "call_shell" && out.contains("the build runs with make")) {
         s.fail("the shell command's output did not come back to the model");
     }
@@ -339,7 +349,7 @@ fn cairn_brings_the_operators_rule_back_after_codexs_compaction_and_recalls_it_o
     // 6. Cairn's compaction in place of Codex's, between two runs: `cairn codex compact`
     //    appends a `compacted` line, and the resumed session goes on from Cairn's context: its
     //    summary (with the rule), without the long message, every call answered.
-    let said = cairn(&["codex", "compact", rollout.to_str().unwrap(), "--home", s.cairn_home.to_str().unwrap()], &s.home, &s.codex_home);
+    let said = cairn(&["codex", "compact", rollout.to_str().unwrap(), "--home", s.cairn_home.to_str().unwrap()], &s);
     eprintln!("{said}");
     let text = std::fs::read_to_string(&rollout).unwrap();
     let written: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
@@ -364,6 +374,6 @@ fn cairn_brings_the_operators_rule_back_after_codexs_compaction_and_recalls_it_o
     assert_eq!(summary.as_deref().map(str::trim_end), Some(cairns_summary.as_str()), "Cairn reads its own compaction back as the summary");
 
     // 7. Uninstall gives the user their config back, byte for byte.
-    cairn(&["codex", "uninstall"], &s.home, &s.codex_home);
+    cairn(&["codex", "uninstall"], &s);
     assert_eq!(std::fs::read_to_string(&config_path).unwrap(), users);
 }

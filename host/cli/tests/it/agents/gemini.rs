@@ -11,7 +11,10 @@
 //!   compression, in the same turn), and only once;
 //! - the model calls `mcp_cairn_session_history`, Cairn's trusted MCP tool, which finds the
 //!   identifier in the archive;
-//! - Cairn reads the session file Gemini CLI wrote: nothing skipped, every call paired.
+//! - Cairn reads the session file Gemini CLI wrote: nothing skipped, every call paired;
+//! - `mcp_cairn_session_history` is in the very first request, from a cold compiled-code
+//!   cache of the test's own (install fills it; it is emptied again, as a `cairn` updated after
+//!   the install finds it): `cairn serve` answers at once while its plugins compile.
 //!
 //! The TUI (in tmux): its `/compress` (headless mode does not keep one) is archived, and the
 //! next prompt carries the rule.
@@ -97,6 +100,8 @@ struct Session {
     home: PathBuf,
     project: PathBuf,
     cairn_home: PathBuf,
+    /// The compiled-code cache of this test alone (`CAIRN_CACHE_DIR`), cold at first.
+    cache: PathBuf,
     logs: PathBuf,
     server: ModelServer,
     runs: std::cell::Cell<usize>,
@@ -125,7 +130,17 @@ impl Session {
         // hooks count only then.
         std::fs::write(home.join(".gemini/trustedFolders.json"), json!({project.display().to_string(): "TRUST_FOLDER"}).to_string()).unwrap();
         let server = ModelServer::start(script);
-        Session { _dir: dir, gemini, home, project, cairn_home, logs, server, runs: std::cell::Cell::new(0) }
+        let cache = dir.path().join("cache");
+        Session { _dir: dir, gemini, home, project, cairn_home, cache, logs, server, runs: std::cell::Cell::new(0) }
+    }
+
+    /// `cairn gemini install` into the project and Cairn's home, as a user runs it (with this
+    /// test's cache); what it printed.
+    fn install(&self) -> String {
+        let args = ["gemini", "install", "--project", self.project.to_str().unwrap(), "--home", self.cairn_home.to_str().unwrap()];
+        let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(args).env("HOME", &self.home).env("CAIRN_CACHE_DIR", &self.cache).env("CAIRN_LOG", "error").output().unwrap();
+        assert!(out.status.success(), "cairn {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// `gemini -p PROMPT --output-format json --debug ARGS` in the project, offline; panics
@@ -142,6 +157,7 @@ impl Session {
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.home)
+            .env("CAIRN_CACHE_DIR", &self.cache)
             .env("GEMINI_API_KEY", "offline-test-key")
             .env("GOOGLE_GEMINI_BASE_URL", &self.server.base_url)
             .env("CAIRN_LOG", "warn");
@@ -220,18 +236,30 @@ fn interesting(stderr: &str) -> String {
 #[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
 fn cairn_archives_only_gemini_clis_real_compression_brings_the_rule_back_and_recalls_it_over_mcp() {
     let s = Session::new();
-    let (project, cairn_home) = (s.project.to_str().unwrap(), s.cairn_home.to_str().unwrap());
 
-    // 1. Installed as a user installs it: hooks and MCP server in the project's settings.
-    let said = cairn(&["gemini", "install", "--project", project, "--home", cairn_home], &s.home);
+    // 1. Installed as a user installs it: hooks and MCP server in the project's settings, the
+    // plugins compiled ahead.
+    let said = s.install();
     eprintln!("{said}");
     let settings: Value = serde_json::from_str(&std::fs::read_to_string(s.project.join(".gemini/settings.json")).unwrap()).unwrap();
     assert_eq!(settings["mcpServers"]["cairn"]["trust"], true, "{settings}");
+    assert!(said.contains(&format!("bundled plugins into the cache at {}", s.cache.display())), "install compiles the plugins ahead: {said}");
+    // As a `cairn` updated after the install finds it: nothing compiled for it.
+    std::fs::remove_dir_all(&s.cache).unwrap();
 
     // 2. The operator's rule, and a tool call: two turns of the model, no compression.
+    let started = Instant::now();
     let first = s.gemini(&format!("{RULE} Start by reading notes.txt."), &[]);
+    eprintln!("the first run, from a cold cache, took {:?}", started.elapsed());
     let session_id = Session::session_id(&first);
     let streamed = first.streamed();
+    if !streamed.first().is_some_and(|r| gemini::tool_names(r).iter().any(|t| t == RECALL_TOOL)) {
+        s.fail(&format!(
+            "the first request to the model lacks {RECALL_TOOL}:
+{}",
+            interesting(&first.stderr)
+        ));
+    }
     let read = streamed.last().map(|r| gemini::function_responses(r)).unwrap_or_default();
     if !read.iter().any(|(name, output)| name == "read_file" && output.contains("the build runs with make")) {
         s.fail(&format!("read_file's result did not come back to the model: {read:?}"));
@@ -329,6 +357,7 @@ impl Tui<'_> {
         args.push(session.project.display().to_string());
         for (k, v) in [
             ("HOME", session.home.display().to_string()),
+            ("CAIRN_CACHE_DIR", session.cache.display().to_string()),
             ("GEMINI_API_KEY", "offline-test-key".into()),
             ("GOOGLE_GEMINI_BASE_URL", session.server.base_url.clone()),
             ("TERM", "xterm-256color".into()),
@@ -393,7 +422,7 @@ impl Drop for Tui<'_> {
 #[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
 fn the_tuis_compress_is_archived_and_the_next_prompt_carries_the_rule() {
     let s = Session::new();
-    cairn(&["gemini", "install", "--project", s.project.to_str().unwrap(), "--home", s.cairn_home.to_str().unwrap()], &s.home);
+    s.install();
     let tui = Tui::start(&s);
     tui.wait("prompt (start-up)", Duration::from_secs(90), |t| t.screen().contains("Type your message"));
     tui.type_line(&format!("{RULE} Keep it in mind."));

@@ -22,10 +22,16 @@ impl Mcp {
 
     /// The same with more arguments.
     pub fn start_with(home: &Path, extra: &[&str]) -> Self {
+        Self::start_with_env(home, extra, &[])
+    }
+
+    /// The same with more environment variables.
+    pub fn start_with_env(home: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
             .args(["serve", "--home", home.to_str().unwrap(), "--no-watch"])
             .args(extra)
             .env("CAIRN_LOG", "error")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
