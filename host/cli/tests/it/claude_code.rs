@@ -286,8 +286,17 @@ fn session_start_without_a_record_or_after_a_plain_start_adds_nothing() {
 /// `cairn ARGS` with HOME set (the user's settings and `~/.claude.json` live there), through a
 /// shell that sets `umask` first; its stdout.
 fn cairn_at(home: &Path, umask: &str, args: &[&str]) -> String {
-    let out =
-        Command::new("sh").arg("-c").arg(format!("umask {umask} && exec \"$0\" \"$@\"")).arg(env!("CARGO_BIN_EXE_cairn")).args(args).env("HOME", home).env("CAIRN_LOG", "error").output().unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_cairn"))
+        .args(args)
+        .env("HOME", home)
+        // The warm cache: install compiles the plugins into it, not into this HOME.
+        .env("CAIRN_CACHE_DIR", crate::support::shared_cache())
+        .env("CAIRN_LOG", "error")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "cairn {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -12,6 +12,8 @@ fn cairn(home: &Path, args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args(args)
         .env("HOME", home)
+        // The warm cache: install compiles the plugins into it, not into this HOME.
+        .env("CAIRN_CACHE_DIR", crate::support::shared_cache())
         .env_remove("GEMINI_CLI_HOME")
         .env_remove("GEMINI_PROJECT_DIR")
         .env("CAIRN_LOG", "error")
