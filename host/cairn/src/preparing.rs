@@ -1,4 +1,4 @@
-//! A value built on a thread of its own from the moment it is asked for, so whoever does not
+//! A value built on a thread of its own from the moment it is started, so whoever does not
 //! need it never waits: `cairn serve` answers `initialize` and `tools/list` at once while its
 //! plugins compile (seconds from a cold code cache), and only the calls that run the engine
 //! wait for them.
