@@ -317,7 +317,7 @@ export const CairnPlugin = async ({ client, directory }: { client: any; director
 				summarizing = { session: input.sessionID, since: Date.now() };
 				await tell(
 					"warning",
-					`Cairn committed nothing (${why}): OpenCode summarizes this time. Cairn archived the session (${handover.archive_id}); its record, the operator's rules first, follows OpenCode's summary.`,
+					`Cairn committed nothing (${why}; usable window ${window ?? "unknown"} tokens): OpenCode summarizes this time. Cairn archived the session (${handover.archive_id}); its record, the operator's rules first, follows OpenCode's summary.`,
 				);
 			} catch (error) {
 				await tell("error", `Cairn's compaction failed (${error instanceof Error ? error.message : String(error)}); OpenCode summarizes this time and Cairn adds nothing`);

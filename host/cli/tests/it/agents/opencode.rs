@@ -356,11 +356,6 @@ fn when_cairn_commits_nothing_opencodes_summary_is_followed_by_the_rule_and_reca
     let solo = oc.run(&["run", "--print-logs", &format!("SOLO: {RULE} Read token.txt.")]);
     let requests = oc.server.requests();
     let Some(at) = requests.iter().position(chat::is_opencode_summarization) else { oc.fail("OpenCode did not compact (no summarizer call)") };
-    // Said in OpenCode's log as a warning (the case this test forces).
-    let warned = oc.runs[solo].stderr.lines().any(|l| l.contains("level=WARN") && l.contains("Cairn committed nothing") && l.contains("OpenCode summarizes this time"));
-    if !warned {
-        oc.fail("OpenCode's log has no warning from Cairn's plugin that it committed nothing and OpenCode summarizes");
-    }
     // OpenCode's own summarizer ran, on the history.
     if !chat::request_text(&requests[at]).contains(PLANTED) {
         oc.fail("OpenCode's summarizer call does not carry the history: Cairn's plugin took it away without compacting");
@@ -373,6 +368,14 @@ fn when_cairn_commits_nothing_opencodes_summary_is_followed_by_the_rule_and_reca
     };
     if summary > archived || !text[archived..].contains(RULE) {
         oc.fail(&format!("the operator's rule {RULE:?} does not follow OpenCode's summary: {}", tail(&text, 3_000)));
+    }
+    // Said in OpenCode's log as a warning (the case this test forces).
+    let warned = oc.runs[solo]
+        .stderr
+        .lines()
+        .any(|l| l.contains("level=WARN") && l.contains("Cairn committed nothing") && l.contains("OpenCode summarizes this time") && l.contains(&format!("usable window {} tokens", CONTEXT - OUTPUT)));
+    if !warned {
+        oc.fail("OpenCode's log has no warning from Cairn's plugin that it committed nothing for OpenCode's usable window and OpenCode summarizes");
     }
     // The user sees it in the session: the summary OpenCode shows says what happened.
     if !oc.runs[solo].stdout.contains("Cairn's own compaction committed nothing") {
