@@ -125,12 +125,14 @@ function renderMessage(m: Message): string[] {
 	return out;
 }
 
-/** What follows OpenCode's own summary when Cairn committed nothing: the handover's rendering. */
-function appendedText(handover: CompactReport, why: string): string {
+/**
+ * What follows OpenCode's own summary when Cairn committed nothing: the handover's rendering.
+ * Why Cairn committed nothing is for the user (log, toast), not for the model.
+ */
+function appendedText(handover: CompactReport): string {
 	return (
-		`Cairn archived this whole session before OpenCode summarized it (archive ${handover.archive_id}; ` +
-		`Cairn's own compaction committed nothing: ${why}). What Cairn recorded, the operator's rules first; ` +
-		`the session_history tool reads back anything else:\n\n${handover.prefix_summary}`
+		`Cairn archived this whole session before OpenCode summarized it (archive ${handover.archive_id}). ` +
+		`What Cairn recorded, the operator's rules first; the session_history tool reads back anything else:\n\n${handover.prefix_summary}`
 	);
 }
 
@@ -313,7 +315,7 @@ export const CairnPlugin = async ({ client, directory }: { client: any; director
 				if (!handover.committed || !handover.prefix_summary) {
 					throw new Error(`it committed nothing (${why}), nor could it archive the session (${handover.not_committed ?? "no reason given"})`);
 				}
-				pending.set(input.sessionID, { report: handover, messages, appended: appendedText(handover, why) });
+				pending.set(input.sessionID, { report: handover, messages, appended: appendedText(handover) });
 				summarizing = { session: input.sessionID, since: Date.now() };
 				await tell(
 					"warning",
