@@ -13,8 +13,18 @@
  * 2. `messages.transform` of that compaction: notes the head, then empties it, so the
  *    summarizer's call carries no history.
  * 3. `text.complete` of the summary: replaces it by Cairn's `prefix_summary`, followed by the
- *    messages Cairn keeps verbatim that OpenCode's tail does not keep.
- * When Cairn commits nothing or fails, OpenCode's own summarizer runs untouched.
+ *    messages Cairn keeps verbatim that OpenCode's tail does not keep — whole: from
+ *    `first_kept_entry_id` on, Cairn's compacted context is those messages unchanged (what
+ *    Cairn itself cut is before it, each cut naming its `artifact://`), so a cut here would
+ *    lose text no recall could bring back.
+ * `compact` gets OpenCode's own measure: the usage its transcript records (what its provider
+ * billed, system prompt and tool schemas included) and the usable window of the model (its
+ * context less its output reserve, as OpenCode's overflow check computes it), so Cairn decides
+ * on the numbers that made OpenCode compact.
+ * When Cairn commits nothing, OpenCode's own summarizer runs; before it does, the session is
+ * handed over to Cairn (`handover`: everything archived, so `session_history` finds it), the
+ * handover's rendering — the operator's rules first — is appended to OpenCode's summary, and
+ * the user is told in a toast. When Cairn fails, the user is told too.
  *
  * The agent's `session_history` is Cairn's MCP server in opencode.json (`mcp.cairn`, written by
  * `cairn opencode install`): this plugin starts the same command with `--expose harness`, so both
@@ -34,8 +44,8 @@ const SUMMARIZER_PROMPT = "The conversation was already summarized elsewhere. Re
 const CALL_TIMEOUT_MS = 10 * 60 * 1000;
 /** How long after `session.compacting` its transform is expected (it follows at once). */
 const MARK_TTL_MS = 5_000;
-/** Each message Cairn keeps verbatim but OpenCode's tail does not, clipped in the summary. */
-const VERBATIM_CHARS = 4_000;
+/** OpenCode's cap on a model's output reserve (`OUTPUT_TOKEN_MAX`). */
+const OUTPUT_TOKEN_MAX = 32_000;
 
 interface Part {
 	type: string;
@@ -47,7 +57,7 @@ interface Part {
 	state?: { status?: string; input?: unknown; output?: string; error?: string };
 }
 interface Message {
-	info: { id: string; role: string; sessionID?: string };
+	info: { id: string; role: string; sessionID?: string; providerID?: string; modelID?: string };
 	parts: Part[];
 }
 /** What `compact` returns; only the fields the plugin reads. */
@@ -61,10 +71,14 @@ interface CompactReport {
 	/** Message and part kinds Cairn's reader did not know. */
 	unrecognized?: unknown;
 }
-/** A compaction Cairn made, waiting for OpenCode's summary to replace. */
+/**
+ * A compaction Cairn made, waiting for OpenCode's summary to replace; or (`appended`) Cairn's
+ * handover after it committed nothing, whose text follows OpenCode's own summary.
+ */
 interface Pending {
 	report: CompactReport;
 	messages: Message[];
+	appended?: string;
 	/** Ids of the messages OpenCode summarizes (its transform hook's input). */
 	head?: string[];
 	/** The summary message, once its first text completed. */
@@ -98,21 +112,45 @@ function summaryText(pending: Pending): string {
 	return lines.length ? `${summary}\n\nThe most recent steps, verbatim:\n${lines.join("\n")}` : summary;
 }
 
-function clip(text: string): string {
-	return text.length > VERBATIM_CHARS ? `${text.slice(0, VERBATIM_CHARS)} …` : text;
-}
-
 function renderMessage(m: Message): string[] {
 	const out: string[] = [];
 	for (const p of m.parts) {
-		if (p.type === "text" && p.text && !p.ignored) out.push(`[${m.info.role}] ${clip(p.text)}`);
+		if (p.type === "text" && p.text && !p.ignored) out.push(`[${m.info.role}] ${p.text}`);
 		if (p.type === "tool") {
-			out.push(`[tool call ${p.tool}] ${clip(JSON.stringify(p.state?.input ?? {}))}`);
+			out.push(`[tool call ${p.tool}] ${JSON.stringify(p.state?.input ?? {})}`);
 			const result = p.state?.status === "error" ? `error: ${p.state.error ?? ""}` : (p.state?.output ?? `(${p.state?.status ?? "no result"})`);
-			out.push(`[tool result] ${clip(result)}`);
+			out.push(`[tool result] ${result}`);
 		}
 	}
 	return out;
+}
+
+/**
+ * What follows OpenCode's own summary when Cairn committed nothing: the handover's rendering.
+ * Why Cairn committed nothing is for the user (log, toast), not for the model.
+ */
+function appendedText(handover: CompactReport): string {
+	return (
+		`Cairn archived this whole session before OpenCode summarized it (archive ${handover.archive_id}). ` +
+		`What Cairn recorded, the operator's rules first; the session_history tool reads back anything else:\n\n${handover.prefix_summary}`
+	);
+}
+
+/**
+ * The usable window of the model the session's last reply came from, as OpenCode's overflow
+ * check computes it: its input limit, else its context, less its output reserve. Undefined
+ * when the config does not give the model's limit.
+ */
+async function usableWindow(client: any, messages: Message[]): Promise<number | undefined> {
+	const last = [...messages].reverse().find((m) => m.info.role === "assistant" && m.info.providerID && m.info.modelID);
+	if (!last) return undefined;
+	const listed = await client.config.providers();
+	const provider = (listed?.data?.providers ?? []).find((p: any) => p?.id === last.info.providerID);
+	const limit = provider?.models?.[last.info.modelID!]?.limit;
+	const context = Number(limit?.input || limit?.context || 0);
+	if (!context) return undefined;
+	const reserve = Math.min(Number(limit?.output) || OUTPUT_TOKEN_MAX, OUTPUT_TOKEN_MAX);
+	return Math.max(0, context - reserve);
 }
 
 /** A `cairn serve` child and the JSON-RPC (MCP over stdio) it speaks. */
@@ -232,6 +270,15 @@ export const CairnPlugin = async ({ client, directory }: { client: any; director
 
 	const log = (level: "info" | "warn", message: string) =>
 		client.app?.log?.({ body: { service: "cairn", level, message } })?.catch?.(() => {});
+	/** In OpenCode's log, and to the user in a toast (nothing else of OpenCode's UI reaches a plugin). */
+	const tell = async (variant: "warning" | "error", message: string) => {
+		await log("warn", message);
+		try {
+			await client.tui?.showToast?.({ body: { title: "Cairn", message, variant, duration: 10_000 } });
+		} catch {
+			// no UI to show it in (a headless run): the log has it
+		}
+	};
 
 	return {
 		"experimental.session.compacting": async (input: { sessionID: string }, output: { context: string[]; prompt?: string }) => {
@@ -243,23 +290,39 @@ export const CairnPlugin = async ({ client, directory }: { client: any; director
 				if (!command) throw new Error("no Cairn MCP server (`mcp.cairn`) in the config: run `cairn opencode install`");
 				const listed = await client.session.messages({ path: { id: input.sessionID } });
 				const messages: Message[] = listed?.data ?? [];
+				const transcript = JSON.stringify({ info: { id: input.sessionID }, messages });
+				const window = await usableWindow(client, messages).catch(() => undefined);
 				server = await CairnServer.start(command.argv, directory);
 				const report = await server.call<CompactReport>("compact", {
 					conversation: command.conversation,
-					transcript: JSON.stringify({ info: { id: input.sessionID }, messages }),
+					transcript,
 					include_transcript: false,
+					// The usage OpenCode's messages record, as its provider billed it.
+					usage: "recorded",
+					...(window ? { window } : {}),
 				});
 				if (report.unrecognized) await log("warn", `Cairn did not recognize parts of the session: ${JSON.stringify(report.unrecognized)}`);
-				if (!report.committed || !report.prefix_summary) {
-					await log("info", `Cairn committed nothing (${report.not_committed ?? "no reason given"}); OpenCode summarizes this time`);
+				if (report.committed && report.prefix_summary) {
+					pending.set(input.sessionID, { report, messages });
+					summarizing = { session: input.sessionID, since: Date.now() };
+					output.prompt = SUMMARIZER_PROMPT;
+					await log("info", `Cairn compacted the session (archive ${report.archive_id})`);
 					return;
 				}
-				pending.set(input.sessionID, { report, messages });
+				// OpenCode's summarizer runs; Cairn takes the whole session first, so recall still finds it.
+				const why = report.not_committed ?? "no reason given";
+				const handover = await server.call<CompactReport>("handover", { conversation: command.conversation, transcript, include_transcript: false });
+				if (!handover.committed || !handover.prefix_summary) {
+					throw new Error(`it committed nothing (${why}), nor could it archive the session (${handover.not_committed ?? "no reason given"})`);
+				}
+				pending.set(input.sessionID, { report: handover, messages, appended: appendedText(handover) });
 				summarizing = { session: input.sessionID, since: Date.now() };
-				output.prompt = SUMMARIZER_PROMPT;
-				await log("info", `Cairn compacted the session (archive ${report.archive_id})`);
+				await tell(
+					"warning",
+					`Cairn committed nothing (${why}; usable window ${window ?? "unknown"} tokens): OpenCode summarizes this time. Cairn archived the session (${handover.archive_id}); its record, the operator's rules first, follows OpenCode's summary.`,
+				);
 			} catch (error) {
-				await log("warn", `Cairn's compaction failed (${error instanceof Error ? error.message : String(error)}); OpenCode summarizes this time`);
+				await tell("error", `Cairn's compaction failed (${error instanceof Error ? error.message : String(error)}); OpenCode summarizes this time and Cairn adds nothing`);
 			} finally {
 				server?.close();
 			}
@@ -272,6 +335,8 @@ export const CairnPlugin = async ({ client, directory }: { client: any; director
 			const p = pending.get(mark.session);
 			if (!p || output.messages.some((m) => m.info.sessionID !== mark.session)) return;
 			p.head = output.messages.map((m) => m.info.id);
+			// OpenCode's own summarizer needs the history.
+			if (p.appended !== undefined) return;
 			// Emptied in place: OpenCode ignores a new array.
 			output.messages.splice(0, output.messages.length);
 		},
@@ -281,9 +346,10 @@ export const CairnPlugin = async ({ client, directory }: { client: any; director
 			if (!p || !p.head) return;
 			if (p.messageID === undefined) {
 				p.messageID = input.messageID;
-				output.text = summaryText(p);
+				output.text = p.appended === undefined ? summaryText(p) : `${output.text}\n\n${p.appended}`;
 			} else if (p.messageID === input.messageID) {
-				output.text = ""; // the summary is whole in its first text part
+				// Cairn's summary is whole in the first text part; OpenCode's own keeps its others.
+				if (p.appended === undefined) output.text = "";
 			} else {
 				pending.delete(input.sessionID);
 			}

@@ -38,6 +38,7 @@ const KEY_MAX = 64;
  */
 export function conversationKey(sessionId: string): string {
 	const cleaned = sessionId.toLowerCase().replace(/[^a-z0-9._-]/g, "-");
+	// A conversation key, not text for the agent.
 	const key = `pi-${cleaned}`.slice(0, KEY_MAX);
 	return key === "pi-" ? "pi-session" : key;
 }

@@ -48,6 +48,11 @@ pub struct RunOptions<'a> {
     pub budget: Option<u64>,
     /// Run the chain and report what it would commit, writing nothing at all.
     pub dry_run: bool,
+    /// The context as the agent measured it at its last model request, where it says so: a
+    /// provider's usage also bills what the agent sends besides the transcript (its system
+    /// prompt and tool schemas). No compaction can shrink that part, so `window` less that
+    /// part is what the transcript may fill. None: the transcript is all there is.
+    pub usage: Option<crate::lifecycle::Usage>,
 }
 
 impl Cairn {
@@ -227,10 +232,25 @@ impl Cairn {
 
         let tokens_before = transcript.total_tokens();
         let settings = &policy.compaction;
+        // What the agent sends besides the transcript: the room it takes is not the transcript's.
+        let unseen = options.usage.and_then(|usage| usage.context_tokens(&transcript.entries)).map_or(0, |measured| measured.saturating_sub(tokens_before));
+        let usable = options.window.map(|window| match window.checked_sub(unseen).filter(|&left| left > 0) {
+            Some(left) => {
+                if unseen > 0 {
+                    tracing::info!(conversation = %store.key(), unseen, window, left, "the agent's usage holds tokens the transcript does not: the window left for it is smaller");
+                }
+                left
+            }
+            // Nothing the transcript could become would fit: dropping all of it would not help.
+            None => {
+                tracing::warn!(conversation = %store.key(), unseen, window, "the agent's usage beyond the transcript fills the whole window: held to the window alone");
+                window
+            }
+        });
         // A budget is the target (the strategies fill it by value) and, like the usable window,
         // a ceiling the result is held to.
         let budget = options.budget.or(settings.budget_tokens);
-        let ceiling = options.window.into_iter().chain(budget).min();
+        let ceiling = usable.into_iter().chain(budget).min();
         // Where the ceiling is known the verbatim tail is also at most its share of it: a tail
         // larger than the window (a small model's) could not fit whatever ran before it. Under a
         // budget the share is a tenth — the operator's rules and facts are worth more per token
@@ -245,7 +265,7 @@ impl Cairn {
         let keep_recent = ceiling.map_or(settings.keep_recent(tokens_before), |usable| settings.keep_recent(tokens_before).min((usable as f64 * share) as u64));
         let target = match budget {
             Some(_) => ceiling.expect("a budget is a ceiling"),
-            None => options.window.map_or(settings.target(tokens_before), |usable| settings.target(tokens_before).min(usable)),
+            None => usable.map_or(settings.target(tokens_before), |usable| settings.target(tokens_before).min(usable)),
         };
         let window = match purpose {
             Purpose::Compact if budget.is_some() => Window::within(&transcript.entries, keep_recent, target),

@@ -48,6 +48,17 @@ impl Usage {
             None => Usage::Counted,
         }
     }
+
+    /// The context's size in tokens by this measure, `entries` counted by the host (None:
+    /// unknown).
+    pub fn context_tokens(&self, entries: &[crate::transcript::Entry]) -> Option<u64> {
+        let counted = |entries: &[crate::transcript::Entry]| entries.iter().map(|e| e.tokens as u64).sum::<u64>();
+        match *self {
+            Usage::Unknown => None,
+            Usage::Counted => Some(counted(entries)),
+            Usage::Reported { tokens, entries_after } => Some(tokens.saturating_add(counted(&entries[entries.len().saturating_sub(entries_after)..]))),
+        }
+    }
 }
 
 /// One turn boundary, as the harness reports it.
@@ -325,14 +336,7 @@ impl Lifecycle {
                 transcript
             }
         };
-        let usage = match report.usage {
-            Usage::Unknown => None,
-            Usage::Counted => Some(transcript.total_tokens()),
-            Usage::Reported { tokens, entries_after } => {
-                let after = &transcript.entries[transcript.entries.len().saturating_sub(entries_after)..];
-                Some(tokens.saturating_add(after.iter().map(|e| e.tokens as u64).sum::<u64>()))
-            }
-        };
+        let usage = report.usage.context_tokens(&transcript.entries);
         let usable = report.window.saturating_sub(report.reserve);
         // The first boundary after a compaction measures what the harness added back; a figure
         // as large as before the compaction is a bill from before it, not a measurement.
@@ -508,6 +512,8 @@ impl Lifecycle {
             // The policy's `compaction.budget_tokens`, if any, applies.
             budget: None,
             dry_run,
+            // `usable` is the harness's window less its reserve, as the trigger saw it.
+            usage: None,
         };
         match purpose {
             Purpose::Compact => cairn.compact_with(policy, store, transcript, "boundary", options),

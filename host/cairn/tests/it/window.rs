@@ -400,3 +400,40 @@ fn the_fit_stage_clips_a_newest_output_the_policy_may_not_touch() {
     };
     assert_eq!(run.home.find_artifact(&uri.parse().unwrap()).unwrap(), &giant_log().as_bytes()[..40_000]);
 }
+
+/// What the agent bills beyond the transcript (its system prompt and tool schemas, in the usage
+/// it reports) takes room no compaction can free: the transcript is held to the window less
+/// that. An agent's figure that leaves the transcript no room at all is not taken for one that
+/// asks to drop everything.
+#[test]
+fn the_agents_usage_beyond_the_transcript_is_taken_off_the_window() {
+    let cairn = host();
+    let policy = cairn.default_policy().unwrap();
+    let t = sample::coding_session(40);
+    let counted = {
+        let mut t = t.clone();
+        cairn.tokenizer().count_transcript(&mut t);
+        t.total_tokens()
+    };
+    let window = counted;
+    let run_with = |key: &str, reported: u64| {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::open(dir.path()).unwrap();
+        let mut store = home.conversation(&ConversationKey::derive(key)).unwrap();
+        let usage = Some(cairn::lifecycle::Usage::Reported { tokens: reported, entries_after: 0 });
+        let report = cairn.compact_with(&policy, &mut store, &t, key, RunOptions { window: Some(window), usage, ..RunOptions::default() }).unwrap();
+        Compacted { report, home, _dir: dir }
+    };
+
+    let unmeasured = compact(&cairn, &policy, &t, "usage-unmeasured", Some(window));
+    // The agent sent nine tenths of the window besides the transcript.
+    let measured = run_with("usage-measured", counted + window * 9 / 10);
+    eprintln!("window {window}: {counted} → {} tokens unmeasured, {} with the agent's usage", unmeasured.report.tokens_after, measured.report.tokens_after);
+    check_fits(&cairn, "with the agent's usage", &t, &measured, window / 10);
+    assert!(unmeasured.report.tokens_after > window / 10, "the case does not tell the two apart: {}", brief(&unmeasured.report));
+
+    // Twice the window besides the transcript: held to the window alone, not dropped to nothing.
+    let overfull = run_with("usage-overfull", counted + 2 * window);
+    check_fits(&cairn, "with usage over the window", &t, &overfull, window);
+    assert!(!overfull.report.degraded && overfull.report.tokens_after > window / 10, "{}", brief(&overfull.report));
+}

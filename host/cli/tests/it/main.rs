@@ -1,6 +1,7 @@
 //! Every integration test of this crate in one binary: each test file would otherwise link
 //! all of wasmtime again (slow, and gigabytes of disk in a debug build).
 
+mod adapters;
 mod agents;
 mod authoring;
 mod bench;

@@ -198,6 +198,10 @@ struct RunArgs {
     budget: Option<u64>,
     /// Report what would be committed, writing nothing (no record, no archive) [default false].
     dry_run: Option<bool>,
+    /// The context as the agent measured it (`recorded`: the usage its transcript holds, or a
+    /// `reported_tokens` figure): what it bills beyond the transcript (system prompt, tool
+    /// schemas) is taken off `window` [default "counted": the transcript is all there is].
+    usage: Option<UsageArg>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -311,6 +315,18 @@ enum UsageArg {
         #[serde(default)]
         entries_after: usize,
     },
+}
+
+impl UsageArg {
+    /// The measure an argument names, for `transcript` [default: counted].
+    fn resolve(arg: Option<UsageArg>, transcript: &Transcript) -> Usage {
+        match arg.unwrap_or(UsageArg::Word(UsageWord::Counted)) {
+            UsageArg::Word(UsageWord::Counted) => Usage::Counted,
+            UsageArg::Word(UsageWord::Unknown) => Usage::Unknown,
+            UsageArg::Word(UsageWord::Recorded) => Usage::recorded_or_counted(&transcript.entries),
+            UsageArg::Reported { reported_tokens, entries_after } => Usage::Reported { tokens: reported_tokens, entries_after },
+        }
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -642,12 +658,7 @@ impl Server {
                 Some(_) => source.parse_appended(args.format.as_deref())?,
             };
             let input = transcript.clone();
-            let usage = match args.usage.unwrap_or(UsageArg::Word(UsageWord::Counted)) {
-                UsageArg::Word(UsageWord::Counted) => Usage::Counted,
-                UsageArg::Word(UsageWord::Unknown) => Usage::Unknown,
-                UsageArg::Word(UsageWord::Recorded) => Usage::recorded_or_counted(&transcript.entries),
-                UsageArg::Reported { reported_tokens, entries_after } => Usage::Reported { tokens: reported_tokens, entries_after },
-            };
+            let usage = UsageArg::resolve(args.usage, &transcript);
             let reported = BoundaryReport {
                 conversation,
                 turn: args.turn,
@@ -936,6 +947,7 @@ impl Server {
                 window: args.window,
                 budget: args.budget,
                 dry_run,
+                usage: Some(UsageArg::resolve(args.usage.take(), &transcript)),
                 ..RunOptions::default()
             };
             let (cairn, policy) = (lifecycle.cairn(), lifecycle.policy());

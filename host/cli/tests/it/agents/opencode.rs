@@ -7,7 +7,11 @@
 //! summarizer's answer never reaches a later request, and its call carries no history), the rule
 //! is in the next request, every tool call is paired; `cairn_session_history` finds the planted
 //! id; Cairn reads `opencode export` of the session with nothing unrecognized; and uninstall
-//! gives `opencode.json` back byte for byte.
+//! gives `opencode.json` back byte for byte. A 600-line log Cairn keeps is in the next request
+//! to its last line (or behind an `artifact://` that reads back to it). And when Cairn commits
+//! nothing (a one-turn session: nothing between the operator's request and the verbatim tail),
+//! OpenCode's own summary is kept, Cairn's record with the operator's rule follows it, the user
+//! is told, and recall still finds the planted id.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -27,6 +31,8 @@ const PLANTED: &str = "PLANTED-7f3a9c";
 /// What the scripted summarizer answers: it must never be the summary OpenCode keeps.
 const SCRIPTED_SUMMARY: &str = "SCRIPTED SUMMARY (must not be kept)";
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
+/// The last line of the 600-line build2.log: in the context after the compaction, or recoverable.
+const LAST_LINE: &str = "rebuild line 0599: all 599 modules built, artefact checksum END-91d2e7";
 
 /// A small reply's usage, and one over OpenCode's limit (context − output).
 const LOW: Usage = Usage { prompt_tokens: 3_000, completion_tokens: 40 };
@@ -44,7 +50,7 @@ fn script(project: &Path) -> impl Fn(&Request) -> Reply + Send + Sync + 'static 
         }
         let user = chat::last_user_text(req);
         let last_result = chat::tool_results(req).last().map(|(id, _)| id.clone()).filter(|_| chat::last_role(req) == "tool");
-        let run = ["RUN1", "RUN2", "RUN3"].into_iter().find(|r| user.contains(r)).unwrap_or("");
+        let run = ["RUN1", "RUN2", "RUN3", "SOLO", "RECALL"].into_iter().find(|r| user.contains(r)).unwrap_or("");
         match (run, last_result.as_deref()) {
             ("RUN1", None) => chat::tool_calls(&[("call_r1_bash", "bash", json!({"command": "cat build.log", "description": "Show the build log"}))], LOW),
             ("RUN1", Some("call_r1_bash")) => chat::tool_calls(&[("call_r1_read", "read", json!({"filePath": notes}))], LOW),
@@ -54,6 +60,12 @@ fn script(project: &Path) -> impl Fn(&Request) -> Reply + Send + Sync + 'static 
             ("RUN2", Some(_)) => chat::text("RUN2 done: the second log is read.", HIGH),
             ("RUN3", None) => chat::tool_calls(&[("call_r3_history", "cairn_session_history", json!({"action": "search", "query": PLANTED}))], LOW),
             ("RUN3", Some(_)) => chat::text("RUN3 done: found it in the session history.", LOW),
+            // One turn, over OpenCode's limit at its end: nothing lies between the operator's
+            // request and the verbatim tail for Cairn to compact.
+            ("SOLO", None) => chat::tool_calls(&[("call_solo_bash", "bash", json!({"command": "cat token.txt", "description": "Show the token"}))], LOW),
+            ("SOLO", Some("call_solo_bash")) => chat::text("SOLO done: the token file is read.", HIGH),
+            ("RECALL", None) => chat::tool_calls(&[("call_recall_history", "cairn_session_history", json!({"action": "search", "query": PLANTED}))], LOW),
+            ("RECALL", Some(_)) => chat::text("RECALL done.", LOW),
             _ => chat::text("Nothing more to do.", LOW),
         }
     }
@@ -97,7 +109,8 @@ impl OpenCode {
         let at = build.match_indices('\n').nth(299).unwrap().0 + 1;
         build.insert_str(at, &format!("build line 0300: release signed with deploy token {PLANTED}\n"));
         std::fs::write(project.join("build.log"), build).unwrap();
-        std::fs::write(project.join("build2.log"), lines("rebuild", 300)).unwrap();
+        std::fs::write(project.join("build2.log"), lines("rebuild", 599) + LAST_LINE + "\n").unwrap();
+        std::fs::write(project.join("token.txt"), format!("deploy token {PLANTED}\n")).unwrap();
         std::fs::write(project.join("notes.txt"), "Notes: the service listens on port 8431.\n").unwrap();
         let config = json!({
             "$schema": "https://opencode.ai/config.json",
@@ -191,6 +204,23 @@ impl OpenCode {
         ids[0].clone()
     }
 
+    /// Fails unless `line` is in `text`, or in an artifact an `artifact://` URI of `text` names
+    /// (read back as the recall tool reads it).
+    fn recoverable(&self, text: &str, line: &str, what: &str) {
+        if text.contains(line) {
+            return;
+        }
+        let uris: Vec<&str> = text.match_indices("artifact://").map(|(at, _)| text[at..].split(|c: char| !(c.is_ascii_alphanumeric() || "-:/".contains(c))).next().unwrap()).collect();
+        for uri in &uris {
+            let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["artifact", uri, "--home"]).arg(self.cairn_home.path()).env("CAIRN_LOG", "error").output().unwrap();
+            if String::from_utf8_lossy(&out.stdout).contains(line) {
+                return;
+            }
+        }
+        let seen = text.rfind("rebuild line").map_or("", |at| &text[at.saturating_sub(300)..(at + 300).min(text.len())]);
+        self.fail(&format!("{what} is neither in the request after the compaction nor in an artifact it names ({uris:?}); the log ends there with: {seen}"));
+    }
+
     /// Fails with everything needed to see why: each run's output, OpenCode's log, the requests.
     fn fail(&self, message: &str) -> ! {
         let mut report = format!("{message}\n");
@@ -251,6 +281,8 @@ fn automatic_compaction_is_cairns_and_recall_finds_what_it_set_aside() {
     if !text.contains(RULE) {
         oc.fail(&format!("the request after the compaction lost the operator's rule {RULE:?}: {}", tail(&text, 2_000)));
     }
+    // The 600-line log Cairn keeps verbatim but OpenCode's tail does not: whole, to its last line.
+    oc.recoverable(&text, LAST_LINE, "the last line of the 600-line build2.log");
     // The planted id was in a tool output Cairn set aside: only session_history brings it back.
     if text.contains(PLANTED) {
         oc.fail("the planted id is still in the context after the compaction: nothing was set aside");
@@ -311,4 +343,55 @@ fn automatic_compaction_is_cairns_and_recall_finds_what_it_set_aside() {
     assert!(out.status.success(), "cairn opencode uninstall: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::read_to_string(oc.project.join("opencode.json")).unwrap(), oc.config);
     assert!(!oc.project.join(".opencode/plugin/cairn.ts").exists());
+}
+
+#[test]
+#[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
+fn when_cairn_commits_nothing_opencodes_summary_is_followed_by_the_rule_and_recall_finds_the_id() {
+    let mut oc = OpenCode::setup();
+
+    // One turn: the operator's rule, one tool call reading the planted id, a reply over
+    // OpenCode's limit. OpenCode compacts at its end, and Cairn has nothing it may condense.
+    // With OpenCode's log on stderr: its log file loses what is written as the run exits.
+    let solo = oc.run(&["run", "--print-logs", &format!("SOLO: {RULE} Read token.txt.")]);
+    let requests = oc.server.requests();
+    let Some(at) = requests.iter().position(chat::is_opencode_summarization) else { oc.fail("OpenCode did not compact (no summarizer call)") };
+    // OpenCode's own summarizer ran, on the history.
+    if !chat::request_text(&requests[at]).contains(PLANTED) {
+        oc.fail("OpenCode's summarizer call does not carry the history: Cairn's plugin took it away without compacting");
+    }
+    let Some(after) = requests[at + 1..].iter().find(|r| !chat::is_opencode_title(r)) else { oc.fail("no request after the compaction") };
+    let text = chat::request_text(after);
+    // OpenCode's summary, then Cairn's record of the session with the operator's rule.
+    let (Some(summary), Some(archived)) = (text.find(SCRIPTED_SUMMARY), text.find("Cairn archived this whole session")) else {
+        oc.fail(&format!("the request after the compaction lacks OpenCode's summary or Cairn's record after it: {}", tail(&text, 3_000)))
+    };
+    if summary > archived || !text[archived..].contains(RULE) {
+        oc.fail(&format!("the operator's rule {RULE:?} does not follow OpenCode's summary: {}", tail(&text, 3_000)));
+    }
+    // Said in OpenCode's log as a warning (the case this test forces).
+    let warned = oc.runs[solo]
+        .stderr
+        .lines()
+        .any(|l| l.contains("level=WARN") && l.contains("Cairn committed nothing") && l.contains("OpenCode summarizes this time") && l.contains(&format!("usable window {} tokens", CONTEXT - OUTPUT)));
+    if !warned {
+        oc.fail("OpenCode's log has no warning from Cairn's plugin that it committed nothing for OpenCode's usable window and OpenCode summarizes");
+    }
+    // The user sees it in the session too: the summary OpenCode shows says what Cairn did.
+    if !oc.runs[solo].stdout.contains("Cairn archived this whole session before OpenCode summarized it") {
+        oc.fail("the summary OpenCode shows the user does not say that Cairn archived the session");
+    }
+
+    // Recall: the planted id is in Cairn's archive.
+    let before = oc.server.requests().len();
+    oc.run(&["run", "--continue", "RECALL: which deploy token did token.txt name?"]);
+    let history = oc.server.requests()[before..]
+        .iter()
+        .flat_map(chat::tool_results)
+        .find(|(id, _)| id == "call_recall_history")
+        .map(|(_, text)| text)
+        .unwrap_or_else(|| oc.fail("cairn_session_history's result never reached the model"));
+    if !history.contains(PLANTED) {
+        oc.fail(&format!("session_history did not find {PLANTED} after OpenCode summarized: {}", tail(&history, 1_500)));
+    }
 }
