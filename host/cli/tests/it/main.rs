@@ -13,6 +13,7 @@ mod embedding;
 mod eval;
 mod fleet;
 mod gemini;
+mod hook_output;
 mod incremental;
 mod lifecycle;
 mod opencode;

@@ -148,6 +148,10 @@ impl Session {
         let (status, stdout, stderr) = run(command, &self.logs.join(format!("gemini-{n}")), RUN_TIMEOUT);
         let requests = self.server.requests().split_off(before);
         let run = Run { stdout, stderr, requests };
+        let said = cairn_text(&run.stderr);
+        if !said.is_empty() {
+            self.fail(&format!("Cairn's hooks wrote to Gemini CLI's stderr (shown to the user, saved in the session): {said:?}"));
+        }
         if status != Some(0) {
             self.fail(&format!(
                 "gemini -p {prompt:?} {args:?} {}\n--- stdout ---\n{}\n--- stderr (hooks, MCP, errors) ---\n{}",
@@ -201,6 +205,24 @@ impl Session {
         }
         panic!("{out}")
     }
+}
+
+/// Lines of Cairn's own log or error output in `text` (a tracing event names its target,
+/// `cairn::…`; Cairn's errors begin `cairn: `): a hook's stderr, which Gemini CLI shows the
+/// user and saves in the session file, must hold none.
+fn cairn_text(text: &str) -> Vec<String> {
+    text.lines().filter(|l| l.contains("cairn::") || l.contains("unrecognized line kinds") || l.trim_start().starts_with("cairn: ")).map(|l| l.chars().take(300).collect()).collect()
+}
+
+/// Every session file Gemini CLI wrote under `home`, with its text.
+fn session_files(home: &std::path::Path) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    for project in std::fs::read_dir(home.join(".gemini/tmp")).into_iter().flatten().map(|e| e.unwrap().path()) {
+        for file in std::fs::read_dir(project.join("chats")).into_iter().flatten().map(|e| e.unwrap().path()) {
+            files.push((file.clone(), std::fs::read_to_string(&file).unwrap_or_default()));
+        }
+    }
+    files
 }
 
 /// The lines of Gemini CLI's debug output about hooks, MCP and errors.
@@ -314,6 +336,9 @@ fn cairn_archives_only_gemini_clis_real_compression_brings_the_rule_back_and_rec
     let recall = calls.iter().find(|c| c["name"] == RECALL_TOOL).unwrap_or_else(|| panic!("{}: the {RECALL_TOOL} call is not read", file.display()));
     let result = results.iter().find(|r| r["call_id"] == recall["id"]).unwrap();
     assert!(result["content"].as_str().unwrap_or_default().contains(PLANTED_ID), "{result}");
+    for (file, text) in session_files(&s.home) {
+        assert!(cairn_text(&text).is_empty(), "{}: Cairn's text in Gemini CLI's session: {:?}", file.display(), cairn_text(&text));
+    }
 }
 
 /// Gemini CLI's TUI in a pseudo-terminal (a private tmux server), driven as a user types.
@@ -416,5 +441,13 @@ fn the_tuis_compress_is_archived_and_the_next_prompt_carries_the_rule() {
     }
     if gemini::text_parts(request).iter().any(|(_, t)| t.contains(RULE) && !t.starts_with(gemini::HOOK_CONTEXT)) {
         s.fail("the rule survived /compress, so this proves nothing");
+    }
+    // The hooks said nothing Gemini CLI would show or keep: not on the screen, not in the session.
+    let screen = tui.screen();
+    assert!(cairn_text(&screen).is_empty(), "Cairn's text on Gemini CLI's screen:\n{screen}");
+    let files = session_files(&s.home);
+    assert!(!files.is_empty(), "the TUI saved no session");
+    for (file, text) in files {
+        assert!(cairn_text(&text).is_empty(), "{}: Cairn's text in Gemini CLI's session: {:?}", file.display(), cairn_text(&text));
     }
 }
