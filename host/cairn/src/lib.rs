@@ -26,6 +26,7 @@ pub mod policy;
 pub mod pricing;
 pub mod recall;
 pub mod record;
+pub mod reinject;
 pub mod show;
 pub mod storage;
 pub mod tokenizer;
