@@ -27,6 +27,7 @@ mod preparing;
 pub mod pricing;
 pub mod recall;
 pub mod record;
+pub mod reinject;
 pub mod show;
 pub mod storage;
 pub mod tokenizer;

@@ -2,6 +2,7 @@
 
 mod commands;
 mod hook_failures;
+mod hook_log;
 mod net;
 mod setup;
 
@@ -100,14 +101,36 @@ fn log_filter(setting: Option<&str>) -> tracing_subscriber::EnvFilter {
     })
 }
 
+impl Command {
+    /// An agent's hook verb (`codex pre-compact`) and its arguments: its log goes to the home.
+    fn hook(&self) -> Option<(String, &commands::claude_code::HookArgs)> {
+        use commands::{claude_code, codex, gemini};
+        let (agent, verb, args) = match self {
+            Command::ClaudeCode { command: claude_code::Command::PreCompact(args) } => ("claude-code", "pre-compact", args),
+            Command::ClaudeCode { command: claude_code::Command::SessionStart(args) } => ("claude-code", "session-start", args),
+            Command::Codex { command: codex::Command::PreCompact(args) } => ("codex", "pre-compact", args),
+            Command::Codex { command: codex::Command::SessionStart(args) } => ("codex", "session-start", args),
+            Command::Gemini { command: gemini::Command::PreCompress(args) } => ("gemini", "pre-compress", args),
+            Command::Gemini { command: gemini::Command::BeforeAgent(args) } => ("gemini", "before-agent", args),
+            _ => return None,
+        };
+        Some((format!("{agent} {verb}"), args))
+    }
+}
+
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(log_filter(std::env::var("CAIRN_LOG").ok().as_deref()))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     quiet_on_closed_output();
     let cli = Cli::parse();
+    let filter = log_filter(std::env::var("CAIRN_LOG").ok().as_deref());
+    // A hook's stderr is the agent's to show (and to save, for Gemini CLI): its log goes to the home.
+    let hook_log = cli.command.hook().map(|(hook, args)| hook_log::Capture::new(hook, setup::home_path(args.home.clone())));
+    match &hook_log {
+        Some(capture) => {
+            let capture = capture.clone();
+            tracing_subscriber::fmt().with_env_filter(filter).with_writer(move || capture.clone()).with_ansi(false).init();
+        }
+        None => tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
+    }
     let result = match cli.command {
         Command::Compact(args) => commands::compact::run(args),
         Command::Handover(args) => commands::handover::run(args),
@@ -135,6 +158,9 @@ fn main() -> ExitCode {
         Command::Doctor(args) => commands::doctor::run(args),
         Command::Ui(args) => commands::ui::run(args),
     };
+    if let Some(capture) = &hook_log {
+        capture.keep();
+    }
     if std::env::var_os("CAIRN_PEAK_RSS").is_some() {
         report_peak_rss();
     }

@@ -206,6 +206,9 @@ pub struct DocumentName(pub(crate) &'static str);
 impl DocumentName {
     /// Why an agent's hook could not do its work (`cairn doctor` lists them): JSONL.
     pub const HOOK_FAILURES: DocumentName = DocumentName("hook-failures.jsonl");
+    /// What agents' hooks logged (warnings at the default `CAIRN_LOG`): their stderr is the
+    /// agent's to show and save, so it stays silent. Text, one line an event.
+    pub const HOOK_LOG: DocumentName = DocumentName("hook-log.txt");
 
     pub fn as_str(&self) -> &'static str {
         self.0

@@ -15,6 +15,7 @@ mod embedding;
 mod eval;
 mod fleet;
 mod gemini;
+mod hook_output;
 mod incremental;
 mod lifecycle;
 mod opencode;

@@ -15,6 +15,9 @@
 //!   `world_state` describe settings: skipped;
 //! - context Codex injects (developer/system messages such as `<skills_instructions>` and the
 //!   base prompt: system; user messages such as `<environment_context>`, AGENTS.md) is harness;
+//! - the base prompt (`session_meta.base_instructions`, the `instructions` of every request) is
+//!   the first entry, system and harness: counted as the model's context, kept verbatim by every
+//!   compaction (instructions), and never written back as an item (Codex sends it itself);
 //! - with the built-in OpenAI provider compaction is remote: the `compacted` line has an empty
 //!   `message` and its `replacement_history` ends in an encrypted `compaction` item, read as an
 //!   opaque summary entry (see [`encrypted_summary`]);
@@ -48,6 +51,15 @@ fn legacy_meta(line: &Map<String, Value>) -> bool {
     line.contains_key("id") && line.contains_key("timestamp") && (line.contains_key("instructions") || line.keys().all(|k| KEYS.contains(&k.as_str())))
 }
 
+/// The base prompt a `session_meta` line records (`base_instructions`, `{text, provenance}` since
+/// 0.169, a string before): the `instructions` of every request Codex sends the model, so part
+/// of the context it counts and reports usage for, though no `response_item` holds it.
+fn base_instructions(line: &Value) -> Option<&str> {
+    let (kind, payload) = envelope(line)?;
+    let base = payload.get("base_instructions").filter(|_| kind == "session_meta")?;
+    base.as_str().or_else(|| base.get("text")?.as_str()).filter(|t| !t.trim().is_empty())
+}
+
 /// The type and payload of an envelope line.
 fn envelope(line: &Value) -> Option<(&str, &Value)> {
     Some((line.get("type")?.as_str()?, line.get("payload")?))
@@ -66,13 +78,18 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
 
     let usage_records = lines.iter().any(|(_, l)| envelope(l).is_some_and(|(kind, _)| kind == "token_usage_record"));
     let mut reader = Reader { source_name, entries: Vec::new(), open: None, unrecognized: Unrecognized::default(), usage_records, compaction_response: None };
+    // Codex sends its base prompt first in every request, before and after any compaction.
+    if let Some((line_no, text)) = lines.iter().rev().find_map(|(n, l)| Some((*n, base_instructions(l)?))) {
+        reader.push(format!("l{line_no}"), Role::System, Origin::Harness, vec![Part::Text { text: text.to_string() }]);
+    }
+    let base = reader.entries.len();
     if let Some((line_no, payload)) = last_compaction.and_then(|at| Some((lines[at].0, envelope(&lines[at].1)?.1))) {
         reader.compaction(line_no, payload)?;
     }
     for (line_no, line) in lines.iter().skip(last_compaction.map_or(0, |at| at + 1)) {
         reader.line(*line_no, line)?;
     }
-    if reader.entries.is_empty() {
+    if reader.entries.len() == base {
         return Err(TranscriptError::new(source_name, None, "a Codex rollout with no messages"));
     }
     Ok(Transcript { unrecognized: reader.unrecognized, ..Transcript::new(reader.entries) })
@@ -541,11 +558,12 @@ mod tests {
     #[test]
     fn real_remote_compaction_is_one_opaque_summary() {
         let t = parse(REMOTE_MCP);
-        // Line 32 is the last `compacted`; its history: instructions, environment, prompt,
-        // then the encrypted summary.
+        // The base prompt (line 1), then line 32, the last `compacted`; its history:
+        // instructions, environment, prompt, then the encrypted summary.
         assert_eq!(
             shape(&t),
             [
+                ("l1", Role::System, Origin::Harness),
                 ("l32-h0", Role::System, Origin::Harness),
                 ("l32-h1", Role::User, Origin::Harness),
                 ("l32-h2", Role::User, Origin::Operator),
@@ -578,13 +596,16 @@ mod tests {
             Some(Part::Text { text }) => text.clone(),
             other => panic!("{other:?}"),
         };
-        assert!(first_text(&t.entries[0]).starts_with("<skills_instructions>"));
-        assert_eq!((t.entries[0].role, t.entries[0].origin), (Role::System, Origin::Harness));
-        assert!(first_text(&t.entries[1]).starts_with("<environment_context>"));
-        assert_eq!(t.entries[1].origin, Origin::Harness);
+        assert!(first_text(&t.entries[0]).starts_with("You are a coding agent running in the Codex CLI"));
+        assert!(first_text(&t.entries[1]).starts_with("<skills_instructions>"));
+        for e in &t.entries[..2] {
+            assert_eq!((e.role, e.origin, e.is_instructions()), (Role::System, Origin::Harness, true));
+        }
+        assert!(first_text(&t.entries[2]).starts_with("<environment_context>"));
+        assert_eq!(t.entries[2].origin, Origin::Harness);
         // Nothing else is harness or system: the operator's prompts stay the operator's.
         let harness = t.entries.iter().filter(|e| e.origin == Origin::Harness || e.role == Role::System).count();
-        assert_eq!(harness, 2);
+        assert_eq!(harness, 3);
     }
 
     #[test]
@@ -600,7 +621,7 @@ mod tests {
             })
             .collect();
         assert_eq!(calls, [("call_mock6", "mcp__cairn__session_history", r#"{"action":"summary"}"#)]);
-        let Part::ToolResult { call_id, content, is_error, .. } = &t.entries[6].parts[0] else { panic!("{:?}", t.entries[6]) };
+        let Part::ToolResult { call_id, content, is_error, .. } = &t.entries[7].parts[0] else { panic!("{:?}", t.entries[7]) };
         assert_eq!((call_id.as_str(), *is_error), ("call_mock6", false));
         assert!(content.starts_with("Wall time: ") && content.contains("\nOutput:\n"), "{content}");
         super::super::test_support::assert_calls_answered_in_place(&t, "remote-compaction-mcp-0.169.0");
@@ -613,6 +634,7 @@ mod tests {
         assert_eq!(
             usage,
             [
+                ("l1", None, None),
                 ("l32-h0", None, None),
                 ("l32-h1", None, None),
                 ("l32-h2", None, None),
@@ -633,6 +655,7 @@ mod tests {
         assert_eq!(
             shape(&t),
             [
+                ("l1", Role::System, Origin::Harness),
                 ("l21-h0", Role::System, Origin::Harness),
                 ("l21-h1", Role::User, Origin::Harness),
                 ("l21-h2", Role::User, Origin::Operator),
@@ -640,10 +663,30 @@ mod tests {
                 ("l28", Role::Assistant, Origin::Agent),
             ]
         );
-        assert!(matches!(&t.entries[3].parts[..], [Part::Text { text }] if text.starts_with("Another language model started")));
-        assert!(t.entries[4].response.is_some() && t.entries[4].reported_tokens.is_some());
+        assert!(matches!(&t.entries[4].parts[..], [Part::Text { text }] if text.starts_with("Another language model started")));
+        assert!(t.entries[5].response.is_some() && t.entries[5].reported_tokens.is_some());
         assert!(t.unrecognized.is_empty(), "{}", t.unrecognized);
         super::super::test_support::assert_calls_answered_in_place(&t, "local-compaction-0.169.0");
+    }
+
+    /// The base prompt Codex sends as every request's `instructions` is in no `response_item`:
+    /// without it Cairn counted a few hundred tokens where the model read thousands.
+    #[test]
+    fn the_base_prompt_is_counted_as_the_first_instructions() {
+        let prompt = "You are a coding agent running in the Codex CLI. ".repeat(40);
+        let meta = |base: Value| serde_json::json!({"timestamp": "t", "type": "session_meta", "payload": {"id": "s", "base_instructions": base}}).to_string();
+        let message = r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}}"#;
+        for base in [serde_json::json!({"text": prompt, "provenance": {"type": "model"}}), serde_json::json!(prompt)] {
+            let mut t = parse(&format!("{}\n{message}\n", meta(base)));
+            assert_eq!(shape(&t), [("l1", Role::System, Origin::Harness), ("l2", Role::User, Origin::Operator)]);
+            assert!(t.entries[0].is_instructions());
+            assert_eq!(t.entries[0].parts, [text(&prompt)]);
+            crate::tokenizer::Tokenizer::default().count_transcript(&mut t);
+            assert!(t.total_tokens() > 300, "the base prompt counts: {}", t.total_tokens());
+        }
+        // A rollout that holds only its base prompt has no messages.
+        let e = super::parse(&format!("{}\n", meta(serde_json::json!({"text": prompt}))), "rollout.jsonl").unwrap_err();
+        assert_eq!(e.message, "a Codex rollout with no messages");
     }
 
     #[test]

@@ -20,7 +20,8 @@
 //! - a `BeforeAgent` hook's context is a `<hook_context>…</hook_context>` part after the
 //!   prompt's (the prompt alone is its `displayContent`): read as an entry of its own, the
 //!   harness's, not as the operator's words;
-//! - other message types (`info`, `error`, `warning`) are kept as opaque text and counted.
+//! - `info`, `error` and `warning` messages are Gemini CLI's notices to the user, which it never
+//!   sends to the model: not read; any other message type is kept as opaque text and counted.
 
 use std::collections::{HashMap, HashSet};
 
@@ -169,6 +170,10 @@ pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, Transcr
                     entries.push(Entry { parts: hooked.into(), ..Entry::text(format!("{id}/hook_context"), Role::User, Origin::Harness, "") });
                 }
             }
+            // Gemini CLI's notices to the user (`/compress`'s "Chat history compressed", an empty
+            // one the TUI records): it never sends them to the model (`convertSessionToClientHistory`
+            // skips them on resume), so neither entries nor unrecognized.
+            "info" | "error" | "warning" => {}
             other => {
                 let other = if other.is_empty() { "(no type)" } else { other };
                 let text: Vec<String> = parts_of(message).iter().filter_map(|p| p.get("text")?.as_str()).map(str::to_string).collect();
@@ -425,22 +430,25 @@ mod tests {
     }
 
     #[test]
-    fn unknown_kinds_are_counted_and_text_kept() {
+    fn unknown_kinds_are_counted_and_text_kept_notices_to_the_user_are_not_read() {
         let t = parse(&format!(
             r#"{META}
 {{"id":"a","type":"user","content":[{{"text":"hi"}},{{"inlineData":{{"mimeType":"image/png","data":"QUJD"}}}}]}}
 {{"id":"i","type":"info","content":"Binary content received"}}
+{{"id":"e","type":"info","content":""}}
 {{"id":"w","type":"warning","content":""}}
+{{"id":"n","type":"note","content":"a future kind"}}
+{{"id":"m","type":"memo","content":""}}
 {{"$future":{{}}}}
 {{"id":"g","type":"gemini","content":"","toolCalls":[{{"id":"c1","name":"ls","args":{{}},"status":"cancelled"}}],"tokens":{{"input":10,"output":2,"cached":0,"thoughts":0,"tool":0,"total":0}}}}
 "#
         ));
         assert_eq!(t.entries[0].parts, [text("hi"), Part::Image { reference: "image/png image, 4 bytes base64".into() }]);
-        assert_eq!(shape(&t)[1], ("i", Role::User, Origin::Harness));
-        assert_eq!(t.entries[1].parts, [text("[info message] Binary content received")]);
-        assert_eq!(t.unrecognized.kept.get("info"), Some(&1));
-        assert_eq!(t.unrecognized.skipped.get("warning"), Some(&1));
-        assert_eq!(t.unrecognized.skipped.get("$future"), Some(&1));
+        // Gemini CLI's own notices (an empty `info` the TUI records among them) are a known kind.
+        assert_eq!(shape(&t)[1], ("n", Role::User, Origin::Harness));
+        assert_eq!(t.entries[1].parts, [text("[note message] a future kind")]);
+        assert_eq!(t.unrecognized.kept.keys().collect::<Vec<_>>(), ["note"]);
+        assert_eq!(t.unrecognized.skipped.keys().collect::<Vec<_>>(), ["$future", "memo"]);
         assert_eq!(t.entries[2].reported_tokens, Some(12));
         // A call with no recorded result is still answered, as a failure.
         assert_eq!(t.entries[3].parts, [Part::ToolResult { call_id: "c1".into(), content: "[no result recorded; status: cancelled]".into(), is_error: true, elided: None }]);

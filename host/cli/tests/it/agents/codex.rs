@@ -218,6 +218,22 @@ impl Session {
     }
 }
 
+/// What a request carries that a rollout can hold (its `instructions`, the base prompt, and its
+/// input items), in Cairn's tokens; and apart, its tool schemas, which no rollout line records.
+fn request_tokens(request: &Request) -> (u64, u64) {
+    let tokenizer = cairn::tokenizer::Tokenizer::default();
+    let count = |text: &str| u64::from(tokenizer.count(text));
+    let mut context = count(request.body["instructions"].as_str().unwrap_or_default());
+    for item in responses::input(request) {
+        context += match item["type"].as_str() {
+            Some("function_call") => count(item["name"].as_str().unwrap_or_default()) + count(item["arguments"].as_str().unwrap_or_default()),
+            Some("function_call_output") => count(&item["output"].as_str().map_or_else(|| item["output"].to_string(), str::to_string)),
+            _ => count(&responses::text_of(&item)),
+        };
+    }
+    (context, count(&request.body["tools"].to_string()))
+}
+
 fn cairn(args: &[&str], s: &Session) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(args).env("HOME", &s.home).env("CODEX_HOME", &s.codex_home).env("CAIRN_CACHE_DIR", &s.cache).env("CAIRN_LOG", "error").output().unwrap();
     assert!(out.status.success(), "cairn {args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -252,6 +268,21 @@ fn cairn_brings_the_operators_rule_back_after_codexs_compaction_and_recalls_it_o
     }
     if responses::namespace_tools(last, "mcp__cairn") != ["session_history"] {
         s.fail("Cairn's MCP server should offer session_history alone (nothing in Codex carries out context_maintenance)");
+    }
+    // Cairn counts the session as the model received it: the turn's last request (the rollout
+    // adds only the final answer) — its base prompt included — within 15%. Over by some: the
+    // rollout records the whole base prompt, and Codex leaves its `update_plan` sections out of
+    // the request when that tool is off (here, ~900 tokens). The tool schemas the request also
+    // carries are in no rollout line: said, not counted. (Without the base prompt Cairn
+    // counted under half the request.)
+    let (request, tools) = request_tokens(last);
+    let rollout = s.rollout();
+    let (mut transcript, _) = formats::parse(&std::fs::read_to_string(&rollout).unwrap(), &rollout.display().to_string()).unwrap();
+    cairn::tokenizer::Tokenizer::default().count_transcript(&mut transcript);
+    let counted = transcript.total_tokens();
+    eprintln!("the first turn's last request: {request} tokens of instructions and input (+{tools} of tool schemas); Cairn counts the rollout at {counted}");
+    if counted.abs_diff(request) * 100 > request * 15 {
+        s.fail(&format!("Cairn counts the rollout at {counted} tokens, the request Codex sent holds {request} (outside 15%)"));
     }
 
     // 3. A long operator message; the model reports a context above the compaction limit.
@@ -298,7 +329,19 @@ fn cairn_brings_the_operators_rule_back_after_codexs_compaction_and_recalls_it_o
     if !elsewhere.is_empty() {
         s.fail(&format!("the rule is still in Codex's own context after the compaction, so this proves nothing: {elsewhere:?}"));
     }
-    eprintln!("the rule came back through the SessionStart hook:\n{}", context.chars().take(1200).collect::<String>());
+    eprintln!("the rule came back through the SessionStart hook:\n{context}");
+    //     Only what Codex lost: not the long message Codex kept (its head, word for word), and
+    //     no answered request as the next action (both earlier requests had their answer).
+    if !messages.iter().any(|(role, text)| role == "user" && text.starts_with(FILLER)) {
+        s.fail("Codex did not keep the long message through its compaction, so this proves nothing");
+    }
+    if context.contains(FILLER) {
+        s.fail(&format!("Cairn's context repeats the long operator message Codex kept:\n{context}"));
+    }
+    let next = context.split("## Next action in the record\n").nth(1).and_then(|rest| rest.lines().next());
+    if let Some(next) = next.filter(|n| n.contains(FILLER) || n.contains("Start by showing me notes.txt") || RULE.contains(n.trim_start_matches("- "))) {
+        s.fail(&format!("Cairn's context names a request Codex already answered as the next action: {next}\n{context}"));
+    }
 
     // (c) Recall over MCP: session_history finds the key in the archive.
     let before = s.server.requests().len();

@@ -219,6 +219,24 @@ impl Session {
     }
 }
 
+/// Lines of Cairn's own log or error output in `text` (a tracing event names its target,
+/// `cairn::…`; Cairn's errors begin `cairn: `): a hook's stderr, which Gemini CLI shows the
+/// user and saves in the session file, must hold none.
+fn cairn_text(text: &str) -> Vec<String> {
+    text.lines().filter(|l| l.contains("cairn::") || l.contains("unrecognized line kinds") || l.trim_start().starts_with("cairn: ")).map(|l| l.chars().take(300).collect()).collect()
+}
+
+/// Every session file Gemini CLI wrote under `home`, with its text.
+fn session_files(home: &std::path::Path) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    for project in std::fs::read_dir(home.join(".gemini/tmp")).into_iter().flatten().map(|e| e.unwrap().path()) {
+        for file in std::fs::read_dir(project.join("chats")).into_iter().flatten().map(|e| e.unwrap().path()) {
+            files.push((file.clone(), std::fs::read_to_string(&file).unwrap_or_default()));
+        }
+    }
+    files
+}
+
 /// The lines of Gemini CLI's debug output about hooks, MCP and errors.
 fn interesting(stderr: &str) -> String {
     stderr
@@ -428,6 +446,11 @@ fn the_tuis_compress_is_archived_and_the_next_prompt_carries_the_rule() {
     tui.type_line(&format!("{RULE} Keep it in mind."));
     tui.wait("answer", Duration::from_secs(60), |t| t.screen().contains("Done; continuing."));
     assert_eq!(s.archives(), 0);
+    // An empty notice, as the TUI records some: the hook that archives before /compress reads
+    // it, and must not answer it with a warning on stderr, which the TUI shows and saves.
+    let [(file, _)] = session_files(&s.home).try_into().unwrap_or_else(|files: Vec<_>| panic!("one session file, not {}", files.len()));
+    let notice = json!({"id": "notice-1", "timestamp": "2026-12-01T18:45:04.582Z", "type": "info", "content": ""});
+    std::io::Write::write_all(&mut std::fs::OpenOptions::new().append(true).open(&file).unwrap(), format!("{notice}\n").as_bytes()).unwrap();
 
     tui.type_line("/compress");
     tui.wait("compression", Duration::from_secs(60), |t| t.screen().contains("Chat history compressed"));
@@ -445,5 +468,13 @@ fn the_tuis_compress_is_archived_and_the_next_prompt_carries_the_rule() {
     }
     if gemini::text_parts(request).iter().any(|(_, t)| t.contains(RULE) && !t.starts_with(gemini::HOOK_CONTEXT)) {
         s.fail("the rule survived /compress, so this proves nothing");
+    }
+    // The hooks said nothing Gemini CLI would show or keep: not on the screen, not in the session.
+    let screen = tui.screen();
+    assert!(cairn_text(&screen).is_empty(), "Cairn's text on Gemini CLI's screen:\n{screen}");
+    let files = session_files(&s.home);
+    assert!(!files.is_empty(), "the TUI saved no session");
+    for (file, text) in files {
+        assert!(cairn_text(&text).is_empty(), "{}: Cairn's text in Gemini CLI's session: {:?}", file.display(), cairn_text(&text));
     }
 }
