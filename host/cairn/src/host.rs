@@ -52,7 +52,7 @@ pub struct RunOptions<'a> {
     /// provider's usage also bills what the agent sends besides the transcript (its system
     /// prompt and tool schemas). No compaction can shrink that part, so `window` less that
     /// part is what the transcript may fill. None: the transcript is all there is.
-    pub usage: Option<crate::lifecycle::Usage>,
+    pub usage: Option<crate::transcript::Usage>,
 }
 
 impl Cairn {

@@ -3,6 +3,9 @@
 
 pub mod formats;
 pub mod sample;
+mod usage;
+
+pub use usage::Usage;
 
 use std::sync::Arc;
 
