@@ -216,7 +216,7 @@ impl SessionRecord {
             let typed = e.model_text().trim().to_string();
             // Held as shown: an agent that keeps a long message cut (Codex keeps its head and
             // tail) still holds all the context would show of it.
-            if !typed.is_empty() && !operator.contains(&typed) && !retained.holds(&shown(&typed)) {
+            if !typed.is_empty() && !operator.contains(&typed) && !retained.holds(shown(&typed).trim_end_matches(CUT_MARK)) {
                 operator.push(typed);
             }
         }
@@ -263,9 +263,17 @@ pub(crate) fn reinject_budget(policy: Option<&Path>) -> Result<u64> {
 /// How much of one operator message the context shows (the archive has the rest).
 const OPERATOR_CHARS: usize = 1200;
 
-/// The part of an operator message the context shows.
+/// Said where an operator message is cut: the agent can get the rest back.
+const CUT_MARK: &str = " … (cut here: the whole message is in the archive, and session_history reads it)";
+
+/// The part of an operator message the context shows, marked where it is cut.
 fn shown(message: &str) -> String {
-    message.chars().take(OPERATOR_CHARS).collect()
+    let head: String = message.chars().take(OPERATOR_CHARS).collect();
+    if head.len() < message.len() {
+        head + CUT_MARK
+    } else {
+        head
+    }
 }
 
 /// What Cairn recorded before the agent compacted.
@@ -401,5 +409,30 @@ impl Budget {
             }
             self.text.push_str(&item);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A long operator message comes back cut where the context's share ends, saying so and
+    /// where the whole is; a short one comes back whole, unmarked.
+    #[test]
+    fn a_cut_operator_message_says_where_the_whole_is() {
+        let long = format!("Never touch the staging database. {}", "detail ".repeat(400));
+        let record = Record {
+            pinned: &[],
+            checkpoint: &Value::Null,
+            constraints: &[],
+            operator: &[long.clone(), "Run the tests.".into()],
+            archive_id: "a-0123456789abcdef",
+            conversation: "c",
+            compacted: "Claude Code compacted it",
+        };
+        let context = render(None, &record, Some("nothing of either"), 100_000);
+        let shown_long = context.lines().find(|l| l.starts_with("- Never touch")).expect("the long message is re-added");
+        assert!(shown_long.ends_with(CUT_MARK) && shown_long.contains(&long[..OPERATOR_CHARS]) && !shown_long.contains(&long), "{shown_long}");
+        assert!(context.lines().any(|l| l == "- Run the tests."), "{context}");
     }
 }
