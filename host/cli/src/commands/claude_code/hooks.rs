@@ -268,6 +268,7 @@ const CUT_MARK: &str = " … (cut here: the whole message is in the archive, and
 
 /// The part of an operator message the context shows, marked where it is cut.
 fn shown(message: &str) -> String {
+    // The mark tells the agent that session_history reads the whole back from the archive.
     let head: String = message.chars().take(OPERATOR_CHARS).collect();
     if head.len() < message.len() {
         head + CUT_MARK
