@@ -9,14 +9,17 @@
 //!
 //! Modules, bottom to top (arrows only point down): `record`, `transcript`, `tokenizer`,
 //! `checkpoint`, `pricing`, `pins` → `storage` → `model` → `capabilities` → `engine` → `chain`
-//! → `wit_edge` → `plugin` → `policy` → `Cairn` → `lifecycle` → `recall`, `undo`, `show`.
+//! → `wit_edge` → `plugin` → `policy` → `Cairn` → `lifecycle` → `recall`, `undo`, `show` → `harness` (the operations a harness calls,
+//! typed requests and answers, typed errors).
 
 mod capabilities;
 pub mod chain;
 pub mod checkpoint;
 pub mod echo;
 mod engine;
+mod error_kinds;
 mod fault;
+pub mod harness;
 mod host;
 pub mod lifecycle;
 pub mod model;
@@ -38,6 +41,7 @@ pub mod workspace;
 
 pub use capabilities::{Capability, Interface};
 pub use engine::World;
+pub use harness::Harness;
 pub use host::{Cairn, RunOptions};
 pub use lifecycle::Lifecycle;
 pub use plugin::{inspect, Manifest, Plugin};

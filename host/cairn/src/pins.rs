@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -136,14 +136,14 @@ pub fn check_request(entries: &[Entry], already: &BTreeSet<String>, ids: &[Strin
     let by_id: HashMap<&str, &Entry> = entries.iter().map(|e| (e.id.as_str(), e)).collect();
     for id in ids {
         if !by_id.contains_key(id.as_str()) {
-            bail!("no entry {} in this conversation's record (pin ids as `cairn show` or the transcript names them)", crate::echo::input(id));
+            return Err(crate::error_kinds::NotFound(format!("no entry {} in this conversation's record (pin ids as `cairn show` or the transcript names them)", crate::echo::input(id))).into());
         }
     }
     let all: BTreeSet<String> = already.iter().chain(ids).cloned().collect();
     let mut pinned: Vec<Entry> = entries.to_vec();
     let resolved = apply(&mut pinned, &all, &PinSettings { budget_tokens: settings.budget_tokens, ..PinSettings::default() });
     if let Some(refused) = resolved.refused.iter().find(|r| ids.iter().any(|id| r.starts_with(&format!("entry {id} ")))) {
-        bail!("pin refused: {refused}");
+        return Err(crate::error_kinds::Refused(format!("pin refused: {refused}")).into());
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! recover them), dropped — with tokens per part and each step's outcome. `cairn show` prints
 //! it; `cairn ui` draws it.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::chain::LAST_RESORT;
@@ -173,7 +173,11 @@ pub fn compaction(store: &ConversationStore, archive_id: &str) -> Result<Compact
         Event::Compaction(c) if c.archive_id == archive_id => Some(c.as_ref()),
         _ => None,
     });
-    let Some(event) = found else { bail!("no compaction {} in conversation {} (`cairn show --conversation {}` lists them)", crate::echo::input(archive_id), store.key(), store.key()) };
+    let Some(event) = found else {
+        return Err(
+            crate::error_kinds::NotFound(format!("no compaction {} in conversation {} (`cairn show --conversation {}` lists them)", crate::echo::input(archive_id), store.key(), store.key())).into()
+        );
+    };
     let mut view = CompactionView {
         conversation: store.key().to_string(),
         archive_id: event.archive_id.clone(),

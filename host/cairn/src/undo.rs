@@ -3,9 +3,10 @@
 //! whatever was appended since kept after them. Undo is itself an event: the record stays
 //! append-only, and the lifecycle sees it (a new undo starts the cooldown again).
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::Serialize;
 
+use crate::error_kinds::{NotFound, Refused};
 use crate::record::{Purpose, UndoEvent};
 use crate::storage::ConversationStore;
 use crate::tokenizer::Tokenizer;
@@ -32,16 +33,16 @@ pub fn undo(store: &mut ConversationStore, tokenizer: &Tokenizer, current: Optio
     let key = store.key().clone();
     let standing = store.standing();
     let from = match archive {
-        None => standing.len().checked_sub(1).ok_or_else(|| anyhow::anyhow!("conversation {key} has no compaction to undo"))?,
+        None => standing.len().checked_sub(1).ok_or_else(|| Refused(format!("conversation {key} has no compaction to undo")))?,
         Some(id) => match standing.iter().position(|c| c.archive_id == id) {
             Some(at) => at,
-            None if store.undone().contains(id) => bail!("compaction {} of conversation {key} was undone already", crate::echo::input(id)),
-            None => bail!("no committed compaction with archive {} in conversation {key} (`cairn show --conversation {key}` lists them)", crate::echo::input(id)),
+            None if store.undone().contains(id) => return Err(Refused(format!("compaction {} of conversation {key} was undone already", crate::echo::input(id))).into()),
+            None => return Err(NotFound(format!("no committed compaction with archive {} in conversation {key} (`cairn show --conversation {key}` lists them)", crate::echo::input(id))).into()),
         },
     };
     let targets: Vec<_> = standing[from..].iter().rev().map(|c| (*c).clone()).collect();
     if let Some(handover) = targets.iter().find(|c| c.purpose == Purpose::Handover) {
-        bail!("{} is a handover: the session started over from its seed and cannot be rolled back; read the old session through session_history", handover.archive_id);
+        return Err(Refused(format!("{} is a handover: the session started over from its seed and cannot be rolled back; read the old session through session_history", handover.archive_id)).into());
     }
     if let Some(current) = current {
         store.record_snapshot("undo", &current.entries)?;

@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 
+use crate::error_kinds::NotFound;
 use crate::record::{CompactionEvent, Event, Notice};
 use crate::transcript::{Artifact, Entry};
 pub use backend::DocumentName;
@@ -104,7 +105,7 @@ impl Home {
     /// acknowledgement): one the home does not hold is an error, and is not created.
     pub fn existing_conversation_to_write(&self, key: &ConversationKey) -> Result<ConversationStore> {
         if !self.has_conversation(key)? {
-            bail!("no conversation {key} in home {}", self.backend.location());
+            return Err(NotFound(format!("no conversation {key} in home {}", self.backend.location())).into());
         }
         self.conversation(key)
     }
@@ -156,7 +157,7 @@ impl Home {
                 return store.read_artifact(uri);
             }
         }
-        bail!("artifact not found: no conversation in {} holds archive {}", self.backend.location(), uri.archive_id)
+        Err(NotFound(format!("artifact not found: no conversation in {} holds archive {}", self.backend.location(), uri.archive_id)).into())
     }
 }
 
@@ -594,9 +595,9 @@ impl ConversationStore {
     pub fn read_artifact(&self, uri: &ArtifactUri) -> Result<Vec<u8>> {
         let archive_id: ArchiveId = uri.archive_id.parse()?;
         if !self.has_archive(archive_id.as_str()) {
-            bail!("artifact not found: {uri} in conversation {}", self.key);
+            return Err(NotFound(format!("artifact not found: {uri} in conversation {}", self.key)).into());
         }
-        self.conversation.archives()?.artifact(&archive_id, uri.index).with_context(|| format!("artifact not found: {uri} in conversation {}", self.key))
+        self.conversation.archives()?.artifact(&archive_id, uri.index).with_context(|| NotFound(format!("artifact not found: {uri} in conversation {}", self.key)))
     }
 }
 

@@ -6,6 +6,7 @@ mod archive;
 mod chain;
 mod contract_versions;
 mod fact_check;
+mod harness;
 mod hostile;
 mod incremental;
 mod lifecycle;

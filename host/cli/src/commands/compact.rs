@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use cairn::storage::Home;
-use cairn::transcript::formats;
+use cairn::transcript::formats::{self, Format};
 use cairn::CompactionReport;
 use serde_json::json;
 
@@ -18,7 +18,8 @@ pub struct Args {
     /// Write the compacted transcript here.
     #[arg(long)]
     out: Option<PathBuf>,
-    #[arg(long, value_enum, default_value_t = OutFormat::Cairn)]
+    /// The format of `--out`.
+    #[arg(long, default_value = "cairn", value_parser = OutFormat::parser())]
     out_format: OutFormat,
     /// Print one JSON object for scripts.
     #[arg(long)]
@@ -44,24 +45,20 @@ pub struct Args {
     dry_run: bool,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum OutFormat {
-    Cairn,
-    Openai,
-    Anthropic,
-    /// A Pi v3 session (the summary as Pi's compaction entry).
-    Pi,
-}
+/// `--out-format`: a format Cairn writes, by the name the library's format registry gives it
+/// (the possible values are that registry's writable formats).
+#[derive(Clone, Copy)]
+pub struct OutFormat(Format);
 
 impl OutFormat {
+    pub fn parser() -> impl clap::builder::TypedValueParser<Value = OutFormat> {
+        use clap::builder::TypedValueParser;
+        clap::builder::PossibleValuesParser::new(Format::writable_ones().map(Format::name)).map(|name| OutFormat(Format::named(&name).expect("a name the registry listed")))
+    }
+
     /// `transcript` in this format.
     pub fn write(self, transcript: &cairn::transcript::Transcript) -> String {
-        match self {
-            OutFormat::Cairn => formats::write_cairn(transcript),
-            OutFormat::Openai => formats::write_openai(transcript),
-            OutFormat::Anthropic => formats::write_anthropic(transcript),
-            OutFormat::Pi => formats::write_pi(transcript),
-        }
+        formats::write(self.0, transcript).expect("a format the registry lists as writable")
     }
 }
 

@@ -32,7 +32,8 @@ pub struct Args {
     /// Write the restored context here.
     #[arg(long)]
     out: Option<PathBuf>,
-    #[arg(long, value_enum, default_value_t = OutFormat::Cairn)]
+    /// The format of `--out`.
+    #[arg(long, default_value = "cairn", value_parser = OutFormat::parser())]
     out_format: OutFormat,
     #[arg(long)]
     home: Option<PathBuf>,

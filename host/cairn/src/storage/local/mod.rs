@@ -136,8 +136,10 @@ impl Backend for Local {
             let lock = lock::Writer::acquire(&dir, "lock").with_context(|| format!("locking {}", path.display()))?;
             (dir, Some(lock))
         } else {
-            let dir =
-                self.conversations_dir(tenant, false).and_then(|conversations| open_real_dir(&conversations, key.as_str())).with_context(|| format!("no conversation {key} in {}", self.location))?;
+            let dir = self
+                .conversations_dir(tenant, false)
+                .and_then(|conversations| open_real_dir(&conversations, key.as_str()))
+                .with_context(|| crate::error_kinds::NotFound(format!("no conversation {key} in {}", self.location)))?;
             (dir, None)
         };
         Ok(Box::new(LocalConversation { dir, path, lock, loaded: None }))

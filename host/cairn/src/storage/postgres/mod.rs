@@ -104,7 +104,7 @@ impl Backend for Postgres {
             Some(client)
         } else {
             if client.query_opt("SELECT 1 FROM cairn_conversations WHERE tenant = $1 AND key = $2", &[&t, &k])?.is_none() {
-                bail!("no conversation {key} in {}", self.location);
+                return Err(crate::error_kinds::NotFound(format!("no conversation {key} in {}", self.location)).into());
             }
             None
         };

@@ -38,6 +38,20 @@ pub enum Format {
 }
 
 impl Format {
+    /// Every format Cairn reads: the one list `--out-format`, MCP's `format` and the error for
+    /// an unknown name derive from.
+    pub const ALL: [Format; 8] = [Format::Cairn, Format::Pi, Format::ClaudeCode, Format::Codex, Format::Gemini, Format::OpenCode, Format::OpenAi, Format::Anthropic];
+
+    /// The format [`name`](Format::name) calls `name`.
+    pub fn named(name: &str) -> Result<Format, UnknownFormat> {
+        Format::ALL.into_iter().find(|f| f.name() == name).ok_or_else(|| UnknownFormat(crate::echo::input(name).to_string()))
+    }
+
+    /// The formats Cairn writes, as a harness may ask for them back.
+    pub fn writable_ones() -> impl Iterator<Item = Format> {
+        Format::ALL.into_iter().filter(|f| f.writable())
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Format::Cairn => "cairn",
@@ -56,6 +70,11 @@ impl Format {
         matches!(self, Format::Cairn | Format::Pi | Format::OpenAi | Format::Anthropic)
     }
 }
+
+/// A format name that is not one of [`Format::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown format {0}: {names}", names = Format::ALL.map(Format::name).join(", "))]
+pub struct UnknownFormat(String);
 
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -95,6 +114,20 @@ fn bare_message(e: &serde_json::Error) -> String {
     let full = e.to_string();
     let tail = format!(" at line {} column {}", e.line(), e.column());
     full.strip_suffix(&tail).unwrap_or(&full).to_string()
+}
+
+/// An incremental boundary's entries (those appended after the last one the record
+/// acknowledged): read in `format` when the caller names it, else detected; no text is no
+/// entries. A fragment of a format whose files start with a header (Pi) may come without it.
+pub fn parse_appended(format: Option<Format>, text: &str, source_name: &str) -> Result<(Transcript, Format), TranscriptError> {
+    if text.trim().is_empty() {
+        return Ok((Transcript::default(), format.unwrap_or(Format::Cairn)));
+    }
+    match format {
+        Some(Format::Pi) => Ok((parse_as(Format::Pi, &pi::as_session(text, source_name)?, source_name)?, Format::Pi)),
+        Some(format) => Ok((parse_as(format, text, source_name)?, format)),
+        None => parse(text, source_name),
+    }
 }
 
 /// Detects the format of `text`, parses it and numbers its turns.

@@ -151,6 +151,21 @@ struct Node {
     data: Line,
 }
 
+/// A fragment of a session (lines appended since the last acknowledged one) as a session Pi's
+/// reader takes: the header it lacks is added. Each of its entries must carry its `id` (session
+/// version 2 on): ids by line position would restart at the fragment's first line.
+pub(super) fn as_session<'a>(text: &'a str, source_name: &str) -> Result<std::borrow::Cow<'a, str>, TranscriptError> {
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).peekable();
+    let has_header = lines.peek().and_then(|(_, l)| serde_json::from_str::<serde_json::Value>(l).ok()).is_some_and(|v| v["type"] == "session");
+    for (at, line) in lines.skip(usize::from(has_header)) {
+        let value: serde_json::Value = serde_json::from_str(line).map_err(|e| TranscriptError::in_line(source_name, at + 1, &e))?;
+        if !value["id"].is_string() {
+            return Err(TranscriptError::new(source_name, Some(at + 1), "this appended Pi entry has no `id`: a Pi fragment needs session version 2 or later (send the whole transcript)"));
+        }
+    }
+    Ok(if has_header { std::borrow::Cow::Borrowed(text) } else { std::borrow::Cow::Owned(format!("{{\"type\":\"session\",\"version\":3,\"id\":\"appended\"}}\n{text}")) })
+}
+
 pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
     let err = |line, msg: String| TranscriptError::new(source_name, Some(line), msg);
 
