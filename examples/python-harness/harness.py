@@ -54,7 +54,13 @@ DEFAULT_WINDOW = 12_000
 
 
 class CairnError(RuntimeError):
-    """A tool answered with `isError: true`; the message says what was wrong."""
+    """A tool answered with `isError: true`: the message says what was wrong, `code` what kind
+    of failure it is (`diverged`, `not-found`, `invalid-request`, `transcript-invalid`,
+    `refused`, `forbidden`, `unavailable`, `internal`), the one to match on."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class Cairn:
@@ -67,7 +73,8 @@ class Cairn:
         result = await self.session.call_tool(tool, arguments)
         text = result.content[0].text if result.content and hasattr(result.content[0], "text") else ""
         if result.is_error:
-            raise CairnError(f"{tool}: {text}")
+            meta = result.meta or {}
+            raise CairnError(f"{tool}: {text}", (meta.get("cairn/error") or {}).get("code"))
         # Every Cairn tool returns its answer as structured content (and the same JSON as text).
         if result.structured_content is not None:
             return result.structured_content
@@ -188,7 +195,7 @@ class Harness:
             try:
                 return await self.cairn.call("boundary", transcript=appended, since=self.acknowledged, **common)
             except CairnError as error:
-                if "diverged:" not in str(error):
+                if error.code != "diverged":
                     raise
                 self.report["diverged"] += 1
         whole = json.dumps(self.working)

@@ -432,6 +432,13 @@ class ServeTest(unittest.IsolatedAsyncioTestCase):
             error = await c.error("boundary", turn=3, transcript=json.dumps(edited), since=out["acknowledged"], **common)
             self.assertTrue(error.startswith("diverged:"), error)
             self.assertIn("send the whole transcript once", error)
+            # The example harness matches on the failure's code, not its text.
+            sys.path.insert(0, str(HERE))
+            import harness
+
+            with self.assertRaises(harness.CairnError) as raised:
+                await harness.Cairn(c.session).call("boundary", turn=3, transcript=json.dumps(edited), since=out["acknowledged"], **common)
+            self.assertEqual(raised.exception.code, "diverged", raised.exception)
             history = [messages[0]] + edited
             out = await c.call("boundary", turn=3, transcript=json.dumps(history), **common)
             extra = {"role": "user", "content": "Carry on."}

@@ -35,5 +35,5 @@ pub fn too_long(value: &Value) -> Option<(Option<u32>, Option<u32>)> {
     if error["type"] != "invalid_request_error" || !message.to_ascii_lowercase().starts_with("prompt is too long") {
         return None;
     }
-    Some((super::http::number_after(message, "too long:"), super::http::number_after(message, ">")))
+    Some((super::error_text::number_after(message, "too long:"), super::error_text::number_after(message, ">")))
 }

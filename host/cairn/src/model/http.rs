@@ -194,13 +194,6 @@ fn too_long(wire: Wire, body: &str) -> Option<ModelError> {
     Some(ModelError::TooLong { prompt_tokens, window, detail: clip(value["error"]["message"].as_str().unwrap_or(""), MAX_ENDPOINT_BYTES) })
 }
 
-/// The number written right after `marker` in `text` ("… is 8192 tokens" → 8192).
-pub(super) fn number_after(text: &str, marker: &str) -> Option<u32> {
-    let start = text.find(marker)? + marker.len();
-    let digits: String = text[start..].trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == ',').filter(|c| *c != ',').collect();
-    digits.parse().ok()
-}
-
 /// The provider's error message if the body carries one (both APIs use `error.message`),
 /// clipped; otherwise only the body's size: raw bytes of an unknown body never go into a
 /// message.

@@ -4,6 +4,7 @@
 //! logged and never reaches a plugin.
 
 mod anthropic;
+mod error_text;
 mod http;
 mod openai;
 mod redact;

@@ -29,7 +29,7 @@ pub fn too_long(value: &Value) -> Option<(Option<u32>, Option<u32>)> {
     if error["code"] != "context_length_exceeded" && !message.contains("maximum context length") {
         return None;
     }
-    let window = super::http::number_after(message, "maximum context length is");
-    let tokens = super::http::number_after(message, "resulted in").or_else(|| super::http::number_after(message, "you requested"));
+    let window = super::error_text::number_after(message, "maximum context length is");
+    let tokens = super::error_text::number_after(message, "resulted in").or_else(|| super::error_text::number_after(message, "you requested"));
     Some((tokens, window))
 }

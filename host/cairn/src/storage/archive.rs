@@ -6,9 +6,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::backend::ArchiveReader;
+use super::backend::{ArchiveReader, RecordedLine};
 use super::ArchiveId;
 use crate::record::CompactionEvent;
 use crate::transcript::{Entry, Part};
@@ -235,12 +235,6 @@ impl ArchiveView {
         let Some(bytes) = self.reader.entries(id).map_err(unreadable)? else { return Ok(Vec::new()) };
         parse_lines(id, &bytes, |entry_id| self.recorded.get(entry_id).cloned())
     }
-}
-
-/// An archive line that stands for an original the record's snapshots hold byte for byte.
-#[derive(Serialize, Deserialize)]
-pub(super) struct RecordedLine<S> {
-    pub recorded: S,
 }
 
 /// An archive's JSON lines as entries, each `{"recorded": id}` line resolved by `recorded`.

@@ -6,9 +6,10 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 use super::ids::{ArchiveId, ConversationKey, Tenant};
-use super::tokens::StoredToken;
+use super::stored_token::StoredToken;
 use crate::record::{Event, Notice};
 use crate::transcript::{Artifact, Entry};
 
@@ -126,11 +127,17 @@ pub struct ArchiveEntries<'a> {
     pub recorded: Vec<bool>,
 }
 
+/// An archive line that stands for an original the record's snapshots hold byte for byte.
+#[derive(Serialize, Deserialize)]
+pub(super) struct RecordedLine<S> {
+    pub recorded: S,
+}
+
 impl ArchiveEntries<'_> {
     pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         for (i, entry) in self.originals.iter().enumerate() {
             if self.is_recorded(i) {
-                serde_json::to_writer(&mut *out, &super::archive::RecordedLine { recorded: &entry.id })?;
+                serde_json::to_writer(&mut *out, &RecordedLine { recorded: &entry.id })?;
             } else {
                 serde_json::to_writer(&mut *out, entry)?;
             }

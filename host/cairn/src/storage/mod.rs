@@ -9,6 +9,7 @@ mod ids;
 mod local;
 mod location;
 mod postgres;
+mod stored_token;
 #[doc(hidden)]
 pub mod testing;
 mod tokens;

@@ -28,7 +28,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
 use super::backend::{ArchiveEntries, ArchiveReader, Backend, Conversation, DocumentChange, DocumentName, Parsed};
-use super::tokens::StoredToken;
+use super::stored_token::StoredToken;
 use super::{ArchiveId, ConversationKey, Tenant};
 use crate::record::{Event, Notice};
 use crate::transcript::Artifact;

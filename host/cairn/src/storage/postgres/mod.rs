@@ -27,7 +27,8 @@ use sha2::{Digest, Sha256};
 
 use super::backend::{writer_timed_out, ArchiveEntries, ArchiveReader, Backend, Conversation, DocumentChange, DocumentName, Parsed, WRITER_WAIT};
 use super::location::{for_client, shown};
-use super::tokens::{StoredToken, TokenScope};
+use super::stored_token::StoredToken;
+use super::tokens::TokenScope;
 use super::{ArchiveId, ConversationKey, Tenant};
 use crate::record::{Event, Notice};
 use crate::transcript::Artifact;
