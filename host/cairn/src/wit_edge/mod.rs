@@ -5,6 +5,7 @@
 //! [`PluginPre`] and its linkers in [`Linkers`]; plugins built against older ones keep loading.
 //! Conversions that are the same in every version are written once (`same_in_every_version`).
 
+mod same_host_in_every_version;
 mod same_in_every_version;
 mod v0_1_0;
 mod v0_2_0;
