@@ -228,7 +228,7 @@ impl Harness {
     }
 
     /// `session_history` for `conversation` (see [`recall`]).
-    pub fn recall(&self, conversation: &ConversationKey, arguments: &str) -> serde_json::Value {
+    pub fn recall(&self, conversation: &ConversationKey, arguments: &str) -> Result<serde_json::Value> {
         recall(self.lifecycle.home(), conversation, arguments)
     }
 
@@ -253,10 +253,12 @@ pub fn artifact(home: &Home, request: ArtifactRequest) -> Result<Artifact> {
     Ok(Artifact { uri: request.uri, bytes: content.len(), content })
 }
 
-/// `session_history` for `conversation` of `home`: `arguments` as the model sent them (JSON),
-/// the answer as the model reads it (an `error` field when the call was wrong). Storage only.
-pub fn recall(home: &Home, conversation: &ConversationKey, arguments: &str) -> serde_json::Value {
-    crate::recall::execute_json(home, conversation, arguments)
+/// `session_history` for `conversation` of `home`: `arguments` as the model sent them (JSON).
+/// A model hands a failed call's message back as `{"error": …}` (`crate::recall::execute_json`);
+/// the error's kind says what went wrong. Storage only.
+pub fn recall(home: &Home, conversation: &ConversationKey, arguments: &str) -> Result<serde_json::Value> {
+    let call: crate::recall::HistoryCall = serde_json::from_str(arguments).map_err(|e| Error::InvalidRequest(e.to_string()))?;
+    Ok(crate::recall::execute(home, conversation, &call)?)
 }
 
 fn agent_request(kind: MaintenanceKind, preserve: String, resume: String) -> AgentRequest {

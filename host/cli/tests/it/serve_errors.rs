@@ -43,3 +43,16 @@ fn every_failed_tool_call_carries_the_code_of_its_kind() {
     let (code, text) = failure(&mut mcp, "artifact_get", json!({"uri": "artifact://nothing"}));
     assert_eq!(code, "invalid-request", "{text}");
 }
+
+/// The recall tool's failures are what the model reads (`{"error": …}`), with the code beside.
+#[test]
+fn a_failed_recall_call_carries_its_code_and_tells_the_model_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let mut mcp = Mcp::start_with(&home, &["--expose", "all", "--conversation", "k"]);
+    let result = mcp.call("tools/call", json!({"name": "session_history", "arguments": {"action": "page", "archive_id": "x", "path": "/etc"}}));
+    assert_eq!(result["isError"], true, "{result:#}");
+    assert_eq!(result["_meta"]["cairn/error"]["code"], "invalid-request", "{result:#}");
+    assert!(result["structuredContent"]["error"].as_str().unwrap().contains("unknown field"), "{result:#}");
+}

@@ -240,11 +240,16 @@ pub const ERROR_META: &str = "cairn/error";
 impl IntoCallToolResult for Failure {
     fn into_call_tool_result(self) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
         let mut result = CallToolResult::error(vec![rmcp::model::ContentBlock::text(self.0.to_string())]);
-        let mut meta = rmcp::model::MetaObject::new();
-        meta.0.insert(ERROR_META.into(), serde_json::json!({ "code": self.0.code() }));
-        result.meta = Some(meta);
+        result.meta = Some(error_meta(&self.0));
         Ok(result.into())
     }
+}
+
+/// `_meta` of a failed call: `{"cairn/error": {"code": …}}`.
+fn error_meta(error: &harness::Error) -> rmcp::model::MetaObject {
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.0.insert(ERROR_META.into(), serde_json::json!({ "code": error.code() }));
+    meta
 }
 
 // ---- harness tools: each a name and schema for an operation of `cairn::harness` ----------------
@@ -408,9 +413,17 @@ fn session_history() -> ToolRoute<Server> {
                 Ok(tenant) => tenant,
                 Err(refused) => return refused.into_call_tool_result(),
             };
-            // Storage only: never waits for the plugins.
-            let answer = tokio::task::spawn_blocking(move || harness::recall(&serve.home_for(&tenant), &serve.own, &arguments)).await.unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }));
-            let result = if answer.get("error").is_some() { CallToolResult::structured_error(answer) } else { CallToolResult::structured(answer) };
+            // Storage only: never waits for the plugins. A failure is what the model reads
+            // (`{"error": …}`), with its code in `_meta` as every tool's.
+            let answer = tokio::task::spawn_blocking(move || harness::recall(&serve.home_for(&tenant), &serve.own, &arguments)).await.unwrap_or_else(|e| Err(harness::Error::Internal(e.to_string())));
+            let result = match answer {
+                Ok(answer) => CallToolResult::structured(answer),
+                Err(error) => {
+                    let mut result = CallToolResult::structured_error(serde_json::json!({ "error": error.to_string() }));
+                    result.meta = Some(error_meta(&error));
+                    result
+                }
+            };
             Ok(result.into())
         })
     })
