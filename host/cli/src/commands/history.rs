@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use cairn::recall::{self, HistoryCall};
 use cairn::storage::{ConversationKey, Home};
 use serde_json::Value;
@@ -52,6 +52,22 @@ enum Read {
 pub fn run(args: Args) -> Result<()> {
     let home = Home::open_existing(&setup::home_path(args.home))?;
     let key = ConversationKey::parse(&args.conversation)?;
+    // The agent's tool answers "nothing compacted yet" for its own fresh conversation; a person
+    // naming one that is not here has most likely mistyped it: a search or a page is an error
+    // that lists what is here, and a summary says so after the tool's answer.
+    let here = home.conversations()?;
+    let missing = (!here.contains(&key)).then(|| {
+        let listed: Vec<String> = here.iter().map(ToString::to_string).collect();
+        let listed = if listed.is_empty() { "none".to_string() } else { listed.join(", ") };
+        format!("no conversation {key} in home {}; conversations here: {listed}", cairn::storage::shown(home.path()))
+    });
+    if let (Some(missing), Read::Search { .. } | Read::Page { .. }) = (&missing, &args.read) {
+        bail!("{missing}");
+    }
+    let query = match &args.read {
+        Read::Search { query, .. } => Some(query.clone()),
+        _ => None,
+    };
     let call = match args.read {
         Read::Summary => HistoryCall::Summary,
         Read::Search { query, offset, limit } => HistoryCall::Search { query, offset, limit },
@@ -60,8 +76,13 @@ pub fn run(args: Args) -> Result<()> {
     let answer = recall::execute(&home, &key, &call)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&answer)?);
+    } else if answer["hits"].as_array().is_some_and(Vec::is_empty) {
+        println!("no archived entry of conversation {key} matches {}", cairn::echo::input(query.as_deref().unwrap_or_default()));
     } else {
         print_human(&answer);
+        if let Some(missing) = missing {
+            println!("({missing})");
+        }
     }
     Ok(())
 }

@@ -178,6 +178,27 @@ fn history_finds_an_elided_line_of_a_real_session_and_reads_it_back_exactly() {
     assert!(fails(&["history", "--home", s(&home), "--conversation", "../pi-large", "summary"]).contains("invalid conversation key"));
 }
 
+/// A person's first searches: a mistyped conversation is an error that lists what is there, and
+/// a search without a hit says so (it printed nothing and exited 0).
+#[test]
+fn history_names_a_missing_conversation_and_a_search_without_a_hit() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let file = dir.path().join("session.jsonl");
+    std::fs::write(&file, formats::write_cairn(&cairn::transcript::sample::coding_session(12))).unwrap();
+    ok(&["compact", s(&file), "--home", s(&home), "--conversation", "app"]);
+
+    let error = fails(&["history", "--home", s(&home), "--conversation", "ap", "search", "apply"]);
+    assert!(error.contains("no conversation ap in home") && error.contains("conversations here: app"), "{error}");
+    let summary = ok(&["history", "--home", s(&home), "--conversation", "ap", "summary"]);
+    assert!(summary.contains("(no conversation ap in home") && summary.contains("conversations here: app"), "{summary}");
+
+    let none = ok(&["history", "--home", s(&home), "--conversation", "app", "search", "zzqqxxyy"]);
+    assert!(none.contains("no archived entry of conversation app matches \"zzqqxxyy\""), "{none}");
+    let as_json: Value = serde_json::from_str(&ok(&["history", "--home", s(&home), "--conversation", "app", "search", "zzqqxxyy", "--json"])).unwrap();
+    assert_eq!(as_json["hits"], serde_json::json!([]), "scripts still get the answer as it is");
+}
+
 /// The operator's messages in a parsed transcript, in order.
 fn operator_messages(t: &cairn::transcript::Transcript) -> Vec<String> {
     use cairn::transcript::{Origin, Role};
