@@ -11,7 +11,9 @@ use anyhow::Result;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::transcript::{Entry, Origin, Part, Role};
+use crate::storage::ConversationStore;
+use crate::tokenizer::Tokenizer;
+use crate::transcript::{Entry, Origin, Part, Role, Transcript};
 
 /// The operator's marker: a message of theirs containing this word is pinned.
 pub const MARKER: &str = "!pin";
@@ -128,6 +130,34 @@ pub fn apply(entries: &mut [Entry], ids: &BTreeSet<String>, settings: &PinSettin
         }
     }
     resolved
+}
+
+/// Records the operator's pins of `ids` in `store`, checked against the budget of `settings`
+/// with the conversation's entries counted by `tokenizer`; answers the ids newly pinned (one
+/// pinned already is not recorded again). The one path `cairn pin`, the harness API and the
+/// page take.
+pub fn pin(store: &mut ConversationStore, tokenizer: &Tokenizer, ids: &[String], settings: &PinSettings) -> Result<Vec<String>> {
+    let already = store.pinned_ids();
+    let new: Vec<String> = ids.iter().filter(|id| !already.contains(*id)).cloned().collect();
+    let mut context = Transcript::new(store.context()?);
+    tokenizer.count_transcript(&mut context);
+    check_request(&context.entries, &already, &new, settings)?;
+    if !new.is_empty() {
+        store.record_pins(new.clone(), true)?;
+    }
+    Ok(new)
+}
+
+/// Records the operator's unpinning of `ids`; an id that is not pinned is refused, naming
+/// those that are, and nothing is recorded.
+pub fn unpin(store: &mut ConversationStore, ids: &[String]) -> Result<()> {
+    let pinned = store.pinned_ids();
+    let not: Vec<&str> = ids.iter().filter(|id| !pinned.contains(*id)).map(String::as_str).collect();
+    if !not.is_empty() {
+        let now = if pinned.is_empty() { "none".to_string() } else { pinned.into_iter().collect::<Vec<_>>().join(", ") };
+        return Err(crate::error_kinds::Refused(format!("not pinned: {} (pinned now: {now})", crate::echo::inputs(&not, 5))).into());
+    }
+    store.record_pins(ids.to_vec(), false)
 }
 
 /// Checks an operator's request to pin `ids` against what is pinned already and the budget:

@@ -190,19 +190,10 @@ impl Harness {
     fn pins(&self, request: PinRequest, pinned: bool) -> Result<Pins> {
         let conversation = conversation_key(&request.conversation)?;
         let mut store = self.lifecycle.home().existing_conversation_to_write(&conversation)?;
-        let now = store.pinned_ids();
         if pinned {
-            let new: Vec<String> = request.ids.iter().filter(|id| !now.contains(*id)).cloned().collect();
-            crate::pins::check_request(&store.context()?, &now, &new, &self.lifecycle.policy().pins)?;
-            if !new.is_empty() {
-                store.record_pins(new, true)?;
-            }
+            crate::pins::pin(&mut store, &self.lifecycle.cairn().tokenizer(), &request.ids, &self.lifecycle.policy().pins)?;
         } else {
-            let not: Vec<&str> = request.ids.iter().filter(|id| !now.contains(*id)).map(String::as_str).collect();
-            if !not.is_empty() {
-                return Err(Error::Refused(format!("not pinned: {}", crate::echo::inputs(&not, 5))));
-            }
-            store.record_pins(request.ids, false)?;
+            crate::pins::unpin(&mut store, &request.ids)?;
         }
         Ok(Pins { pinned: store.pinned_ids().into_iter().collect() })
     }

@@ -1,19 +1,16 @@
-//! One module per CLI verb.
+//! One module per CLI verb; the agents' verbs (`cairn claude-code …`) under `agents/`.
 
+pub mod agents;
 pub mod artifact;
 pub mod bench;
 pub mod boundary;
-pub mod claude_code;
-pub mod codex;
 pub mod compact;
 pub mod demo;
 pub mod doctor;
 pub mod eval;
-pub mod gemini;
 pub mod handover;
 pub mod history;
 pub mod new;
-pub mod opencode;
 pub mod pin;
 pub mod plugins;
 pub mod serve;

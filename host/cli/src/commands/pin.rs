@@ -4,8 +4,9 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{Context, Result};
 use cairn::storage::{ConversationKey, ConversationStore, Home};
+use cairn::tokenizer::Tokenizer;
 use serde_json::json;
 
 use crate::setup;
@@ -35,28 +36,13 @@ pub struct Args {
 pub fn pin(args: Args) -> Result<()> {
     let (_, policy) = setup::host_and_policy(&[], args.policy.as_deref())?;
     let (key, mut store) = open(&args)?;
-    let already = store.pinned_ids();
-    let new: Vec<String> = args.ids.iter().filter(|id| !already.contains(*id)).cloned().collect();
-    let context = store.context()?;
-    cairn::pins::check_request(&context, &already, &new, &policy.pins).map_err(|e| anyhow::anyhow!("conversation {key}: {e:#}"))?;
-    if !new.is_empty() {
-        store.record_pins(new.clone(), true)?;
-    }
+    let new = cairn::pins::pin(&mut store, &Tokenizer::default(), &args.ids, &policy.pins).with_context(|| format!("conversation {key}"))?;
     done(&key, "pinned", &new, store.pinned_ids(), args.json)
 }
 
 pub fn unpin(args: Args) -> Result<()> {
     let (key, mut store) = open(&args)?;
-    let pinned = store.pinned_ids();
-    let not: Vec<&str> = args.ids.iter().filter(|id| !pinned.contains(*id)).map(String::as_str).collect();
-    if !not.is_empty() {
-        bail!(
-            "conversation {key}: not pinned: {} (pinned now: {})",
-            cairn::echo::inputs(&not, 5),
-            if pinned.is_empty() { "none".to_string() } else { pinned.into_iter().collect::<Vec<_>>().join(", ") }
-        );
-    }
-    store.record_pins(args.ids.clone(), false)?;
+    cairn::pins::unpin(&mut store, &args.ids).with_context(|| format!("conversation {key}"))?;
     done(&key, "unpinned", &args.ids, store.pinned_ids(), args.json)
 }
 
@@ -66,7 +52,7 @@ fn open(args: &Args) -> Result<(ConversationKey, ConversationStore)> {
     let home = Home::open(&setup::home_path(args.home.clone()))?;
     let Some(file) = &args.transcript else { return Ok((key.clone(), home.existing_conversation_to_write(&key)?)) };
     let (mut transcript, _) = setup::read_transcript(file)?;
-    cairn::tokenizer::Tokenizer::default().count_transcript(&mut transcript);
+    Tokenizer::default().count_transcript(&mut transcript);
     let mut store = home.conversation(&key)?;
     store.record_snapshot(&file.display().to_string(), &transcript.entries)?;
     Ok((key, store))

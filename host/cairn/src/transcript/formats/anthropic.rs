@@ -99,6 +99,27 @@ fn clip(s: &str) -> String {
     s.chars().take(80).collect()
 }
 
+/// Anthropic Messages API bodies: a chat document with a top-level `system` or blocks only Anthropic has.
+pub(super) struct AnthropicMessages;
+
+impl super::TranscriptFormat for AnthropicMessages {
+    fn name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    fn detect(&self, head: Option<&serde_json::Value>, text: &str) -> bool {
+        super::chat_document(head, text) && super::probe::is_anthropic(text)
+    }
+
+    fn parse(&self, text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
+        parse(text, source_name)
+    }
+
+    fn writer(&self) -> Option<fn(&Transcript) -> String> {
+        Some(write)
+    }
+}
+
 pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
     let document: Document = if text.trim_start().starts_with('[') { serde_json::from_str(text).map(|messages| Document { system: None, messages }) } else { serde_json::from_str(text) }
         .map_err(|e| TranscriptError::in_document(source_name, &e))?;

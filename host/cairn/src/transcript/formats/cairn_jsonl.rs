@@ -16,6 +16,31 @@ struct Header {
     version: u64,
 }
 
+/// Cairn's own JSONL: a `{"cairn": …}` header, then one entry per line.
+pub(super) struct CairnJsonl;
+
+impl super::TranscriptFormat for CairnJsonl {
+    fn name(&self) -> &'static str {
+        "cairn"
+    }
+
+    fn detect(&self, head: Option<&serde_json::Value>, _: &str) -> bool {
+        super::transcript_format::object(head).is_some_and(|h| h.contains_key("cairn"))
+    }
+
+    fn parse(&self, text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
+        parse(text, source_name)
+    }
+
+    fn writer(&self) -> Option<fn(&Transcript) -> String> {
+        Some(write)
+    }
+
+    fn records_turns(&self) -> bool {
+        true
+    }
+}
+
 pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
     let err = |line, msg: String| TranscriptError::new(source_name, Some(line), msg);
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l)).filter(|(_, l)| !l.trim().is_empty());

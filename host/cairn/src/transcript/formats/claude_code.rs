@@ -146,6 +146,23 @@ pub(super) fn detect(first: &serde_json::Map<String, Value>) -> bool {
         || kind == "queue-operation"
 }
 
+/// Claude Code's session log (only Claude Code writes it).
+pub(super) struct ClaudeCodeLog;
+
+impl super::TranscriptFormat for ClaudeCodeLog {
+    fn name(&self) -> &'static str {
+        "claude-code"
+    }
+
+    fn detect(&self, head: Option<&serde_json::Value>, _: &str) -> bool {
+        super::transcript_format::object(head).is_some_and(detect)
+    }
+
+    fn parse(&self, text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
+        parse(text, source_name)
+    }
+}
+
 pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
     let mut lines = Vec::new();
     // Kinds this reader does not know, each counted; one carrying a message is kept as text.

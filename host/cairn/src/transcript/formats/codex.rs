@@ -65,6 +65,23 @@ fn envelope(line: &Value) -> Option<(&str, &Value)> {
     Some((line.get("type")?.as_str()?, line.get("payload")?))
 }
 
+/// Codex rollout files (only Codex writes them).
+pub(super) struct CodexRollout;
+
+impl super::TranscriptFormat for CodexRollout {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+
+    fn detect(&self, head: Option<&serde_json::Value>, _: &str) -> bool {
+        super::transcript_format::object(head).is_some_and(detect)
+    }
+
+    fn parse(&self, text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
+        parse(text, source_name)
+    }
+}
+
 pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
     let mut lines = Vec::new();
     for (i, raw) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {

@@ -75,6 +75,23 @@ impl Messages {
     }
 }
 
+/// Gemini CLI session files (only Gemini CLI writes them).
+pub(super) struct GeminiSession;
+
+impl super::TranscriptFormat for GeminiSession {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn detect(&self, head: Option<&serde_json::Value>, _: &str) -> bool {
+        super::transcript_format::object(head).is_some_and(detect)
+    }
+
+    fn parse(&self, text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
+        parse(text, source_name)
+    }
+}
+
 pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
     let mut unrecognized = Unrecognized::default();
     let mut messages = Messages::default();

@@ -1,6 +1,11 @@
 //! Reading and writing transcripts in the formats Cairn meets, one file each: its own JSONL,
 //! Pi coding-agent sessions, Claude Code sessions, Codex rollouts, Gemini CLI and OpenCode sessions, OpenAI chat messages and
 //! Anthropic Messages API JSON. `chat` is what the two API writers share.
+//!
+//! Each file implements [`TranscriptFormat`]; the registry here — the built-in formats, one line
+//! each in `impl Format`, and those a program adds with [`register`] — is the one list
+//! detection, `--out-format`, MCP's `format` and the errors derive from. A new format is one
+//! file and one line.
 
 mod anthropic;
 mod cairn_jsonl;
@@ -13,6 +18,7 @@ mod opencode;
 mod pi;
 mod pi_writeback;
 mod probe;
+mod transcript_format;
 
 pub use pi_writeback::iso8601;
 
@@ -25,62 +31,73 @@ use std::collections::HashMap;
 
 use crate::transcript::{Part, Role, Transcript};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Cairn,
-    Pi,
-    ClaudeCode,
-    Codex,
-    Gemini,
-    OpenCode,
-    OpenAi,
-    Anthropic,
+pub use transcript_format::{Format, TranscriptFormat};
+
+/// The built-in formats, one line each (see [`TranscriptFormat`] to add one).
+#[allow(non_upper_case_globals)]
+impl Format {
+    pub const Cairn: Format = Format(&cairn_jsonl::CairnJsonl);
+    pub const Pi: Format = Format(&pi::PiSession);
+    pub const ClaudeCode: Format = Format(&claude_code::ClaudeCodeLog);
+    pub const Codex: Format = Format(&codex::CodexRollout);
+    pub const Gemini: Format = Format(&gemini::GeminiSession);
+    pub const OpenCode: Format = Format(&opencode::OpenCodeExport);
+    pub const OpenAi: Format = Format(&openai::OpenAiChat);
+    pub const Anthropic: Format = Format(&anthropic::AnthropicMessages);
 }
 
+/// The formats whose files open with a header of their own: detection tries them first.
+const HEADED: [Format; 6] = [Format::Cairn, Format::Pi, Format::ClaudeCode, Format::Codex, Format::Gemini, Format::OpenCode];
+
+/// Chat API documents: any JSON array or `{messages}` may be one, so detection tries them last,
+/// after the formats registered at run time.
+const CHAT_DOCUMENTS: [Format; 2] = [Format::OpenAi, Format::Anthropic];
+
+/// The formats registered at run time ([`register`]).
+static REGISTERED: std::sync::RwLock<Vec<Format>> = std::sync::RwLock::new(Vec::new());
+
 impl Format {
-    /// Every format Cairn reads: the one list `--out-format`, MCP's `format` and the error for
-    /// an unknown name derive from.
-    pub const ALL: [Format; 8] = [Format::Cairn, Format::Pi, Format::ClaudeCode, Format::Codex, Format::Gemini, Format::OpenCode, Format::OpenAi, Format::Anthropic];
+    /// Every format Cairn reads, built in and registered, in the order detection tries them:
+    /// the one list `--out-format`, MCP's `format` and the error for an unknown name derive from.
+    pub fn all() -> Vec<Format> {
+        let registered = REGISTERED.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        HEADED.iter().chain(registered.iter()).chain(CHAT_DOCUMENTS.iter()).copied().collect()
+    }
 
     /// The format [`name`](Format::name) calls `name`.
     pub fn named(name: &str) -> Result<Format, UnknownFormat> {
-        Format::ALL.into_iter().find(|f| f.name() == name).ok_or_else(|| UnknownFormat(crate::echo::input(name).to_string()))
+        Format::all().into_iter().find(|f| f.name() == name).ok_or_else(|| UnknownFormat(crate::echo::input(name).to_string()))
     }
 
     /// The formats Cairn writes, as a harness may ask for them back.
     pub fn writable_ones() -> impl Iterator<Item = Format> {
-        Format::ALL.into_iter().filter(|f| f.writable())
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Cairn => "cairn",
-            Format::Pi => "pi",
-            Format::ClaudeCode => "claude-code",
-            Format::Codex => "codex",
-            Format::Gemini => "gemini",
-            Format::OpenCode => "opencode",
-            Format::OpenAi => "openai",
-            Format::Anthropic => "anthropic",
-        }
-    }
-
-    /// Cairn writes it (Claude Code's and Codex's logs only they write).
-    pub fn writable(self) -> bool {
-        matches!(self, Format::Cairn | Format::Pi | Format::OpenAi | Format::Anthropic)
+        Format::all().into_iter().filter(|f| f.writable())
     }
 }
 
-/// A format name that is not one of [`Format::ALL`].
+/// Adds `format` to the registry every reader, writer and shell of this process uses
+/// (detection, `--out-format`, MCP's `format`). Its name must be new.
+pub fn register(format: impl TranscriptFormat) -> Result<Format, AlreadyRegistered> {
+    let mut registered = REGISTERED.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let name = format.name();
+    if HEADED.iter().chain(registered.iter()).chain(CHAT_DOCUMENTS.iter()).any(|f| f.name() == name) {
+        return Err(AlreadyRegistered(name));
+    }
+    // A registered format lives as long as the process, like the built-in ones.
+    let format = Format(Box::leak(Box::new(format)));
+    registered.push(format);
+    Ok(format)
+}
+
+/// A format name that is not one of [`Format::all`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown format {0}: {names}", names = Format::ALL.map(Format::name).join(", "))]
+#[error("unknown format {0}: {names}", names = Format::all().into_iter().map(Format::name).collect::<Vec<_>>().join(", "))]
 pub struct UnknownFormat(String);
 
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// [`register`] of a name the registry already holds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a transcript format named {0} is already registered")]
+pub struct AlreadyRegistered(&'static str);
 
 /// A transcript that cannot be read, located by source name and, where
 /// known, 1-based line.
@@ -124,8 +141,7 @@ pub fn parse_appended(format: Option<Format>, text: &str, source_name: &str) -> 
         return Ok((Transcript::default(), format.unwrap_or(Format::Cairn)));
     }
     match format {
-        Some(Format::Pi) => Ok((parse_as(Format::Pi, &pi::as_session(text, source_name)?, source_name)?, Format::Pi)),
-        Some(format) => Ok((parse_as(format, text, source_name)?, format)),
+        Some(format) => Ok((read(format, strip_bom(text), source_name, TranscriptFormat::parse_fragment)?, format)),
         None => parse(text, source_name),
     }
 }
@@ -143,16 +159,16 @@ pub fn parse_as(format: Format, text: &str, source_name: &str) -> Result<Transcr
     if text.trim().is_empty() {
         return Err(TranscriptError::new(source_name, None, "empty transcript"));
     }
-    let mut transcript = match format {
-        Format::Cairn => return cairn_jsonl::parse(text, source_name),
-        Format::Pi => pi::parse(text, source_name)?,
-        Format::ClaudeCode => claude_code::parse(text, source_name)?,
-        Format::Codex => codex::parse(text, source_name)?,
-        Format::Gemini => gemini::parse(text, source_name)?,
-        Format::OpenCode => opencode::parse(text, source_name)?,
-        Format::OpenAi => openai::parse(text, source_name)?,
-        Format::Anthropic => anthropic::parse(text, source_name)?,
-    };
+    read(format, text, source_name, TranscriptFormat::parse)
+}
+
+/// `text` read by `format`'s `reader`, its turns numbered and Cairn's own checkpoints marked
+/// unless the format records them.
+fn read(format: Format, text: &str, source_name: &str, reader: fn(&dyn TranscriptFormat, &str, &str) -> Result<Transcript, TranscriptError>) -> Result<Transcript, TranscriptError> {
+    let mut transcript = reader(format.implementation(), text, source_name)?;
+    if format.implementation().records_turns() {
+        return Ok(transcript);
+    }
     transcript.mark_own_checkpoints();
     transcript.number_turns();
     if !transcript.unrecognized.is_empty() {
@@ -204,14 +220,7 @@ fn message_text(line: &serde_json::Value) -> Option<String> {
 /// `t` written in `format`, for the formats Cairn writes (`None`: a harness's own session
 /// log, which only that harness writes).
 pub fn write(format: Format, t: &Transcript) -> Option<String> {
-    match format {
-        Format::Cairn => Some(write_cairn(t)),
-        Format::OpenAi => Some(write_openai(t)),
-        Format::Anthropic => Some(write_anthropic(t)),
-        Format::Pi => Some(pi_writeback::write(t)),
-        Format::ClaudeCode | Format::Codex | Format::Gemini | Format::OpenCode => None,
-    }
-    .filter(|_| format.writable())
+    format.write(t)
 }
 
 /// Cairn JSONL: a header line, then one entry per line.
@@ -241,41 +250,33 @@ fn strip_bom(text: &str) -> &str {
 }
 
 fn detect(text: &str, source_name: &str) -> Result<Format, TranscriptError> {
-    let trimmed = text.trim_start();
-    if trimmed.is_empty() {
+    if text.trim_start().is_empty() {
         return Err(TranscriptError::new(source_name, None, "empty transcript"));
     }
     let (index, first) = text.lines().enumerate().find(|(_, l)| !l.trim().is_empty()).expect("text has a non-blank line");
     // Only what detection reads: a one-line chat document is the whole session.
-    match probe::reduced(first) {
-        Ok(serde_json::Value::Object(header)) if header.contains_key("cairn") => Ok(Format::Cairn),
-        Ok(serde_json::Value::Object(header)) if header.get("type").and_then(|t| t.as_str()) == Some("session") => Ok(Format::Pi),
-        Ok(serde_json::Value::Object(header)) if claude_code::detect(&header) => Ok(Format::ClaudeCode),
-        Ok(serde_json::Value::Object(header)) if codex::detect(&header) => Ok(Format::Codex),
-        Ok(serde_json::Value::Object(header)) if gemini::detect(&header) => Ok(Format::Gemini),
-        Ok(serde_json::Value::Object(header)) if opencode::detect(&header) => Ok(Format::OpenCode),
-        Ok(serde_json::Value::Object(header)) if header.get("messages").is_some_and(serde_json::Value::is_array) => Ok(chat_api(text)),
-        Ok(serde_json::Value::Array(_)) => Ok(chat_api(text)),
-        Ok(serde_json::Value::Object(_)) => Err(TranscriptError::new(
-            source_name,
-            Some(index + 1),
-            "unrecognized transcript: the first line is no Cairn, Pi, Claude Code, Codex or Gemini CLI header, nor an OpenCode export or a chat document",
-        )),
-        // A pretty-printed document spans lines: an OpenCode export or a chat API file.
-        Err(_) if trimmed.starts_with('{') && opencode::detect_text(text) => Ok(Format::OpenCode),
-        Err(_) if trimmed.starts_with('{') || trimmed.starts_with('[') => Ok(chat_api(text)),
-        _ => Err(TranscriptError::new(source_name, Some(index + 1), "unrecognized transcript: expected a JSON object or array")),
+    let head = probe::reduced(first).ok();
+    if let Some(format) = Format::all().into_iter().find(|f| f.implementation().detect(head.as_ref(), text)) {
+        return Ok(format);
     }
+    let message = match head {
+        Some(serde_json::Value::Object(_)) => {
+            let names: Vec<&str> = Format::all().into_iter().map(Format::name).collect();
+            format!("unrecognized transcript: the first line opens none of the formats Cairn reads ({})", names.join(", "))
+        }
+        _ => "unrecognized transcript: expected a JSON object or array".to_string(),
+    };
+    Err(TranscriptError::new(source_name, Some(index + 1), message))
 }
 
-/// OpenAI chat or Anthropic messages, which share `{messages}` and `[…]`: Anthropic's has a
-/// top-level `system`, or blocks only it knows (`tool_use`, `tool_result`, `thinking`). A
-/// document that does not parse goes to the OpenAI reader, which names the error's line.
-fn chat_api(text: &str) -> Format {
-    if probe::is_anthropic(text) {
-        Format::Anthropic
-    } else {
-        Format::OpenAi
+/// Whether a document may be a chat API body (OpenAI's or Anthropic's): a JSON array, an
+/// object with `messages`, or a pretty-printed document spread over lines.
+fn chat_document(head: Option<&serde_json::Value>, text: &str) -> bool {
+    match head {
+        Some(serde_json::Value::Object(head)) => head.get("messages").is_some_and(serde_json::Value::is_array),
+        Some(serde_json::Value::Array(_)) => true,
+        Some(_) => false,
+        None => text.trim_start().starts_with(['{', '[']),
     }
 }
 
@@ -314,7 +315,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for TextOr<T> {
 /// message read again (in the compacted context a harness sends back, say) keeps its id, and a
 /// changed one gets a new id. Positions would shift after every compaction and name other
 /// messages. A repeated message gets `-2`, `-3`, ….
-pub(super) fn content_id(role: Role, parts: &[Part], seen: &mut HashMap<String, usize>) -> String {
+pub fn content_id(role: Role, parts: &[Part], seen: &mut HashMap<String, usize>) -> String {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(serde_json::to_vec(&(role, parts)).unwrap_or_default());
     let base: String = std::iter::once("m-".to_string()).chain(digest[..6].iter().map(|b| format!("{b:02x}"))).collect();

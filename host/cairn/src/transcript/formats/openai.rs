@@ -70,6 +70,27 @@ struct Function {
     arguments: String,
 }
 
+/// OpenAI Chat Completions messages (an array, or `{messages}`).
+pub(super) struct OpenAiChat;
+
+impl super::TranscriptFormat for OpenAiChat {
+    fn name(&self) -> &'static str {
+        "openai"
+    }
+
+    fn detect(&self, head: Option<&serde_json::Value>, text: &str) -> bool {
+        super::chat_document(head, text) && !super::probe::is_anthropic(text)
+    }
+
+    fn parse(&self, text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
+        parse(text, source_name)
+    }
+
+    fn writer(&self) -> Option<fn(&Transcript) -> String> {
+        Some(write)
+    }
+}
+
 pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
     let messages = if text.trim_start().starts_with('[') { serde_json::from_str::<Vec<Message>>(text) } else { serde_json::from_str::<Document>(text).map(|d| d.messages) }
         .map_err(|e| TranscriptError::in_document(source_name, &e))?;

@@ -78,6 +78,27 @@ impl Message {
 /// Parts that carry nothing for the model.
 const SILENT: &[&str] = &["step-start", "step-finish", "snapshot", "patch", "retry", "compaction", "agent"];
 
+/// `opencode export` documents (only OpenCode writes them).
+pub(super) struct OpenCodeExport;
+
+impl super::TranscriptFormat for OpenCodeExport {
+    fn name(&self) -> &'static str {
+        "opencode"
+    }
+
+    fn detect(&self, head: Option<&serde_json::Value>, text: &str) -> bool {
+        match head {
+            Some(head) => head.as_object().is_some_and(detect),
+            // Pretty-printed, as `opencode export` writes it.
+            None => text.trim_start().starts_with('{') && detect_text(text),
+        }
+    }
+
+    fn parse(&self, text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
+        parse(text, source_name)
+    }
+}
+
 pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
     let export: Export = serde_json::from_str(text).map_err(|e| TranscriptError::in_document(source_name, &e))?;
     let messages = visible(&export.messages);

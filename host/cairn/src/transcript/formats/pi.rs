@@ -166,6 +166,31 @@ pub(super) fn as_session<'a>(text: &'a str, source_name: &str) -> Result<std::bo
     Ok(if has_header { std::borrow::Cow::Borrowed(text) } else { std::borrow::Cow::Owned(format!("{{\"type\":\"session\",\"version\":3,\"id\":\"appended\"}}\n{text}")) })
 }
 
+/// Pi coding-agent session files (a `{"type": "session"}` header).
+pub(super) struct PiSession;
+
+impl super::TranscriptFormat for PiSession {
+    fn name(&self) -> &'static str {
+        "pi"
+    }
+
+    fn detect(&self, head: Option<&serde_json::Value>, _: &str) -> bool {
+        super::transcript_format::object(head).is_some_and(|h| h.get("type").and_then(serde_json::Value::as_str) == Some("session"))
+    }
+
+    fn parse(&self, text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
+        parse(text, source_name)
+    }
+
+    fn parse_fragment(&self, text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
+        parse(&as_session(text, source_name)?, source_name)
+    }
+
+    fn writer(&self) -> Option<fn(&Transcript) -> String> {
+        Some(super::pi_writeback::write)
+    }
+}
+
 pub(super) fn parse(text: &str, source_name: &str) -> Result<Transcript, TranscriptError> {
     let err = |line, msg: String| TranscriptError::new(source_name, Some(line), msg);
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::lab::text;
 use super::Lab;
-use crate::commands::claude_code::hooks::{mentioned, normalized, strings};
+use crate::commands::agents::shared::hooks::{mentioned, normalized, strings};
 
 #[derive(Serialize)]
 pub struct Row {

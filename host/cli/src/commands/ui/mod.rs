@@ -15,7 +15,7 @@
 //! run on the blocking pool; writes go one at a time. Connections are bounded as `serve --http`'s
 //! are (`crate::net`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -357,14 +357,10 @@ async fn pin(State(ui): State<Arc<Ui>>, uri: Uri) -> Response {
             let mut store = ui.home.existing_conversation_to_write(&key)?;
             let ids = vec![id.clone()];
             if pinned {
-                let mut context = Transcript::new(store.context()?);
-                ui.tokenizer.count_transcript(&mut context);
-                let already: BTreeSet<String> = store.pinned_ids();
-                cairn::pins::check_request(&context.entries, &already, &ids, &PinSettings::default())?;
-            } else if !store.pinned_ids().contains(&id) {
-                bail!("{} is not pinned", cairn::echo::input(&id));
+                cairn::pins::pin(&mut store, &ui.tokenizer, &ids, &PinSettings::default())?;
+            } else {
+                cairn::pins::unpin(&mut store, &ids)?;
             }
-            store.record_pins(ids, pinned)?;
             Ok(Pinned { id, pinned })
         })
         .await,

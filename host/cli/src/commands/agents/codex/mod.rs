@@ -15,7 +15,7 @@ mod writer;
 
 use anyhow::Result;
 
-use super::claude_code::HookArgs;
+use super::shared::HookArgs;
 
 #[derive(clap::Subcommand)]
 pub enum Command {

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::commands::claude_code::settings::{add_server, remove_server, server_args, user_home, Hook, Hooks, JsonFile};
+use super::super::shared::settings::{add_server, remove_server, server_args, user_home, Hook, Hooks, JsonFile};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -26,10 +26,10 @@ use anyhow::{Context, Result};
 use cairn::transcript::{formats, Origin, Role};
 
 use super::compression;
-use crate::commands::claude_code::hooks::{self as shared, Agent, Payload, SessionRecord, HEADING};
-use crate::commands::claude_code::HookArgs;
+use super::super::shared::hooks::{self as shared, Agent, Payload, SessionRecord, HEADING};
+use super::super::shared::HookArgs;
 
-const GEMINI: Agent = Agent { name: "gemini", title: "Gemini CLI", compacted: "Gemini CLI compressed it" };
+const GEMINI: Agent = Agent { name: "gemini", title: "Gemini CLI", compacted: "Gemini CLI compressed it", compares_summary_only: false };
 
 pub fn pre_compress(args: HookArgs, stdin: impl Read) -> Result<()> {
     shared::recorded(&GEMINI, "pre-compress", args.home.clone(), stdin, |payload| {

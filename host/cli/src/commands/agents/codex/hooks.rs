@@ -1,4 +1,4 @@
-//! The two hook handlers, on Claude Code's logic (`claude_code::hooks`): Codex's hook payloads
+//! The two hook handlers, on the shared logic (`agents::shared::hooks`): Codex's hook payloads
 //! carry the same fields (`session_id`, `transcript_path` — the rollout —, `cwd`,
 //! `hook_event_name`; `PreCompact` adds `trigger`, `SessionStart` adds `source`), and Codex
 //! reads the same `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext":
@@ -12,10 +12,10 @@ use std::io::Read;
 
 use anyhow::Result;
 
-use crate::commands::claude_code::hooks::{self as shared, Agent};
-use crate::commands::claude_code::HookArgs;
+use super::super::shared::hooks::{self as shared, Agent};
+use super::super::shared::HookArgs;
 
-const CODEX: Agent = Agent { name: "codex", title: "Codex", compacted: "Codex compacted it" };
+const CODEX: Agent = Agent { name: "codex", title: "Codex", compacted: "Codex compacted it", compares_summary_only: false };
 
 /// `PreCompact`: archives the whole rollout into the project's conversation (a handover, with
 /// its deterministic checkpoint) before Codex replaces it with its summary.

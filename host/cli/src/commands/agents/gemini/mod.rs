@@ -13,7 +13,7 @@ mod settings;
 
 use anyhow::Result;
 
-use super::claude_code::HookArgs;
+use super::shared::HookArgs;
 
 #[derive(clap::Subcommand)]
 pub enum Command {

@@ -1,4 +1,6 @@
-//! The two hook handlers. Payloads and outputs as Claude Code documents them
+//! What the hook handlers of Claude Code, Codex and Gemini CLI share: they send the same
+//! payload fields, and each agent's handlers are this logic under its own words ([`Agent`]).
+//! Payloads and outputs as Claude Code documents them
 //! (https://code.claude.com/docs/en/hooks): every hook gets `session_id`, `transcript_path`,
 //! `cwd` and `hook_event_name` on stdin; `PreCompact` adds `trigger` and its stdout is not
 //! shown to the model; `SessionStart` adds `source` ("compact" after a compaction) and may
@@ -25,16 +27,17 @@ use super::HookArgs;
 use crate::hook_failures::{self, Failure};
 use crate::setup;
 
-/// An agent whose hooks run Cairn's handlers (Claude Code's here; Codex and Gemini CLI send the
-/// same payload fields): the name its hook failures are recorded under, and its own words.
+/// An agent whose hooks run Cairn's handlers: the name its hook failures are recorded under,
+/// and its own words.
 pub(crate) struct Agent {
     pub(crate) name: &'static str,
     pub(crate) title: &'static str,
     /// How the injected context says what happened ("Claude Code compacted it").
     pub(crate) compacted: &'static str,
+    /// What the added context is compared with: the agent's summary alone, or (false) every
+    /// entry it kept after compacting, so that nothing it kept is repeated.
+    pub(crate) compares_summary_only: bool,
 }
-
-const CLAUDE_CODE: Agent = Agent { name: "claude-code", title: "Claude Code", compacted: "Claude Code compacted it" };
 
 /// The first line of the injected context: with the archive id, how an injection is recognized.
 pub(crate) const HEADING: &str = "# Cairn: the record of this session before compaction";
@@ -100,19 +103,6 @@ fn conversation(payload: &Payload) -> ConversationKey {
     setup::project_conversation(&project)
 }
 
-pub fn pre_compact(args: HookArgs, stdin: impl Read) -> Result<()> {
-    recorded(&CLAUDE_CODE, "pre-compact", args.home.clone(), stdin, |payload| {
-        let (entries, report) = archive(args, &payload)?;
-        eprintln!(
-            "cairn: archived {entries} entries of session {} as {}{}",
-            payload.session_id.as_deref().unwrap_or("?"),
-            report.archive_id,
-            if report.checkpoint.is_some() { " with a checkpoint" } else { "" }
-        );
-        Ok(())
-    })
-}
-
 /// Archives the whole session into the project's conversation before the agent compacts: a
 /// handover archives every entry and computes the deterministic checkpoint; the agent replaces
 /// the context with its own summary, and the context hook adds what it left out. The number of
@@ -123,10 +113,6 @@ pub(crate) fn archive(args: HookArgs, payload: &Payload) -> Result<(usize, cairn
     let setup::Session { name, transcript, policy, cairn, mut store, .. } = session;
     let report = cairn.handover(&policy, &mut store, &transcript, &name)?;
     Ok((transcript.entries.len(), report))
-}
-
-pub fn session_start(args: HookArgs, stdin: impl Read) -> Result<()> {
-    add_context(&CLAUDE_CODE, "session-start", "SessionStart", &args, stdin, |payload, notice| context(&CLAUDE_CODE, &args, payload, notice))
 }
 
 /// The context to add after a compaction (none when there is nothing of this session's to
@@ -141,9 +127,7 @@ pub(crate) fn context(agent: &Agent, args: &HookArgs, payload: &Payload, notice:
     let kept =
         std::fs::read_to_string(&payload.transcript_path).ok().and_then(|text| formats::parse(&text, &payload.transcript_path.display().to_string()).ok()).map(|(t, _)| t.entries).unwrap_or_default();
     let summary = kept.iter().find(|e| e.origin == Origin::Summary).map(Entry::model_text);
-    // Claude Code's conformance test fails when its transcript counts as kept (not yet
-    // understood: issue 36 item 6 is proven for Codex and Gemini CLI only): its summary alone.
-    let kept = if agent.name == CLAUDE_CODE.name { kept.into_iter().filter(|e| e.origin == Origin::Summary).collect() } else { kept };
+    let kept = if agent.compares_summary_only { kept.into_iter().filter(|e| e.origin == Origin::Summary).collect() } else { kept };
     Ok(Some(record.render(agent, notice, summary.as_deref(), &kept, reinject_budget(args.policy.as_deref())?)))
 }
 

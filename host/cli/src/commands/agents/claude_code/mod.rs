@@ -7,12 +7,12 @@
 //! - `session-start` (the `SessionStart` hook, matcher `compact`) injects the checkpoint and
 //!   what Claude Code's own summary left out as `additionalContext`.
 
-pub mod hooks;
-pub(crate) mod settings;
-
-use std::path::PathBuf;
+mod hooks;
+mod settings;
 
 use anyhow::Result;
+
+use super::shared::HookArgs;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -25,19 +25,6 @@ pub enum Command {
     PreCompact(HookArgs),
     /// The SessionStart hook (source `compact`): reads the payload on stdin, prints the context to add.
     SessionStart(HookArgs),
-}
-
-/// The arguments of every agent's hook handlers (Claude Code's, Codex's, Gemini CLI's).
-#[derive(clap::Args)]
-pub struct HookArgs {
-    /// Cairn's home (default: $CAIRN_HOME, else ~/.local/share/cairn).
-    #[arg(long)]
-    pub(crate) home: Option<PathBuf>,
-    /// Policy file (TOML): the handover chain that archives before the agent compacts, and the
-    /// re-injection budget of the context added after (`[lifecycle] reinject_budget_tokens`);
-    /// the embedded default when absent.
-    #[arg(long)]
-    pub(crate) policy: Option<PathBuf>,
 }
 
 pub fn run(command: Command) -> Result<()> {

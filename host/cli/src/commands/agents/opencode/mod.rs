@@ -20,7 +20,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 /// The plugin OpenCode loads, embedded so the binary is self-contained.
-pub const PLUGIN: &str = include_str!("../../../../../examples/opencode-plugin/src/cairn.ts");
+pub const PLUGIN: &str = include_str!("../../../../../../examples/opencode-plugin/src/cairn.ts");
 
 /// The MCP server's name in OpenCode: its tools are `cairn_…`.
 const SERVER: &str = "cairn";

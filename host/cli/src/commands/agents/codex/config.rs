@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::commands::claude_code::settings::quote;
+use super::super::shared::settings::quote;
 
 #[derive(clap::Args)]
 pub struct Args {
