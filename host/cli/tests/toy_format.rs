@@ -124,7 +124,10 @@ fn a_registered_format_is_read_and_written_by_compact() {
     assert!(written.starts_with(HEADER), "written in the toy format: {}", &written[..written.len().min(200)]);
     let (back, format) = formats::parse(&written, "compacted.toy").unwrap_or_else(|e| panic!("the toy output reads back: {e}"));
     assert_eq!(format, toy);
-    assert!(back.entries.len() < read.entries.len(), "compacted: {} of {} entries", back.entries.len(), read.entries.len());
+    let before = std::fs::read_to_string(&input).unwrap();
+    assert!(written.len() * 2 < before.len(), "compacted: {} of {} bytes", written.len(), before.len());
+    assert!(written.contains("artifact://"), "what was set aside is named where the model reads it:\n{written}");
+    assert!(!back.entries.is_empty() && back.entries.len() <= read.entries.len());
     assert!(written.contains("Never edit the generated files under gen/"), "the operator's rule survives");
     assert!(written.contains("user: Now make parse_header accept tabs."), "the latest request stays verbatim");
     for entry in &back.entries {
