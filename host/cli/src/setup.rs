@@ -128,6 +128,15 @@ fn compile_bundled_into_cache() -> Result<String, String> {
     })
 }
 
+/// A policy file's settings (the embedded default without a path), read without loading any
+/// plugin: for a verb that needs a figure of the policy, not its chain.
+pub fn policy_settings(path: Option<&Path>) -> Result<cairn::policy::Policy> {
+    Ok(match path {
+        Some(file) => cairn::policy::Policy::parse(&std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?, &file.display().to_string())?,
+        None => cairn::policy::Policy::default_policy(),
+    })
+}
+
 /// A host and a policy checked against its plugins (the embedded default without a path).
 pub fn host_and_policy(plugin_dirs: &[PathBuf], policy_path: Option<&Path>) -> Result<(Cairn, CheckedPolicy)> {
     let cairn = host(plugin_dirs)?;

@@ -14,12 +14,16 @@ use crate::setup;
 
 #[derive(clap::Args)]
 pub struct Common {
+    /// Cairn's home (default: $CAIRN_HOME, else ~/.local/share/cairn).
     #[arg(long)]
     home: Option<PathBuf>,
+    /// The conversation's key in the home: the harness picks one per session and keeps it.
     #[arg(long)]
     conversation: String,
+    /// Policy file (TOML): trigger, commit policy, chain, cooldown; the embedded default when absent.
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// A folder of plugins (`.wasm` beside a `.toml` manifest) to load beside the bundled ones.
     #[arg(long)]
     plugin_dir: Vec<PathBuf>,
     /// The agent's working directory: compactions stamp the files the conversation touched
@@ -60,11 +64,13 @@ pub struct BoundaryArgs {
     file: PathBuf,
     #[command(flatten)]
     common: Common,
+    /// The number of the turn that just ended (the cooldown counts turns).
     #[arg(long)]
     turn: u32,
     /// The model's context window in tokens.
     #[arg(long)]
     window: u64,
+    /// Tokens of the window kept free for the model's answer: the trigger reads the window less this.
     #[arg(long, default_value_t = 16_384)]
     reserve: u64,
     /// Tokens the provider reported for the context up to its last call; without it (and

@@ -11,8 +11,10 @@ use crate::setup;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Cairn's home (default: $CAIRN_HOME, else ~/.local/share/cairn).
     #[arg(long)]
     home: Option<PathBuf>,
+    /// The conversation whose archives to read (an unknown one is an error that lists those the home holds).
     #[arg(long)]
     conversation: String,
     /// Print the raw JSON answer.
@@ -31,16 +33,20 @@ enum Read {
         /// Keywords; a query starting with `-` is taken as is.
         #[arg(allow_hyphen_values = true)]
         query: String,
+        /// Skip this many hits.
         #[arg(long, default_value_t = 0)]
         offset: usize,
+        /// At most this many hits.
         #[arg(long, default_value_t = 10)]
         limit: usize,
     },
     /// Read an archive's entries in bounded slices.
     Page {
         archive_id: String,
+        /// Skip this many entries of the archive.
         #[arg(long, default_value_t = 0)]
         offset: usize,
+        /// At most this many entries.
         #[arg(long, default_value_t = 10)]
         limit: usize,
         /// Continue a long first entry from this character.

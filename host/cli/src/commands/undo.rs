@@ -35,14 +35,20 @@ pub struct Args {
     /// The format of `--out`.
     #[arg(long, default_value = "cairn", value_parser = OutFormat::parser())]
     out_format: OutFormat,
+    /// Cairn's home (default: $CAIRN_HOME, else ~/.local/share/cairn).
     #[arg(long)]
     home: Option<PathBuf>,
+    /// The policy whose `[lifecycle] cooldown_turns` applies after the undo (the embedded
+    /// default when absent): the report names the number.
+    #[arg(long)]
+    policy: Option<PathBuf>,
     /// Print one JSON object for scripts.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let cooldown = setup::policy_settings(args.policy.as_deref())?.lifecycle.cooldown_turns;
     let current = args.transcript.as_deref().map(setup::read_transcript).transpose()?.map(|(transcript, _)| transcript);
     let key = ConversationKey::parse(&args.conversation)?;
     let home = Home::open(&setup::home_path(args.home))?;
@@ -68,7 +74,10 @@ pub fn run(args: Args) -> Result<()> {
             Some(out) => println!("restored context written to {}", out.display()),
             None => println!("no --out given: the restored context was not written (the record knows it; `cairn show --conversation {key}`)"),
         }
-        println!("automatic maintenance waits `cooldown_turns` turns again from the next boundary");
+        match cooldown {
+            0 => println!("the policy has no cooldown: automatic maintenance may run again at the next boundary"),
+            turns => println!("automatic maintenance waits {turns} turns again from the next boundary (the policy's cooldown_turns)"),
+        }
     }
     Ok(())
 }

@@ -356,7 +356,9 @@ fn undo_without_the_transcript_after_a_round_trip_restores_what_was_sent_back() 
         assert!(first["archive_id"].is_string(), "{format}: the first compaction commits: {first:#}");
         let second = ok_json(&["compact", s(&c1), "--home", s(&home), "--conversation", k, "--json"]);
         assert!(second["archive_id"].is_string(), "{format}: the second compaction commits: {second:#}");
-        ok(&["undo", "--conversation", k, "--home", s(&home), "--out", s(&u), "--out-format", format]);
+        let said = ok(&["undo", "--conversation", k, "--home", s(&home), "--out", s(&u), "--out-format", format]);
+        // The embedded policy's cooldown, by its number (it printed the setting's name).
+        assert!(said.contains("automatic maintenance waits 5 turns again"), "{format}: {said}");
 
         let read = |p: &Path| parse_file(p).entries.iter().map(|e| (e.role, e.model_text())).collect::<Vec<_>>();
         let tokens = |messages: &[(cairn::transcript::Role, String)]| messages.iter().map(|(_, text)| Tokenizer::default().count(text) as usize).sum::<usize>();

@@ -25,9 +25,9 @@ use std::io::Read;
 use anyhow::{Context, Result};
 use cairn::transcript::{formats, Origin, Role};
 
-use super::compression;
 use super::super::shared::hooks::{self as shared, Agent, Payload, SessionRecord, HEADING};
 use super::super::shared::HookArgs;
+use super::compression;
 
 const GEMINI: Agent = Agent { name: "gemini", title: "Gemini CLI", compacted: "Gemini CLI compressed it", compares_summary_only: false };
 

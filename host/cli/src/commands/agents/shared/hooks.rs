@@ -15,7 +15,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use cairn::policy::Policy;
 use cairn::record::{CompactionEvent, Event};
 use cairn::reinject::{answered, Retained};
 use cairn::storage::{ConversationKey, Home};
@@ -237,11 +236,7 @@ impl SessionRecord {
 /// The policy's re-injection budget (`[lifecycle] reinject_budget_tokens`): what Cairn adds
 /// back counts against it.
 pub(crate) fn reinject_budget(policy: Option<&Path>) -> Result<u64> {
-    let policy = match policy {
-        Some(file) => Policy::parse(&std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?, &file.display().to_string())?,
-        None => Policy::default_policy(),
-    };
-    Ok(policy.lifecycle.reinject_budget_tokens)
+    Ok(setup::policy_settings(policy)?.lifecycle.reinject_budget_tokens)
 }
 
 /// How much of one operator message the context shows (the archive has the rest).

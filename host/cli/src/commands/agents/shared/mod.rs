@@ -18,4 +18,3 @@ pub struct HookArgs {
     #[arg(long)]
     pub(crate) policy: Option<PathBuf>,
 }
-
