@@ -386,6 +386,18 @@ impl Transcript {
         }
     }
 
+    /// Marks an operator message that is a slash command (`/mode`, `/compact keep the port`)
+    /// as the harness's: a command to the agent's interface, never the operator's intent for
+    /// the task (a checkpoint whose root objective reads "/mode" has lost the task).
+    pub fn mark_slash_commands(&mut self) {
+        for entry in &mut self.entries {
+            let command = entry.parts.len() == 1 && matches!(entry.parts.first(), Some(Part::Text { text }) if is_slash_command(text));
+            if command && entry.role == Role::User && entry.origin == Origin::Operator {
+                entry.origin = Origin::Harness;
+            }
+        }
+    }
+
     /// Recomputes `turn` from the entries: a new turn starts at each
     /// operator message.
     pub fn number_turns(&mut self) {
@@ -408,4 +420,18 @@ impl Transcript {
 pub fn reported_usage(entries: &[Entry]) -> Option<(u64, usize)> {
     let (at, tokens) = entries.iter().enumerate().rev().find_map(|(i, e)| e.reported_tokens.filter(|&t| t > 0).map(|t| (i, t)))?;
     Some((tokens, entries.len() - 1 - at))
+}
+
+/// Whether an operator's message is a slash command: one line opening with `/name` (letters,
+/// digits, `-`, `_`, `:`), alone or followed by its arguments. A path is not one (`/etc/hosts`,
+/// nor `/tmp is full`: the top-level folders of a Unix system are never taken for a command).
+pub fn is_slash_command(text: &str) -> bool {
+    const FOLDERS: &[&str] = &["bin", "boot", "dev", "etc", "home", "lib", "mnt", "opt", "proc", "root", "run", "srv", "sys", "tmp", "usr", "var", "Users", "Volumes"];
+    let text = text.trim();
+    let Some(rest) = text.strip_prefix('/') else { return false };
+    if text.contains('\n') {
+        return false;
+    }
+    let name = &rest[..rest.find(char::is_whitespace).unwrap_or(rest.len())];
+    name.starts_with(|c: char| c.is_ascii_alphabetic()) && name.len() <= 40 && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':')) && !FOLDERS.contains(&name)
 }

@@ -170,6 +170,7 @@ fn read(format: Format, text: &str, source_name: &str, reader: fn(&dyn Transcrip
         return Ok(transcript);
     }
     transcript.mark_own_checkpoints();
+    transcript.mark_slash_commands();
     transcript.number_turns();
     if !transcript.unrecognized.is_empty() {
         tracing::warn!(source = source_name, format = format.name(), "unrecognized line kinds: {}", transcript.unrecognized);
@@ -412,6 +413,39 @@ mod tests {
         ];
         for (text, want) in cases {
             assert_eq!(detect(text, "t").unwrap(), want, "{text}");
+        }
+    }
+
+    /// Slash commands are the harness's in every reader, never the operator's intent: the first
+    /// request of a recorded session (Codex, Gemini CLI, OpenCode) or of a written one (Pi,
+    /// OpenAI, Anthropic) replaced by a command reads as the harness's; a path does not.
+    #[test]
+    fn a_slash_command_is_never_the_operator_in_any_reader() {
+        let sample = crate::transcript::sample::coding_session(4);
+        let mut documents = vec![
+            ("codex", include_str!("testdata/codex/local-compaction-0.169.0.jsonl").to_string()),
+            ("gemini", include_str!("testdata/gemini/session-2026-12-01T16-53-b1a3c3f2.jsonl").to_string()),
+            // `opencode export` of a session before any compaction (the reader keeps what follows the last).
+            ("opencode", r#"{"info":{"id":"ses_1"},"messages":[{"info":{"id":"u1","role":"user"},"parts":[{"type":"text","text":"Fix the parser."}]},{"info":{"id":"a1","role":"assistant"},"parts":[{"type":"text","text":"On it."}]}]}"#.to_string()),
+        ];
+        for format in [Format::Pi, Format::OpenAi, Format::Anthropic] {
+            documents.push((format.name(), format.write(&sample).unwrap()));
+        }
+        for (name, text) in documents {
+            let (t, _) = parse(&text, name).unwrap();
+            let text_of = |e: &Entry| match e.parts.first() {
+                Some(Part::Text { text }) => text.clone(),
+                _ => String::new(),
+            };
+            let first = text_of(t.entries.iter().find(|e| e.origin == Origin::Operator).unwrap_or_else(|| panic!("{name}: no operator message")));
+            let quoted = serde_json::to_string(&first).unwrap();
+            assert!(text.contains(&quoted), "{name}: the first request as written: {quoted}");
+            for (said, command) in [("/mode", true), ("/compact keep the port", true), ("/skill:review src/lib.rs", true), ("/tmp is full, clean it", false), ("/etc/hosts is wrong", false)] {
+                let changed = text.replace(&quoted, &serde_json::to_string(said).unwrap());
+                let (t, _) = parse(&changed, name).unwrap();
+                let entry = t.entries.iter().find(|e| text_of(e) == said).unwrap_or_else(|| panic!("{name}: {said} not read"));
+                assert_eq!(entry.origin == Origin::Harness, command, "{name}: {said:?} read as {:?}", entry.origin);
+            }
         }
     }
 
