@@ -26,6 +26,8 @@ enum Command {
     Compact(commands::compact::Args),
     /// Archive a session and prepare the seed of a fresh one.
     Handover(commands::handover::Args),
+    /// Print a conversation's working context as the record holds it now (any format Cairn writes).
+    Context(commands::context::Args),
     /// Print a stored original (`artifact://…`) byte for byte.
     Artifact(commands::artifact::Args),
     /// Read what compaction set aside: summary, search, page (the agent's session_history tool).
@@ -153,6 +155,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> ExitC
     let result = match cli.command {
         Command::Compact(args) => commands::compact::run(args),
         Command::Handover(args) => commands::handover::run(args),
+        Command::Context(args) => commands::context::run(args),
         Command::Artifact(args) => commands::artifact::run(args),
         Command::History(args) => commands::history::run(args),
         Command::Show(args) => commands::show::run(args),

@@ -128,6 +128,17 @@ fn compile_bundled_into_cache() -> Result<String, String> {
     })
 }
 
+/// When `home` holds no conversation `key`: the error a person who mistyped it needs, naming
+/// the conversations it does hold.
+pub fn missing_conversation(home: &Home, key: &ConversationKey) -> Result<Option<String>> {
+    let here = home.conversations()?;
+    Ok((!here.contains(key)).then(|| {
+        let listed: Vec<String> = here.iter().map(ToString::to_string).collect();
+        let listed = if listed.is_empty() { "none".to_string() } else { listed.join(", ") };
+        format!("no conversation {key} in home {}; conversations here: {listed}", cairn::storage::shown(home.path()))
+    }))
+}
+
 /// A policy file's settings (the embedded default without a path), read without loading any
 /// plugin: for a verb that needs a figure of the policy, not its chain.
 pub fn policy_settings(path: Option<&Path>) -> Result<cairn::policy::Policy> {

@@ -56,6 +56,10 @@ impl OutFormat {
         clap::builder::PossibleValuesParser::new(Format::writable_ones().map(Format::name)).map(|name| OutFormat(Format::named(&name).expect("a name the registry listed")))
     }
 
+    pub fn name(self) -> &'static str {
+        self.0.name()
+    }
+
     /// `transcript` in this format.
     pub fn write(self, transcript: &cairn::transcript::Transcript) -> String {
         formats::write(self.0, transcript).expect("a format the registry lists as writable")
@@ -86,6 +90,10 @@ pub fn run(args: Args) -> Result<()> {
         print_report(&report, &name, &home);
         if report.dry_run {
             print_dry_run(&report);
+        } else if report.committed && args.out.is_none() {
+            // The home keeps the compacted context; a person needs the command that prints it.
+            let home_flag = args.session.home.as_ref().map(|h| format!(" --home {}", h.display())).unwrap_or_default();
+            println!("the compacted context is in the home (no --out given): cairn context --conversation {}{home_flag} --out FILE", report.conversation);
         }
     }
     if !report.committed {

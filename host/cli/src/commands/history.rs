@@ -61,12 +61,7 @@ pub fn run(args: Args) -> Result<()> {
     // The agent's tool answers "nothing compacted yet" for its own fresh conversation; a person
     // naming one that is not here has most likely mistyped it: a search or a page is an error
     // that lists what is here, and a summary says so after the tool's answer.
-    let here = home.conversations()?;
-    let missing = (!here.contains(&key)).then(|| {
-        let listed: Vec<String> = here.iter().map(ToString::to_string).collect();
-        let listed = if listed.is_empty() { "none".to_string() } else { listed.join(", ") };
-        format!("no conversation {key} in home {}; conversations here: {listed}", cairn::storage::shown(home.path()))
-    });
+    let missing = setup::missing_conversation(&home, &key)?;
     if let (Some(missing), Read::Search { .. } | Read::Page { .. }) = (&missing, &args.read) {
         bail!("{missing}");
     }

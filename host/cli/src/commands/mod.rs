@@ -5,6 +5,7 @@ pub mod artifact;
 pub mod bench;
 pub mod boundary;
 pub mod compact;
+pub mod context;
 pub mod demo;
 pub mod doctor;
 pub mod eval;

@@ -199,6 +199,35 @@ fn history_names_a_missing_conversation_and_a_search_without_a_hit() {
     assert_eq!(as_json["hits"], serde_json::json!([]), "scripts still get the answer as it is");
 }
 
+/// `compact` without `--out` says where the compacted context is and the command that prints
+/// it; that command (`cairn context`) prints the context `--out` would have written, in any
+/// writable format; an unknown conversation is an error that lists those the home holds.
+#[test]
+fn context_prints_what_compact_left_and_compact_says_how() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let file = dir.path().join("session.jsonl");
+    let written = dir.path().join("compacted.json");
+    std::fs::write(&file, formats::write_cairn(&cairn::transcript::sample::coding_session(12))).unwrap();
+    let said = ok(&["compact", s(&file), "--home", s(&home), "--conversation", "app"]);
+    let hint = format!("cairn context --conversation app --home {} --out FILE", s(&home));
+    assert!(said.contains(&hint), "{said}");
+
+    // What a second compaction with --out writes is what `context` prints afterwards.
+    ok(&["compact", s(&file), "--home", s(&home), "--conversation", "other", "--out", s(&written), "--out-format", "openai"]);
+    let printed = ok(&["context", "--home", s(&home), "--conversation", "other", "--out-format", "openai"]);
+    assert_eq!(printed, std::fs::read_to_string(&written).unwrap(), "context prints the compacted context");
+    let (context, format) = formats::parse(&printed, "context").unwrap();
+    assert_eq!(format.name(), "openai");
+    assert!(printed.contains("artifact://"), "the compacted context names what was set aside");
+    let as_json: Value = serde_json::from_str(&ok(&["context", "--home", s(&home), "--conversation", "other", "--json"])).unwrap();
+    assert_eq!(as_json["entries"].as_u64(), Some(context.entries.len() as u64), "{as_json:#}");
+    assert!(as_json["tokens"].as_u64().unwrap() > 0 && as_json["transcript"].as_str().unwrap().starts_with("{\"cairn\""), "{as_json:#}");
+
+    let error = fails(&["context", "--home", s(&home), "--conversation", "ap"]);
+    assert!(error.contains("no conversation ap in home") && error.contains("conversations here: app, other"), "{error}");
+}
+
 /// The operator's messages in a parsed transcript, in order.
 fn operator_messages(t: &cairn::transcript::Transcript) -> Vec<String> {
     use cairn::transcript::{Origin, Role};
