@@ -95,7 +95,13 @@ pub fn host(plugin_dirs: &[PathBuf]) -> Result<Cairn> {
         cairn.add_plugin(bundled.manifest, bundled.component, "bundled")?;
     }
     for dir in plugin_dirs {
-        cairn.load_plugin_dir(dir)?;
+        if cairn.load_plugin_dir(dir)? == 0 {
+            // A plugin's source folder (`./plugins` of the checkout) is the likely mistake.
+            eprintln!(
+                "warning: --plugin-dir {}: no plugin here, nothing loaded (a plugin is a `.wasm` component beside its `.toml` manifest; `cairn plugins build` makes them from a plugin's source)",
+                dir.display()
+            );
+        }
     }
     Ok(cairn)
 }

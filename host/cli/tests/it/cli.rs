@@ -228,6 +228,22 @@ fn context_prints_what_compact_left_and_compact_says_how() {
     assert!(error.contains("no conversation ap in home") && error.contains("conversations here: app, other"), "{error}");
 }
 
+/// A `--plugin-dir` that holds no component (a plugin's source folder, say) is said, not
+/// accepted silently.
+#[test]
+fn a_plugin_dir_without_plugins_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("session.jsonl");
+    std::fs::write(&file, formats::write_cairn(&cairn::transcript::sample::coding_session(8))).unwrap();
+    let sources = dir.path().join("plugins");
+    std::fs::create_dir_all(sources.join("my-strategy/src")).unwrap();
+    std::fs::write(sources.join("my-strategy/src/lib.rs"), "// a plugin's source").unwrap();
+    let out = cairn(&["compact", s(&file), "--home", s(&dir.path().join("home")), "--plugin-dir", s(&sources)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("warning: --plugin-dir {}: no plugin here, nothing loaded", s(&sources))), "{stderr}");
+}
+
 /// The operator's messages in a parsed transcript, in order.
 fn operator_messages(t: &cairn::transcript::Transcript) -> Vec<String> {
     use cairn::transcript::{Origin, Role};
