@@ -207,6 +207,8 @@ pub struct BoundaryRequest {
 pub struct ActionTaken {
     /// none, advised, compacted, handed-over, deferred, paused or failed.
     pub kind: String,
+    /// Why: for `deferred` the rule that held maintenance back, for `none` why nothing was
+    /// needed (the cooldown, the usage the trigger saw, usage unknown).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }

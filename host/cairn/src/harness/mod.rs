@@ -123,7 +123,7 @@ impl Harness {
         let (format, transcript) = write(&outcome.transcript, format, wanted);
         Ok(BoundaryAnswer {
             turn: outcome.turn,
-            action: ActionTaken { kind: action["kind"].as_str().unwrap_or_default().to_string(), reason: action.get("reason").and_then(|r| r.as_str()).map(str::to_string) },
+            action: ActionTaken { kind: action["kind"].as_str().unwrap_or_default().to_string(), reason: action.get("reason").and_then(|r| r.as_str()).map(str::to_string).or(outcome.why.clone()) },
             advice: outcome.advice,
             usage: outcome.usage,
             report: outcome.report.as_ref().map(Report::from),

@@ -15,8 +15,9 @@ use crate::transcript::Transcript;
 enum Decision {
     /// Run maintenance for `purpose`; `requested` when an agent's request asked for it.
     Maintain { purpose: Purpose, requested: bool },
-    /// No maintenance now: the outcome's action, and advice for the harness if any.
-    Stop { action: Action, advice: Option<String> },
+    /// No maintenance now: the outcome's action, advice for the harness if any, and why
+    /// nothing was done when the action does not say.
+    Stop { action: Action, advice: Option<String>, why: Option<String> },
 }
 
 impl Lifecycle {
@@ -31,7 +32,7 @@ impl Lifecycle {
             let acknowledged = incremental::acknowledge(&mut state, incremental::follow(&store, &run.transcript.entries)?);
             store.save_state(&state)?;
             let (usage, transcript) = (Some(run.tokens_after), run.transcript.clone());
-            return Ok(BoundaryOutcome { acknowledged, before: None, turn, advice: None, action: Action::HandedOver, usage, transcript, report: Some(run), notices, stale_files });
+            return Ok(BoundaryOutcome { acknowledged, before: None, turn, advice: None, action: Action::HandedOver, why: None, usage, transcript, report: Some(run), notices, stale_files });
         }
         // What is on disk now; any change from here on is saved however the boundary ends.
         let loaded = state.clone();
@@ -50,11 +51,11 @@ impl Lifecycle {
             pending: state.pending.clone(),
             recent: state.recent.clone(),
         };
-        let mut outcome = BoundaryOutcome { turn, advice: None, action: Action::None, usage, report: None, notices: Vec::new(), stale_files, transcript, acknowledged, before: None };
+        let mut outcome = BoundaryOutcome { turn, advice: None, action: Action::None, why: None, usage, report: None, notices: Vec::new(), stale_files, transcript, acknowledged, before: None };
         let boundary = Boundary { turn, turn_complete, tool_call_outstanding };
         match self.decide(&mut state, &input, &boundary, &conversation) {
-            Decision::Stop { action, advice } => {
-                (outcome.action, outcome.advice) = (action, advice);
+            Decision::Stop { action, advice, why } => {
+                (outcome.action, outcome.advice, outcome.why) = (action, advice, why);
                 self.settle(&mut store, &mut state, &loaded, notices, outcome, dry)
             }
             // A window no larger than the reserve says nothing about what fits.
@@ -145,14 +146,14 @@ impl Lifecycle {
     /// stops the boundary.
     fn decide(&self, state: &mut ConversationState, input: &TriggerInput, boundary: &Boundary, conversation: &ConversationKey) -> Decision {
         let (cairn, policy) = (self.cairn(), self.policy());
-        let stop = |action| Decision::Stop { action, advice: None };
+        let stop = |action| Decision::Stop { action, advice: None, why: None };
         let overlaid = overlay_trigger_config(policy, state.overlay);
         let (mut purpose, requested) = match fallback::trigger(cairn, overlaid.as_ref().unwrap_or(policy), state, input) {
             TriggerDecision::None if input.pending.is_some() && input.cooldown_left > 0 => {
                 return stop(Action::Deferred(format!("agent request waits for the cooldown ({} turns)", input.cooldown_left)));
             }
-            TriggerDecision::None => return stop(Action::None),
-            TriggerDecision::Advise(text) => return Decision::Stop { action: Action::Advised, advice: Some(text) },
+            TriggerDecision::None => return Decision::Stop { action: Action::None, advice: None, why: Some(quiet(input)) },
+            TriggerDecision::Advise(text) => return Decision::Stop { action: Action::Advised, advice: Some(text), why: None },
             TriggerDecision::Compact(_) => (Purpose::Compact, state.pending.as_ref().is_some_and(|r| r.kind == RequestKind::Compact)),
             TriggerDecision::Handover(_) => (Purpose::Handover, state.pending.as_ref().is_some_and(|r| r.kind == RequestKind::Handover)),
         };
@@ -251,5 +252,19 @@ fn action_of(run: &crate::record::CompactionReport, purpose: Purpose) -> Action 
         (None, _) => Action::Failed,
         (Some(_), Purpose::Compact) => Action::Compacted,
         (Some(_), Purpose::Handover) => Action::HandedOver,
+    }
+}
+
+/// Why a boundary whose trigger saw no need did nothing, in the figures the trigger saw.
+fn quiet(input: &TriggerInput) -> String {
+    let usable = input.window.saturating_sub(input.reserve);
+    let seen = match input.context_tokens {
+        None => return "usage unknown: the boundary reported no token count (reported, counted or from the transcript), so nothing runs automatically".into(),
+        Some(tokens) if usable > 0 => format!("{tokens} of {usable} usable tokens ({:.0}%)", tokens as f64 * 100.0 / usable as f64),
+        Some(tokens) => format!("{tokens} tokens (the reserve of {} takes the whole window of {})", input.reserve, input.window),
+    };
+    match input.cooldown_left {
+        0 => format!("the trigger saw no need at {seen}"),
+        left => format!("cooldown: {left} turns left since the last maintenance or undo (at {seen})"),
     }
 }

@@ -63,6 +63,10 @@ pub struct BoundaryOutcome {
     /// A line for the harness to append to the turn (no extra model call).
     pub advice: Option<String>,
     pub action: Action,
+    /// Why nothing was done, for action `none`: the cooldown, usage the trigger did not act
+    /// on (with the figures), or usage unknown. (`deferred` carries its reason itself.)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
     pub usage: Option<u64>,
     pub report: Option<CompactionReport>,
     /// Ids of notices queued by this call.

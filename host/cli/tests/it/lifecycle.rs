@@ -216,3 +216,32 @@ fn a_file_changed_after_compaction_is_reported_stale() {
     stale.sort();
     assert_eq!(stale, [("src/journal.rs".to_string(), "deleted".to_string()), ("src/ledger.rs".into(), "changed".into())]);
 }
+
+/// A boundary that does nothing says why, with the figures: usage the trigger did not act on,
+/// usage unknown, and the cooldown after a compaction (issue 40: `action: none` said nothing).
+#[test]
+fn a_boundary_that_does_nothing_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    std::fs::write(&file, formats::write_cairn(&sample::coding_session(40))).unwrap();
+    let (f, h) = (file.to_str().unwrap(), dir.path().join("home"));
+    let h = h.to_str().unwrap();
+    let boundary = |turn: &str, window: &str, usage: &[&str]| {
+        let mut args = vec!["boundary", f, "--turn", turn, "--window", window, "--home", h, "--conversation", "why"];
+        args.extend_from_slice(usage);
+        ok(&args)
+    };
+    let roomy = boundary("1", "1000000", &["--count"]);
+    assert_eq!(roomy["action"]["kind"], "none", "{roomy:#}");
+    let why = roomy["why"].as_str().unwrap_or_default();
+    assert!(why.starts_with("the trigger saw no need at ") && why.contains(" of 983616 usable tokens"), "{roomy:#}");
+    let unknown = boundary("2", "1000000", &[]);
+    assert!(unknown["why"].as_str().unwrap_or_default().starts_with("usage unknown"), "{unknown:#}");
+
+    // A tight window compacts; the next boundary is held by the cooldown and says so.
+    let compacted = boundary("3", "30000", &["--count", "--reserve", "1000"]);
+    assert_eq!(compacted["action"]["kind"], "compacted", "{compacted:#}");
+    let held = boundary("4", "30000", &["--count", "--reserve", "1000"]);
+    assert_eq!(held["action"]["kind"], "none", "{held:#}");
+    assert!(held["why"].as_str().unwrap_or_default().starts_with("cooldown: 4 turns left"), "{held:#}");
+}
