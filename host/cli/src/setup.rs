@@ -145,6 +145,22 @@ pub fn missing_conversation(home: &Home, key: &ConversationKey) -> Result<Option
     }))
 }
 
+/// `home`'s conversation `key`, to read; one it does not hold is an error naming those it does.
+pub fn existing_conversation(home: &Home, key: &ConversationKey) -> Result<ConversationStore> {
+    if let Some(missing) = missing_conversation(home, key)? {
+        anyhow::bail!("{missing}");
+    }
+    home.existing_conversation(key)
+}
+
+/// As [`existing_conversation`], to write.
+pub fn existing_conversation_to_write(home: &Home, key: &ConversationKey) -> Result<ConversationStore> {
+    if let Some(missing) = missing_conversation(home, key)? {
+        anyhow::bail!("{missing}");
+    }
+    home.existing_conversation_to_write(key)
+}
+
 /// A policy file's settings (the embedded default without a path), read without loading any
 /// plugin: for a verb that needs a figure of the policy, not its chain.
 pub fn policy_settings(path: Option<&Path>) -> Result<cairn::policy::Policy> {

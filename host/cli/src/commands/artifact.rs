@@ -23,7 +23,7 @@ pub fn run(args: Args) -> Result<()> {
     let uri: ArtifactUri = args.uri.parse()?;
     let home = Home::open_existing(&setup::home_path(args.home))?;
     let bytes = match &args.conversation {
-        Some(key) => home.existing_conversation(&ConversationKey::parse(key)?)?.read_artifact(&uri)?,
+        Some(key) => setup::existing_conversation(&home, &ConversationKey::parse(key)?)?.read_artifact(&uri)?,
         None => home.find_artifact(&uri)?,
     };
     std::io::stdout().lock().write_all(&bytes)?;

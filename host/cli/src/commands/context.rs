@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use cairn::storage::{ConversationKey, Home};
 use cairn::tokenizer::Tokenizer;
 use cairn::transcript::Transcript;
@@ -36,10 +36,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let home = Home::open_existing(&setup::home_path(args.home))?;
     let key = ConversationKey::parse(&args.conversation)?;
-    if let Some(missing) = setup::missing_conversation(&home, &key)? {
-        bail!("{missing}");
-    }
-    let store = home.existing_conversation(&key)?;
+    let store = setup::existing_conversation(&home, &key)?;
     let mut context = Transcript::new(store.context()?);
     Tokenizer::default().count_transcript(&mut context);
     let tokens = context.total_tokens();

@@ -50,7 +50,7 @@ pub fn unpin(args: Args) -> Result<()> {
 fn open(args: &Args) -> Result<(ConversationKey, ConversationStore)> {
     let key = ConversationKey::parse(&args.conversation)?;
     let home = Home::open(&setup::home_path(args.home.clone()))?;
-    let Some(file) = &args.transcript else { return Ok((key.clone(), home.existing_conversation_to_write(&key)?)) };
+    let Some(file) = &args.transcript else { return Ok((key.clone(), setup::existing_conversation_to_write(&home, &key)?)) };
     let (mut transcript, _) = setup::read_transcript(file)?;
     Tokenizer::default().count_transcript(&mut transcript);
     let mut store = home.conversation(&key)?;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use cairn::show::{self, CompactionView, Moment, Part, Timeline};
 use cairn::storage::{ConversationKey, Home};
 
@@ -25,7 +25,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let key = ConversationKey::parse(&args.conversation)?;
     let home = Home::open_existing(&setup::home_path(args.home))?;
-    let store = home.existing_conversation(&key).with_context(|| format!("conversation {key} in home {}", home.path().display()))?;
+    let store = setup::existing_conversation(&home, &key)?;
     match &args.archive {
         None => {
             let timeline = show::timeline(&store);

@@ -52,7 +52,7 @@ pub fn run(args: Args) -> Result<()> {
     let current = args.transcript.as_deref().map(setup::read_transcript).transpose()?.map(|(transcript, _)| transcript);
     let key = ConversationKey::parse(&args.conversation)?;
     let home = Home::open(&setup::home_path(args.home))?;
-    let mut store = home.existing_conversation_to_write(&key)?;
+    let mut store = setup::existing_conversation_to_write(&home, &key)?;
     let undone = cairn::undo::undo(&mut store, &Tokenizer::default(), current.as_ref(), args.archive.as_deref())?;
     if let Some(out) = &args.out {
         std::fs::write(out, args.out_format.write(&undone.transcript)).with_context(|| format!("writing {}", out.display()))?;

@@ -224,8 +224,18 @@ fn context_prints_what_compact_left_and_compact_says_how() {
     assert_eq!(as_json["entries"].as_u64(), Some(context.entries.len() as u64), "{as_json:#}");
     assert!(as_json["tokens"].as_u64().unwrap() > 0 && as_json["transcript"].as_str().unwrap().starts_with("{\"cairn\""), "{as_json:#}");
 
-    let error = fails(&["context", "--home", s(&home), "--conversation", "ap"]);
-    assert!(error.contains("no conversation ap in home") && error.contains("conversations here: app, other"), "{error}");
+    // Every verb that reads or writes one conversation says a missing one once, with the list.
+    for verb in [
+        vec!["context", "--home", s(&home), "--conversation", "ap"],
+        vec!["show", "--home", s(&home), "--conversation", "ap"],
+        vec!["undo", "--home", s(&home), "--conversation", "ap"],
+        vec!["pin", "--home", s(&home), "--conversation", "ap", "e1"],
+        vec!["artifact", "artifact://a-0123456789abcdef/1", "--home", s(&home), "--conversation", "ap"],
+    ] {
+        let error = fails(&verb);
+        assert!(error.contains("no conversation ap in home") && error.contains("conversations here: app, other"), "{verb:?}: {error}");
+        assert!(!error.contains("os error") && error.matches("no conversation").count() == 1, "{verb:?} says it once: {error}");
+    }
 }
 
 /// A `--plugin-dir` that holds no component (a plugin's source folder, say) is said, not
