@@ -1,10 +1,14 @@
 //! `cairn demo`: a long generated coding session compacted by the embedded default policy
-//! into a temporary home, with a readable before and after. No model, no network.
+//! into a demo home, with a readable before and after, and the commands to look further —
+//! which work, since the home stays. No model, no network.
 
-use anyhow::{ensure, Result};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, ensure, Context, Result};
 use cairn::storage::{ArtifactUri, ConversationKey, Home};
 use cairn::transcript::{formats, sample, Part, Transcript};
 
+use super::agents::shared::settings::quote;
 use crate::setup;
 
 #[derive(clap::Args)]
@@ -12,37 +16,73 @@ pub struct Args {
     /// Operator turns in the generated session.
     #[arg(long, default_value_t = 30)]
     turns: usize,
-    /// Keep the temporary home and print its path.
+    /// The demo's folder: the session and the home it compacts into (default: `cairn-demo-$USER`
+    /// in the temporary directory). A folder an earlier demo made is replaced; any other that
+    /// exists is refused.
     #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Accepted for scripts written before the home was always kept.
+    #[arg(long, hide = true)]
     keep: bool,
 }
 
+/// The file that marks a folder as a demo's, so that a second run may replace it.
+const MARKER: &str = ".cairn-demo";
+
+/// The demo's folder, empty but for its marker: an earlier demo's is cleared, any other
+/// existing non-empty folder refused (it is someone's).
+fn fresh_dir(dir: &Path) -> Result<()> {
+    let empty = std::fs::read_dir(dir).map(|mut d| d.next().is_none()).unwrap_or(true);
+    if !empty {
+        if !dir.join(MARKER).is_file() {
+            bail!("{} exists and is not a folder `cairn demo` made: name a new one with --dir", dir.display());
+        }
+        std::fs::remove_dir_all(dir).with_context(|| format!("clearing the earlier demo in {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::write(dir.join(MARKER), "made by `cairn demo`; the next demo replaces this folder\n")?;
+    Ok(())
+}
+
 pub fn run(args: Args) -> Result<()> {
-    let temp = tempfile::Builder::new().prefix("cairn-demo-").tempdir()?;
+    // One per user: the temporary directory is shared.
+    let dir = args.dir.unwrap_or_else(|| std::env::temp_dir().join(format!("cairn-demo-{}", std::env::var("USER").unwrap_or_default())));
+    fresh_dir(&dir)?;
     let transcript = sample::coding_session(args.turns);
-    let input_path = temp.path().join("session.jsonl");
+    let input_path = dir.join("session.jsonl");
     std::fs::write(&input_path, formats::write_cairn(&transcript))?;
 
     let cairn = setup::host(&[])?;
-    let home = Home::open(&temp.path().join("home"))?;
+    let home_path = dir.join("home");
+    let home = Home::open(&home_path)?;
     let mut store = home.conversation(&ConversationKey::parse("demo")?)?;
     println!("Generated a coding session: {} entries over {} operator turns ({}).\n", transcript.entries.len(), args.turns, input_path.display());
     let report = cairn.compact(&cairn.default_policy()?, &mut store, &transcript, "demo session")?;
     super::compact::print_report(&report, "demo session", &home);
+    let h = quote(&home_path.display().to_string());
 
-    if let Some((before, after, uri)) = first_elision(&transcript, &report.transcript) {
+    let elided = first_elision(&transcript, &report.transcript);
+    if let Some((before, after, uri)) = &elided {
         println!("\nBefore — a tool output early in the session ({} chars):\n{}", before.len(), indent(&excerpt(&before)));
         println!("After — what the model sees now:\n{}", indent(&after));
         let stored = home.find_artifact(&uri.parse::<ArtifactUri>()?)?;
         ensure!(stored == before.as_bytes(), "the stored artifact differs from the original");
-        println!("`cairn artifact {uri}` returns the original, byte for byte ({} bytes).", stored.len());
+        println!("`cairn artifact {uri} --home {h}` returns the original, byte for byte ({} bytes).", stored.len());
     }
     let recent = report.transcript.entries.last().map(|e| e.model_text()).unwrap_or_default();
     println!("\nThe recent tail stays verbatim; the last entry still reads:\n{}", indent(&excerpt(&recent)));
-    if args.keep {
-        let kept = temp.keep();
-        println!("\nHome kept at {}", kept.join("home").display());
+
+    // Every line here is run by a test (`cli::the_demo_s_next_commands_work`).
+    println!("\nThe home stays at {h} (the next `cairn demo` replaces it). Look further:");
+    println!("  cairn show --home {h} --conversation demo");
+    println!("  cairn show --home {h} --conversation demo {}", report.archive_id);
+    if let Some((_, _, uri)) = &elided {
+        println!("  cairn artifact {uri} --home {h}");
     }
+    println!("  cairn context --home {h} --conversation demo --out-format openai");
+    println!("  cairn history --home {h} --conversation demo search journal");
+    println!("  cairn undo --home {h} --conversation demo");
+    println!("  cairn ui --home {h}");
     Ok(())
 }
 

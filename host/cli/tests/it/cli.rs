@@ -380,9 +380,38 @@ fn plugins_list_shows_kind_version_and_imports() {
 
 #[test]
 fn the_demo_runs_offline_and_shows_before_and_after() {
-    let out = ok(&["demo", "--turns", "12"]);
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo");
+    let out = ok(&["demo", "--turns", "12", "--dir", s(&demo)]);
     assert!(out.contains("shake-elide@0.1.0"), "{out}");
     assert!(out.contains("returns the original, byte for byte"), "{out}");
+    // A second demo replaces the first one's folder; a folder it did not make is refused.
+    ok(&["demo", "--turns", "12", "--dir", s(&demo)]);
+    let theirs = dir.path().join("theirs");
+    std::fs::create_dir_all(&theirs).unwrap();
+    std::fs::write(theirs.join("notes.txt"), "mine").unwrap();
+    let error = fails(&["demo", "--dir", s(&theirs)]);
+    assert!(error.contains("is not a folder `cairn demo` made"), "{error}");
+    assert_eq!(std::fs::read_to_string(theirs.join("notes.txt")).unwrap(), "mine", "nothing of theirs is touched");
+}
+
+/// Every command the demo prints as a next step works as printed (they once named a home the
+/// demo had already deleted); `ui` serves until stopped and is only checked to be printed.
+#[test]
+fn the_demo_s_next_commands_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(&["demo", "--turns", "12", "--dir", s(&dir.path().join("demo"))]);
+    let next: Vec<Vec<String>> = out.lines().filter_map(|l| l.strip_prefix("  cairn ")).map(|l| l.split_whitespace().map(str::to_string).collect()).collect();
+    let verbs: Vec<&str> = next.iter().map(|args| args[0].as_str()).collect();
+    assert_eq!(verbs, ["show", "show", "artifact", "context", "history", "undo", "ui"], "{out}");
+    for args in next.iter().filter(|args| args[0] != "ui") {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let said = ok(&args);
+        assert!(!said.trim().is_empty(), "cairn {args:?} printed nothing");
+        if args[0] == "history" {
+            assert!(!said.contains("no archived entry"), "the printed search finds something: {said}");
+        }
+    }
 }
 
 #[test]
