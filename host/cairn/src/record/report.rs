@@ -36,6 +36,8 @@ pub struct CompactionReport {
     pub forgotten: Vec<String>,
     /// `artifact://` URIs written for this compaction.
     pub artifacts: Vec<String>,
+    /// The structured checkpoint, JSON (written out as an object: scripts decode once).
+    #[serde(serialize_with = "checkpoint_as_json")]
     pub checkpoint: Option<String>,
     /// Handover: the text that starts the next session, and the sessions involved.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -131,4 +133,10 @@ fn not_committed(event: &CompactionEvent) -> String {
     } else {
         format!("no step's outcome could be committed ({})", steps.join("; "))
     }
+}
+
+/// A checkpoint as the JSON object it is (its text, should it not parse).
+fn checkpoint_as_json<S: serde::Serializer>(checkpoint: &Option<String>, serializer: S) -> Result<S::Ok, S::Error> {
+    let value = checkpoint.as_deref().map(|text| serde_json::from_str::<serde_json::Value>(text).unwrap_or_else(|_| serde_json::Value::String(text.to_string())));
+    value.serialize(serializer)
 }

@@ -46,7 +46,8 @@ fn fresh_dir(dir: &Path) -> Result<()> {
 
 pub fn run(args: Args) -> Result<()> {
     // One per user: the temporary directory is shared.
-    let dir = args.dir.unwrap_or_else(|| std::env::temp_dir().join(format!("cairn-demo-{}", std::env::var("USER").unwrap_or_default())));
+    let user = std::env::var("USER").ok().filter(|u| !u.is_empty() && !u.contains(['/', '\\']));
+    let dir = args.dir.unwrap_or_else(|| std::env::temp_dir().join(user.map_or("cairn-demo".into(), |u| format!("cairn-demo-{u}"))));
     fresh_dir(&dir)?;
     let transcript = sample::coding_session(args.turns);
     let input_path = dir.join("session.jsonl");
