@@ -70,14 +70,25 @@ fn print_timeline(timeline: &Timeline) {
     if timeline.moments.is_empty() {
         say!("  no compaction, undo or pin yet");
     }
+    const NOTHING: &str = "(nothing committed)";
+    // The widest `committed_by` sets the column: a pipeline names every stage's plugin.
+    let by_width = timeline
+        .moments
+        .iter()
+        .filter_map(|m| match m {
+            Moment::Compaction { committed_by, .. } => Some(committed_by.as_deref().unwrap_or(NOTHING).chars().count()),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
     for moment in &timeline.moments {
         match moment {
             Moment::Compaction { at, archive_id, purpose, status, committed_by, tokens_before, tokens_after, forgotten } => say!(
-                "  {}  {:<10} {archive_id}  {:<9} {:<28} {tokens_before} → {tokens_after} tokens, {forgotten} entries forgotten",
+                "  {}  {:<10} {archive_id}  {:<9} {:<by_width$} {tokens_before} → {tokens_after} tokens, {forgotten} entries forgotten",
                 when(*at),
                 word(purpose),
                 word(status),
-                committed_by.as_deref().unwrap_or("(nothing committed)"),
+                committed_by.as_deref().unwrap_or(NOTHING),
             ),
             Moment::Undo { at, undone, tokens_before, tokens_after } => {
                 say!("  {}  undo       {}  {tokens_before} → {tokens_after} tokens", when(*at), undone.join(", "))

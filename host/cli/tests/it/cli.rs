@@ -397,6 +397,24 @@ fn the_demo_runs_offline_and_shows_before_and_after() {
     assert_eq!(std::fs::read_to_string(theirs.join("notes.txt")).unwrap(), "mine", "nothing of theirs is touched");
 }
 
+/// `show`'s timeline keeps its columns when a pipeline's compaction names two plugins.
+#[test]
+fn the_timeline_keeps_its_columns_for_a_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, home) = (dir.path().join("session.jsonl"), dir.path().join("home"));
+    std::fs::write(&file, formats::write_cairn(&cairn::transcript::sample::coding_session(30))).unwrap();
+    let mut by = Vec::new();
+    for budget in ["3000", "20000"] {
+        let report: Value = serde_json::from_str(&ok(&["compact", s(&file), "--home", s(&home), "--conversation", "t", "--budget", budget, "--json"])).unwrap();
+        by.push(report["committed_by"].as_str().unwrap().to_string());
+    }
+    assert!(by[0].contains(" + ") && !by[1].contains(" + "), "one pipeline commit and one single: {by:?}");
+    let shown = ok(&["show", "--home", s(&home), "--conversation", "t"]);
+    let arrows: Vec<usize> = shown.lines().filter(|l| l.contains(" compact ")).map(|l| l.chars().position(|c| c == '→').unwrap()).collect();
+    assert_eq!(arrows.len(), 2, "{shown}");
+    assert_eq!(arrows[0], arrows[1], "the token columns line up:\n{shown}");
+}
+
 /// Every command the demo prints as a next step works as printed (they once named a home the
 /// demo had already deleted); `ui` serves until stopped and is only checked to be printed.
 #[test]
