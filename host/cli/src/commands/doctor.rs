@@ -91,8 +91,14 @@ pub fn run(args: Args) -> Result<()> {
     // Claude Code checks say) and listed after them.
     let mut others = Checks::default();
     let (other_hooks, elsewhere) = other_agents(&mut others, user.as_deref(), project.as_deref());
-    let mut hooks = hooks(&mut checks, user.as_deref(), project.as_deref(), elsewhere);
-    mcp(&mut checks, user.as_deref(), project.as_deref(), &hooks, elsewhere);
+    let found = installed_agents(user.as_deref());
+    // Claude Code's missing setup is news only where Claude Code is.
+    let quiet = elsewhere || !found.iter().any(|a| a.name == "Claude Code");
+    let mut hooks = hooks(&mut checks, user.as_deref(), project.as_deref(), quiet);
+    mcp(&mut checks, user.as_deref(), project.as_deref(), &hooks, quiet);
+    if hooks.is_empty() && !elsewhere {
+        agents_without_cairn(&mut checks, &found);
+    }
     checks.0.append(&mut others.0);
     hooks.extend(other_hooks);
     let home = setup::home_path(args.home);
@@ -128,6 +134,46 @@ pub fn run(args: Args) -> Result<()> {
         bail!("{failed} of {} checks failed", checks.0.len());
     }
     Ok(())
+}
+
+/// An agent Cairn works in, as this machine shows it.
+struct KnownAgent {
+    name: &'static str,
+    /// Its command, looked for on PATH.
+    command: &'static str,
+    /// Its folder in the user's home.
+    folder: &'static str,
+    /// How Cairn is set up in it.
+    setup: &'static str,
+}
+
+const KNOWN_AGENTS: &[KnownAgent] = &[
+    KnownAgent { name: "Claude Code", command: "claude", folder: ".claude", setup: "`cairn claude-code install`" },
+    KnownAgent { name: "Codex", command: "codex", folder: ".codex", setup: "`cairn codex install`" },
+    KnownAgent { name: "Gemini CLI", command: "gemini", folder: ".gemini", setup: "`cairn gemini install`" },
+    KnownAgent { name: "OpenCode", command: "opencode", folder: ".config/opencode", setup: "`cairn opencode install --project DIR`" },
+    KnownAgent { name: "Pi", command: "pi", folder: ".pi", setup: "the extension in examples/pi-extension (see its README)" },
+];
+
+/// The agents this machine has: their command on PATH, or their folder in the user's home.
+fn installed_agents(user: Option<&Path>) -> Vec<&'static KnownAgent> {
+    let path: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    KNOWN_AGENTS.iter().filter(|a| path.iter().any(|d| executable(&d.join(a.command))) || user.is_some_and(|u| u.join(a.folder).is_dir())).collect()
+}
+
+/// Cairn is set up in no agent: which agents are here, and how to set Cairn up in each.
+fn agents_without_cairn(checks: &mut Checks, found: &[&KnownAgent]) {
+    if found.is_empty() {
+        let names: Vec<&str> = KNOWN_AGENTS.iter().map(|a| a.name).collect();
+        checks.add(
+            "agents",
+            Status::Warn,
+            format!("no supported agent found on this machine ({}: by command on PATH or folder in the home directory); the README's sections \"Inside …\" say how to set each up", names.join(", ")),
+        );
+        return;
+    }
+    let each: Vec<String> = found.iter().map(|a| format!("{}: {}", a.name, a.setup)).collect();
+    checks.add("agents", Status::Warn, format!("Cairn is set up in none of the agents found here; {}", each.join("; ")));
 }
 
 fn on_path(checks: &mut Checks) {

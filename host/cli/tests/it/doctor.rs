@@ -249,3 +249,24 @@ fn doctor_checks_cairn_in_codex_gemini_cli_and_opencode() {
     assert!(stdout.lines().any(|l| l.starts_with("warn  opencode: ") && l.contains("cairn.ts is missing")), "{stdout}");
     assert!(stdout.lines().any(|l| l.starts_with("fail  codex: ") && l.contains("config.toml:") && l.contains("Codex cannot read it")), "{stdout}");
 }
+
+/// With Cairn set up in no agent, doctor says which agents this machine has and how to set
+/// Cairn up in each — or that it found none — instead of speaking only of Claude Code.
+#[test]
+fn doctor_without_cairn_in_any_agent_names_the_agents_it_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = dir.path().join("user");
+    std::fs::create_dir_all(&user).unwrap();
+    let cache = crate::support::shared_cache();
+    let bare = Path::new("/usr/bin:/bin");
+    let env: &[(&str, &Path)] = &[("HOME", &user), ("CAIRN_CACHE_DIR", &cache), ("PATH", bare)];
+    let out = text(&run(&["doctor"], "", env).stdout);
+    assert!(out.contains("warn  agents: no supported agent found on this machine (Claude Code, Codex, Gemini CLI, OpenCode, Pi"), "{out}");
+    assert!(!out.contains("Claude Code compacts without Cairn") && !out.contains("claude mcp add"), "no Claude Code advice without Claude Code: {out}");
+
+    std::fs::create_dir_all(user.join(".codex")).unwrap();
+    std::fs::create_dir_all(user.join(".claude")).unwrap();
+    let out = text(&run(&["doctor"], "", env).stdout);
+    assert!(out.contains("Cairn is set up in none of the agents found here; Claude Code: `cairn claude-code install`; Codex: `cairn codex install`"), "{out}");
+    assert!(out.contains("Claude Code compacts without Cairn"), "Claude Code is here: its setup is checked: {out}");
+}
