@@ -64,8 +64,8 @@ pub fn run(args: Args) -> Result<()> {
 
     let elided = first_elision(&transcript, &report.transcript);
     if let Some((before, after, uri)) = &elided {
-        println!("\nBefore — a tool output early in the session ({} chars):\n{}", before.len(), indent(&excerpt(&before)));
-        println!("After — what the model sees now:\n{}", indent(&after));
+        println!("\nBefore — a tool output early in the session ({} chars):\n{}", before.len(), indent(&excerpt(before)));
+        println!("After — what the model sees now:\n{}", indent(after));
         let stored = home.find_artifact(&uri.parse::<ArtifactUri>()?)?;
         ensure!(stored == before.as_bytes(), "the stored artifact differs from the original");
         println!("`cairn artifact {uri} --home {h}` returns the original, byte for byte ({} bytes).", stored.len());
