@@ -235,6 +235,50 @@ impl Harness {
     }
 }
 
+/// The operations by name, JSON in and JSON out: the names are `cairn serve`'s tools (and
+/// `history`, the agent's `session_history` for a conversation). What a binding calls — the
+/// Python and Node packages declare nothing of their own.
+pub const OPERATIONS: &[&str] =
+    &["compact", "handover", "boundary", "request", "notices_take", "notices_ack", "undo", "pin", "unpin", "show", "artifact_get", "policy_set", "history"];
+
+impl Harness {
+    /// Runs `operation` (one of [`OPERATIONS`]) on `request`, a JSON object of the operation's
+    /// request type, and answers its answer as JSON. A request that does not fit the type is
+    /// `InvalidRequest`, naming the field.
+    pub fn call(&self, operation: &str, request: serde_json::Value) -> Result<serde_json::Value> {
+        fn parsed<T: serde::de::DeserializeOwned>(operation: &str, request: serde_json::Value) -> Result<T> {
+            serde_json::from_value(request).map_err(|e| Error::InvalidRequest(format!("{operation}: {e}")))
+        }
+        fn answer<T: serde::Serialize>(answer: Result<T>) -> Result<serde_json::Value> {
+            serde_json::to_value(answer?).map_err(|e| Error::Internal(e.to_string()))
+        }
+        match operation {
+            "compact" => answer(self.compact(parsed(operation, request)?)),
+            "handover" => answer(self.handover(parsed(operation, request)?)),
+            "boundary" => answer(self.boundary(parsed(operation, request)?)),
+            "request" => answer(self.request(parsed(operation, request)?)),
+            "notices_take" => answer(self.notices(parsed(operation, request)?)),
+            "notices_ack" => answer(self.acknowledge(parsed(operation, request)?)),
+            "undo" => answer(self.undo(parsed(operation, request)?)),
+            "pin" => answer(self.pin(parsed(operation, request)?)),
+            "unpin" => answer(self.unpin(parsed(operation, request)?)),
+            "show" => answer(self.show(parsed(operation, request)?)),
+            "artifact_get" => answer(self.artifact(parsed(operation, request)?)),
+            "policy_set" => answer(self.switches(parsed(operation, request)?)),
+            "history" => {
+                // `{conversation, …}`: the rest is the `session_history` call as a model sends it.
+                let serde_json::Value::Object(mut fields) = request else { return Err(Error::InvalidRequest("history: expected a JSON object".into())) };
+                let conversation = match fields.remove("conversation") {
+                    Some(serde_json::Value::String(key)) => conversation_key(&key)?,
+                    _ => return Err(Error::InvalidRequest("history: `conversation` (a string) is required".into())),
+                };
+                self.recall(&conversation, &serde_json::Value::Object(fields).to_string())
+            }
+            other => Err(Error::InvalidRequest(format!("unknown operation {}: {}", crate::echo::input(other), OPERATIONS.join(", ")))),
+        }
+    }
+}
+
 /// The stored original behind an `artifact://` URI, in any conversation of `home`. Storage
 /// only: a shell may answer it before its plugins are loaded.
 pub fn artifact(home: &Home, request: ArtifactRequest) -> Result<Artifact> {

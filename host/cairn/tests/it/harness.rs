@@ -114,3 +114,27 @@ fn a_pi_fragment_without_its_header_is_read_and_one_without_ids_is_named() {
     let with_id = "{\"type\":\"message\",\"id\":\"m1\",\"parentId\":null,\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n";
     assert_eq!(code(harness.boundary(request(with_id))).0, "diverged");
 }
+
+/// The operations by name, JSON in and out, as the Python and Node packages call them: the
+/// same answers as the typed calls, and a request that does not fit its type, an unknown
+/// operation or a `history` without a conversation is `invalid-request`.
+#[test]
+fn every_operation_answers_by_name_in_json() {
+    let home = tempfile::tempdir().unwrap();
+    let harness = harness(home.path());
+    let sent = formats::write_openai(&sample::coding_session(30));
+    let compacted = harness.call("compact", serde_json::json!({"conversation": "app", "transcript": sent})).unwrap();
+    assert_eq!(compacted["format"], "openai");
+    assert_eq!(compacted["committed"], true, "the report's fields at the top, as MCP answers: {compacted:#}");
+    let archive = compacted["archive_id"].as_str().unwrap().to_string();
+    let shown = harness.call("show", serde_json::json!({"conversation": "app"})).unwrap();
+    assert!(shown["timeline"]["moments"].as_array().is_some_and(|m| !m.is_empty()), "{shown:#}");
+    let found = harness.call("history", serde_json::json!({"conversation": "app", "action": "summary"})).unwrap();
+    assert!(found.to_string().contains(&archive), "{found:#}");
+    for op in harness::OPERATIONS {
+        let (code, message) = code(harness.call(op, serde_json::json!({"conversation": "app", "no_such_field": 1})));
+        assert!(code == "invalid-request" || (*op == "history" && code != "internal"), "{op}: {code}: {message}");
+    }
+    assert_eq!(code(harness.call("compress", serde_json::json!({}))).0, "invalid-request");
+    assert_eq!(code(harness.call("history", serde_json::json!({"action": "summary"}))).0, "invalid-request");
+}
