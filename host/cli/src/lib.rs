@@ -123,20 +123,75 @@ impl Command {
     }
 }
 
-/// The `cairn` binary: [`run`] with this process's arguments, a closed stdout ending it quietly.
+/// Why [`harness`] could not open a host.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The policy file could not be read, or fails its checks (the message names
+    /// `file:line:column`).
+    #[error("{0:#}")]
+    PolicyInvalid(anyhow::Error),
+    /// A plugin directory could not be loaded (the message names the plugin).
+    #[error("{0:#}")]
+    PluginsInvalid(anyhow::Error),
+    /// The home could not be opened (a path that is a file, a database that cannot be reached).
+    #[error("{0:#}")]
+    HomeUnavailable(anyhow::Error),
+}
+
+impl OpenError {
+    /// The stable machine code: `policy-invalid`, `plugins-invalid` or `home-unavailable`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            OpenError::PolicyInvalid(_) => "policy-invalid",
+            OpenError::PluginsInvalid(_) => "plugins-invalid",
+            OpenError::HomeUnavailable(_) => "home-unavailable",
+        }
+    }
+}
+
+/// The harness API on a host as the `cairn` command builds it: the bundled plugins and those in
+/// `plugin_dirs`, `policy` (a TOML file; the embedded default without one) checked against
+/// them, over `home` (default: `$CAIRN_HOME`, else `~/.local/share/cairn`). What the Python and
+/// Node packages open, so that they run exactly what the command runs.
+pub fn harness(home: Option<std::path::PathBuf>, policy: Option<&std::path::Path>, plugin_dirs: &[std::path::PathBuf]) -> Result<cairn::Harness, OpenError> {
+    let cairn = setup::host(plugin_dirs).map_err(OpenError::PluginsInvalid)?;
+    let policy = match policy {
+        None => cairn.default_policy(),
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(anyhow::Error::from)
+            .and_then(|text| cairn.load_policy(&text, &path.display().to_string()))
+            .map_err(|e| e.context(format!("policy {}", path.display()))),
+    }
+    .map_err(OpenError::PolicyInvalid)?;
+    let home = cairn::storage::Home::open(&setup::home_path(home)).map_err(OpenError::HomeUnavailable)?;
+    Ok(cairn::Harness::new(cairn::Lifecycle::new(cairn, home, policy)))
+}
+
+/// The `cairn` binary: [`command`] with this process's arguments.
 pub fn main() -> ExitCode {
+    ExitCode::from(command(std::env::args_os()))
+}
+
+/// The `cairn` command as a program runs it (the binary, the Python package's console script):
+/// [`run_code`], where a closed stdout ends the process quietly with 141 as coreutils' tools do.
+pub fn command(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> u8 {
     quiet_on_closed_output();
-    run(std::env::args_os())
+    run_code(args)
 }
 
 /// Runs `cairn` with `args` (the first is the program's name, as in `std::env::args_os`) in
 /// this process, and answers its exit status. Usage errors print as the binary prints them.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> ExitCode {
+    ExitCode::from(run_code(args))
+}
+
+/// [`run`], its status as a number (0 success, 1 an error, 2 usage, 3 nothing committed).
+pub fn run_code(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> u8 {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(error) => {
             let _ = error.print();
-            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
+            return u8::try_from(error.exit_code()).unwrap_or(2);
         }
     };
     let filter = log_filter(std::env::var("CAIRN_LOG").ok().as_deref());
@@ -187,13 +242,13 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> ExitC
         report_peak_rss();
     }
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => 0,
         // Not an error: the transcript is unchanged and the report said why.
-        Err(error) if error.is::<commands::NothingCommitted>() => ExitCode::from(commands::NothingCommitted::EXIT),
-        Err(error) if closed_output(&error) => ExitCode::from(CLOSED_OUTPUT),
+        Err(error) if error.is::<commands::NothingCommitted>() => commands::NothingCommitted::EXIT,
+        Err(error) if closed_output(&error) => CLOSED_OUTPUT,
         Err(error) => {
             eprintln!("cairn: {error:#}");
-            ExitCode::FAILURE
+            1
         }
     }
 }

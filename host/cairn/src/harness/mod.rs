@@ -238,8 +238,7 @@ impl Harness {
 /// The operations by name, JSON in and JSON out: the names are `cairn serve`'s tools (and
 /// `history`, the agent's `session_history` for a conversation). What a binding calls — the
 /// Python and Node packages declare nothing of their own.
-pub const OPERATIONS: &[&str] =
-    &["compact", "handover", "boundary", "request", "notices_take", "notices_ack", "undo", "pin", "unpin", "show", "artifact_get", "policy_set", "history"];
+pub const OPERATIONS: &[&str] = &["compact", "handover", "boundary", "request", "notices_take", "notices_ack", "undo", "pin", "unpin", "show", "artifact_get", "policy_set", "history"];
 
 impl Harness {
     /// Runs `operation` (one of [`OPERATIONS`]) on `request`, a JSON object of the operation's

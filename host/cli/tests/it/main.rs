@@ -21,6 +21,7 @@ mod lifecycle;
 mod opencode;
 mod operator;
 mod polyglot;
+mod python_package;
 mod reads;
 mod secrets;
 mod serve_errors;

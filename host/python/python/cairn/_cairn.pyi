@@ -1,0 +1,13 @@
+from typing import List, Optional, Sequence
+
+VERSION: str
+OPERATIONS: List[str]
+ERROR_CODES: List[str]
+
+class HarnessError(Exception): ...
+
+class Host:
+    def __init__(self, home: Optional[str] = None, policy: Optional[str] = None, plugin_dirs: Sequence[str] = ...) -> None: ...
+    def call(self, operation: str, request: str) -> str: ...
+
+def command(args: List[str]) -> int: ...
