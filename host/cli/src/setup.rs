@@ -161,6 +161,16 @@ pub fn existing_conversation_to_write(home: &Home, key: &ConversationKey) -> Res
     home.existing_conversation_to_write(key)
 }
 
+/// The program that runs `cairn`, for what names it (agent hooks, MCP server entries, the
+/// bench's child processes): this executable, or `$CAIRN_EXE` where the process is another
+/// program's — the Python package's console script sets it, its process being the interpreter.
+pub fn cairn_exe() -> std::io::Result<PathBuf> {
+    match std::env::var_os("CAIRN_EXE").filter(|p| !p.is_empty()) {
+        Some(path) => std::path::absolute(PathBuf::from(path)),
+        None => std::env::current_exe(),
+    }
+}
+
 /// A policy file's settings (the embedded default without a path), read without loading any
 /// plugin: for a verb that needs a figure of the policy, not its chain.
 pub fn policy_settings(path: Option<&Path>) -> Result<cairn::policy::Policy> {

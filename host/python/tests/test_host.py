@@ -137,6 +137,23 @@ class CommandTest(unittest.TestCase):
         usage = subprocess.run([exe, "compact"], capture_output=True, text=True)
         self.assertEqual(usage.returncode, 2, "a usage error exits 2, as the binary")
 
+    def test_agent_hooks_installed_from_the_wheel_run_the_wheels_command(self):
+        exe = shutil.which("cairn", path=os.path.dirname(sys.executable))
+        with tempfile.TemporaryDirectory() as dir:
+            settings = os.path.join(dir, "settings.json")
+            env = dict(os.environ, HOME=dir, CAIRN_HOME=os.path.join(dir, "home"))
+            env.pop("CAIRN_EXE", None)
+            out = subprocess.run([exe, "claude-code", "install", "--settings", settings], capture_output=True, text=True, env=env)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(settings) as f:
+                hooks = json.load(f)["hooks"]
+            command = hooks["PreCompact"][0]["hooks"][0]["command"]
+            self.assertTrue(command.startswith(f"{exe} claude-code pre-compact"), f"the hook runs this wheel's `cairn`, not the interpreter: {command}")
+            # The hook runs: a session-start with nothing archived adds nothing and succeeds.
+            payload = json.dumps({"session_id": "s", "transcript_path": os.path.join(dir, "none.jsonl"), "cwd": dir, "hook_event_name": "SessionStart", "source": "startup"})
+            ran = subprocess.run(command.replace("pre-compact", "session-start"), shell=True, input=payload, capture_output=True, text=True, env=env)
+            self.assertEqual(ran.returncode, 0, ran.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

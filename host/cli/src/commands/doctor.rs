@@ -333,7 +333,7 @@ fn mcp(checks: &mut Checks, user: Option<&Path>, project: Option<&Path>, hooks: 
     }
     if entries.is_empty() {
         let home = hooks.first().map_or_else(|| setup::home_path(None), |h| h.home.clone());
-        let exe = std::env::current_exe().map_or("cairn".into(), |e| e.display().to_string());
+        let exe = crate::setup::cairn_exe().map_or("cairn".into(), |e| e.display().to_string());
         checks.add(
             "mcp",
             Status::Warn,

@@ -166,7 +166,7 @@ pub fn run(options: Options) -> Result<()> {
     progress.set_style(ProgressStyle::with_template("{spinner} {bar:30} {pos}/{len} {msg}").expect("a valid template"));
     let plan = Plan { stateless: options.stateless, conversations, alone, transcripts, progress: progress.clone() };
 
-    let exe = std::env::current_exe().context("finding this executable")?;
+    let exe = crate::setup::cairn_exe().context("finding this executable")?;
     let mut measured: Vec<Measured> = Vec::new();
     for (backend, nodes) in configurations {
         progress.set_message(format!("{} × {nodes}", backend.name()));

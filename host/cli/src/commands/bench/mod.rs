@@ -123,7 +123,7 @@ pub fn run(args: Args) -> Result<()> {
             min_turns: args.long_turns.unwrap_or(if args.quick { 100 } else { 1_000 }),
             json: args.json,
         };
-        return long::run(&std::env::current_exe()?, &args.files[0], options);
+        return long::run(&crate::setup::cairn_exe()?, &args.files[0], options);
     }
     if cfg!(debug_assertions) {
         eprintln!("note: a debug build; the native baselines are unoptimized here. Measure with `cargo run --release -- bench …`.");
@@ -155,7 +155,7 @@ pub fn run(args: Args) -> Result<()> {
 
 fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Baseline>) -> Result<()> {
     let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let exe = std::env::current_exe()?;
+    let exe = crate::setup::cairn_exe()?;
     let temp = tempfile::tempdir()?;
 
     // Cold: one whole process each (the code cache warm, as after the first run).

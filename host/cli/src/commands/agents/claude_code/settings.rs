@@ -130,7 +130,7 @@ fn disable_server(settings: &mut JsonFile) -> bool {
 pub fn install(args: Args) -> Result<()> {
     let path = args.path()?;
     let mut settings = JsonFile::read(&path)?;
-    let exe = std::env::current_exe().context("locating the cairn binary")?;
+    let exe = crate::setup::cairn_exe().context("locating the cairn binary")?;
     let policy = crate::setup::installed_policy(args.policy.as_deref())?;
     // Hooks and server run wherever Claude Code starts them: every path is absolute.
     let home = args.home.as_deref().map(std::path::absolute).transpose()?;

@@ -218,7 +218,7 @@ pub fn install(args: Args) -> Result<()> {
     if config.get("mcp_servers").and_then(|s| s.get(SERVER)).is_some() {
         bail!("{}: an MCP server named `{SERVER}` is already registered outside Cairn's block; remove it (`codex mcp remove {SERVER}`) and install again", config_path.display());
     }
-    let exe = std::env::current_exe().context("locating the cairn binary")?;
+    let exe = crate::setup::cairn_exe().context("locating the cairn binary")?;
     let policy = crate::setup::installed_policy(args.policy.as_deref())?;
     // Codex runs hooks and servers from the session's folder: every path is absolute.
     let home = args.home.as_deref().map(std::path::absolute).transpose()?;

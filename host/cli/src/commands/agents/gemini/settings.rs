@@ -89,7 +89,7 @@ fn gemini_home() -> Result<PathBuf> {
 pub fn install(args: Args) -> Result<()> {
     let path = args.path()?;
     let mut settings = JsonFile::read(&path)?;
-    let exe = std::env::current_exe().context("locating the cairn binary")?;
+    let exe = crate::setup::cairn_exe().context("locating the cairn binary")?;
     let policy = crate::setup::installed_policy(args.policy.as_deref())?;
     // Hooks and server run wherever Gemini CLI starts them: every path is absolute.
     let home = args.home.as_deref().map(std::path::absolute).transpose()?;

@@ -94,7 +94,7 @@ fn is_cairn_plugin(text: &str) -> bool {
 fn install(args: Args) -> Result<()> {
     let project = args.project()?;
     let paths = Paths::of(&project);
-    let exe = std::env::current_exe().context("locating the cairn binary")?;
+    let exe = crate::setup::cairn_exe().context("locating the cairn binary")?;
     let policy = crate::setup::installed_policy(args.policy.as_deref())?;
     let home = args.home.as_deref().map(std::path::absolute).transpose()?;
     let conversation = crate::setup::project_conversation(&project);

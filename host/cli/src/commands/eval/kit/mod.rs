@@ -18,7 +18,7 @@ pub fn run() -> Result<serde_json::Value> {
     let scratch = tempfile::Builder::new().prefix("cairn-kit-").tempdir()?;
     let adapter = scratch.path().join("cairn_kit.py");
     std::fs::write(&adapter, ADAPTER)?;
-    let binary = std::env::current_exe().context("finding this cairn binary")?;
+    let binary = crate::setup::cairn_exe().context("finding this cairn binary")?;
     let output = Command::new("python3").arg(&adapter).arg("--cairn").arg(&binary).arg("--json").output().with_context(|| format!("--kit runs Python 3 (python3 on PATH) with {requirement}"))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
