@@ -178,7 +178,8 @@ class Host:
         """Any operation by name (`OPERATIONS`, the names of ``cairn serve``'s tools), its
         request as a dict; the answer as a dict."""
         try:
-            return json.loads(self._host.call(operation, json.dumps(request)))
+            answer: Dict[str, Any] = json.loads(self._host.call(operation, json.dumps(request)))
+            return answer
         except _cairn.HarnessError as error:
             raise _raised(error) from None
 
@@ -255,19 +256,23 @@ class Host:
 
     def pin(self, conversation: str, ids: Sequence[str]) -> List[str]:
         """Pins entries by id (within the policy's pin budget); the ids pinned now."""
-        return self.call("pin", dict(conversation=conversation, ids=list(ids)))["pinned"]
+        pinned: List[str] = self.call("pin", dict(conversation=conversation, ids=list(ids)))["pinned"]
+        return pinned
 
     def unpin(self, conversation: str, ids: Sequence[str]) -> List[str]:
         """Unpins entries; the ids pinned now."""
-        return self.call("unpin", dict(conversation=conversation, ids=list(ids)))["pinned"]
+        pinned: List[str] = self.call("unpin", dict(conversation=conversation, ids=list(ids)))["pinned"]
+        return pinned
 
     def notices(self, conversation: str) -> List[Dict[str, Any]]:
         """Notices not yet acknowledged, oldest first."""
-        return self.call("notices_take", dict(conversation=conversation))["notices"]
+        notices: List[Dict[str, Any]] = self.call("notices_take", dict(conversation=conversation))["notices"]
+        return notices
 
     def acknowledge(self, conversation: str, ids: Sequence[str]) -> int:
         """Acknowledges notices: they are not delivered again."""
-        return self.call("notices_ack", dict(conversation=conversation, ids=list(ids)))["acknowledged"]
+        acknowledged: int = self.call("notices_ack", dict(conversation=conversation, ids=list(ids)))["acknowledged"]
+        return acknowledged
 
     def request(self, conversation: str, kind: str, preserve: str = "", resume: str = "") -> Dict[str, Any]:
         """Records an agent's request (``compact`` or ``handover``) for the next allowed boundary."""
@@ -275,7 +280,8 @@ class Host:
 
     def artifact(self, uri: str) -> str:
         """The stored original behind an ``artifact://`` URI."""
-        return self.call("artifact_get", dict(uri=uri))["content"]
+        content: str = self.call("artifact_get", dict(uri=uri))["content"]
+        return content
 
 
 class AsyncHost:
