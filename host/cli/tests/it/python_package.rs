@@ -61,7 +61,9 @@ fn the_python_wheel_installs_alone_and_its_tests_pass() {
     };
     let dir = tempfile::tempdir().unwrap();
     let venv = dir.path().join("venv");
-    run(Command::new("python3").args(["-m", "venv"]).arg(&venv));
+    // It sees the frameworks .ci/run installed (host/python/tests/requirements.txt), and from
+    // this tree only the wheel.
+    run(Command::new("python3").args(["-m", "venv", "--system-site-packages"]).arg(&venv));
     // Nothing from an index: the wheel alone.
     run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", "--no-index", "--disable-pip-version-check"]).arg(&wheel));
     // From a folder outside the tree, so that `import cairn` can only find the installed package.

@@ -1,0 +1,3 @@
+"""Cairn inside the agent frameworks people build harnesses with, one module each, each
+importing its framework only when used: `cairn.integrations.langchain` (LangChain 1.x
+`create_agent` middleware)."""
