@@ -218,10 +218,13 @@ class Host:
         tool_call_outstanding: bool = False,
         turn_complete: bool = True,
         dry_run: bool = False,
+        include_transcript: Optional[bool] = None,
     ) -> Dict[str, Any]:
         """A turn boundary: the trigger, commit policy and chain decide. With ``since`` (the
         previous answer's ``acknowledged``), ``messages`` holds only what was appended since;
-        `Diverged` means: send the whole history once."""
+        `Diverged` means: send the whole history once. The answer's ``transcript`` is the
+        working context (with ``since``, only when maintenance changed it, unless
+        ``include_transcript``)."""
         request = _dropped_none(
             dict(
                 conversation=conversation,
@@ -235,6 +238,7 @@ class Host:
                 tool_call_outstanding=tool_call_outstanding,
                 turn_complete=turn_complete,
                 dry_run=dry_run,
+                include_transcript=include_transcript,
             )
         )
         return _shaped(self.call("boundary", request), messages)
