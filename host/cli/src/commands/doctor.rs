@@ -152,7 +152,7 @@ const KNOWN_AGENTS: &[KnownAgent] = &[
     KnownAgent { name: "Codex", command: "codex", folder: ".codex", setup: "`cairn codex install`" },
     KnownAgent { name: "Gemini CLI", command: "gemini", folder: ".gemini", setup: "`cairn gemini install`" },
     KnownAgent { name: "OpenCode", command: "opencode", folder: ".config/opencode", setup: "`cairn opencode install --project DIR`" },
-    KnownAgent { name: "Pi", command: "pi", folder: ".pi", setup: "the extension in examples/pi-extension (see its README)" },
+    KnownAgent { name: "Pi", command: "pi", folder: ".pi", setup: "the extension in examples/pi-extension (see docs/src/agents/pi.md)" },
 ];
 
 /// The agents this machine has: their command on PATH, or their folder in the user's home.
@@ -168,7 +168,7 @@ fn agents_without_cairn(checks: &mut Checks, found: &[&KnownAgent]) {
         checks.add(
             "agents",
             Status::Warn,
-            format!("no supported agent found on this machine ({}: by command on PATH or folder in the home directory); the README's sections \"Inside …\" say how to set each up", names.join(", ")),
+            format!("no supported agent found on this machine ({}: by command on PATH or folder in the home directory); see docs/src/agents/ for how to set each up", names.join(", ")),
         );
         return;
     }

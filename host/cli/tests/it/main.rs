@@ -10,6 +10,7 @@ mod claude_code;
 mod cli;
 mod codex;
 mod cold_cache;
+mod docs;
 mod doctor;
 mod embedding;
 mod eval;
