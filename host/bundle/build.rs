@@ -127,7 +127,7 @@ fn toolchain_route(target: &str) -> Route {
     panic!(
         "cannot build the wasm32 plugins: no Rust toolchain for {target}. Either run \
          `rustup target add {target}`, or install Debian's compiler with std sources: \
-         `apt-get install rustc-web cargo-web rust-web-src lld-22` (see \"Building\" in README.md)"
+         `apt-get install rustc-web cargo-web rust-web-src lld-22` (see \"Building\" in docs/src/architecture.md)"
     );
 }
 

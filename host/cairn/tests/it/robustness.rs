@@ -3,7 +3,7 @@
 //! tokenizer. Inputs are valid samples mutated at random (a fixed seed, so a failure
 //! reproduces); the property is that each answers — a value or an error — and never panics.
 //! They run in CI on every change; coverage-guided fuzzing of the same entry points is a
-//! separate, longer exercise (see the README's Testing section).
+//! separate, longer exercise (see docs/src/testing.md).
 
 use cairn::policy::{Policy, DEFAULT_POLICY};
 use cairn::storage::{ArchiveId, ArtifactUri, ConversationKey, Home};
