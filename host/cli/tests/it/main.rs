@@ -19,6 +19,7 @@ mod gemini;
 mod hook_output;
 mod incremental;
 mod lifecycle;
+mod node_package;
 mod opencode;
 mod operator;
 mod polyglot;

@@ -1,0 +1,100 @@
+//! The Node.js package as a user meets it: the addon `.ci/run` builds from `host/node` with
+//! `napi build` (@napi-rs/cli, pinned in host/node/package.json; debug profile, the same target
+//! directory as these tests), packed with `npm pack` into the main package and the Linux x86-64
+//! platform package, both installed into a fresh project with nothing else from the tree; the
+//! package's own tests (`host/node/tests`) run there — the `cairn` bin through `npx` included —
+//! and its types are checked by TypeScript (`tsc --strict`, pinned).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::SystemTime;
+
+const BUILD: &str = "cargo build -p cairn-node && cp target/debug/libcairn_node.so host/node/cairn.linux-x64-gnu.node";
+const ADDON: &str = "cairn.linux-x64-gnu.node";
+const TYPESCRIPT: &str = "typescript@6.0.3";
+
+fn newest_source(dir: &Path, newest: &mut SystemTime) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == "node_modules" || n == "tests") {
+            continue;
+        }
+        if path.is_dir() {
+            newest_source(&path, newest);
+        } else if path.extension().is_some_and(|e| e == "rs" || e == "toml") {
+            let modified = entry.metadata().and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
+            *newest = (*newest).max(modified);
+        }
+    }
+}
+
+/// The addon in `host/node`, if it was built since the Rust sources last changed.
+fn fresh_addon(root: &Path) -> Result<PathBuf, String> {
+    let addon = root.join("host/node").join(ADDON);
+    let built = addon.metadata().and_then(|m| m.modified()).map_err(|_| format!("no {} : build it with `{BUILD}`", addon.display()))?;
+    let mut newest = SystemTime::UNIX_EPOCH;
+    for dir in ["host/cairn/src", "host/cli/src", "host/node"] {
+        newest_source(&root.join(dir), &mut newest);
+    }
+    if newest > built {
+        return Err(format!("{} is older than the sources: rebuild it with `{BUILD}`", addon.display()));
+    }
+    Ok(addon)
+}
+
+fn run(command: &mut Command) -> String {
+    let out = command.env("CAIRN_LOG", "error").output().unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{command:?} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
+/// `npm pack` of `dir` into `into`; the tarball's path.
+fn pack(dir: &Path, into: &Path) -> PathBuf {
+    let name = run(Command::new("npm").args(["pack", "--silent", "--pack-destination"]).arg(into).current_dir(dir));
+    into.join(name.lines().last().expect("npm pack names its tarball").trim())
+}
+
+#[test]
+fn the_node_packages_install_alone_and_their_tests_pass() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    let addon = match fresh_addon(&root) {
+        Ok(addon) => addon,
+        Err(why) => {
+            assert!(std::env::var_os("CI").is_none(), "CI builds the addon before the tests (.ci/run): {why}");
+            eprintln!("skipped outside CI: {why}");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tarballs = dir.path().join("tarballs");
+    std::fs::create_dir(&tarballs).unwrap();
+    // The platform package as its folder in the tree describes it, with the addon just built.
+    let platform = dir.path().join("linux-x64-gnu");
+    std::fs::create_dir(&platform).unwrap();
+    std::fs::copy(root.join("host/node/npm/linux-x64-gnu/package.json"), platform.join("package.json")).unwrap();
+    std::fs::copy(&addon, platform.join(ADDON)).unwrap();
+    let main = pack(&root.join("host/node"), &tarballs);
+    let native = pack(&platform, &tarballs);
+    let listed = run(Command::new("tar").arg("-tzf").arg(&main));
+    assert!(!listed.contains(".node"), "the main package carries no addon (the platform packages do):\n{listed}");
+
+    // A fresh project: the two tarballs, and TypeScript for the type check.
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(project.join("package.json"), r#"{"name":"a-harness","version":"1.0.0","private":true,"type":"module"}"#).unwrap();
+    run(Command::new("npm").args(["install", "--no-audit", "--no-fund", "--loglevel=error", TYPESCRIPT]).arg(&main).arg(&native).current_dir(&project));
+    for test in ["host.test.mjs", "typed_use.ts"] {
+        std::fs::copy(root.join("host/node/tests").join(test), project.join(test)).unwrap();
+    }
+    let report = run(Command::new("node").args(["--test", "--test-reporter=spec", "host.test.mjs"]).current_dir(&project));
+    eprintln!("{report}");
+    assert!(report.contains("pass 7") && report.contains("fail 0"), "every test of host.test.mjs ran and passed:\n{report}");
+    run(Command::new("npx").args(["--no-install", "tsc", "--strict", "--noEmit", "--module", "nodenext", "--target", "es2022", "typed_use.ts"]).current_dir(&project));
+    // The package's own types, as a harness's compiler reads them.
+    run(Command::new("npx")
+        .args(["--no-install", "tsc", "--strict", "--noEmit", "--module", "nodenext", "--target", "es2022"])
+        .arg("node_modules/cairn-compaction/index.d.ts")
+        .arg("node_modules/cairn-compaction/native.d.ts")
+        .current_dir(&project));
+}

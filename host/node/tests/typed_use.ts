@@ -1,0 +1,30 @@
+// Type-checked, not run (tsc --strict in host/cli/tests/it/node_package.rs): the package's public
+// API as a typed harness calls it.
+import { Host, Diverged, CairnError, OPERATIONS } from 'cairn-compaction';
+
+type Message = { role: string; content: string | null };
+
+export async function compactAndRecall(host: Host, messages: Message[]): Promise<string> {
+  const answer = await host.compact('app', messages, { window: 128_000 });
+  const kept: Message[] | undefined = answer.transcript;
+  const pinned: string[] = await host.pin('app', [String(answer['first_kept_entry_id'])]);
+  try {
+    await host.boundary('app', messages, { turn: 2, window: 128_000, since: 'm-1' });
+  } catch (error) {
+    if (error instanceof Diverged) {
+      const code: string = error.code;
+      return code + pinned.join(',') + String(kept?.length);
+    }
+    throw error;
+  }
+  const text: string | undefined = (await host.compact('text', 'a session file')).transcript;
+  return String((await host.history('app', 'search', { query: 'id' }))['hits']) + text + OPERATIONS.join();
+}
+
+export function opened(): Host | CairnError {
+  try {
+    return new Host({ home: '/tmp/home', policy: 'policy.toml', pluginDirs: ['plugins'] });
+  } catch (error) {
+    return error as CairnError;
+  }
+}
