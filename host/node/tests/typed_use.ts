@@ -28,3 +28,17 @@ export function opened(): Host | CairnError {
     return error as CairnError;
   }
 }
+
+// The AI SDK integration's types against the real `ai` package's.
+import { generateText, type LanguageModel } from 'ai';
+import { prepareStep, sessionHistoryTool } from 'cairn-compaction/ai-sdk';
+
+export async function aiSdkHarness(host: Host, model: LanguageModel): Promise<string> {
+  const result = await generateText({
+    model,
+    messages: [{ role: 'user', content: 'Fix the build.' }],
+    tools: { session_history: sessionHistoryTool(host, 'app') },
+    prepareStep: prepareStep(host, 'app', { window: 128_000 }),
+  });
+  return result.text;
+}
