@@ -42,3 +42,13 @@ export async function aiSdkHarness(host: Host, model: LanguageModel): Promise<st
   });
   return result.text;
 }
+
+// The OpenAI Agents SDK integration's types against the real `@openai/agents`'.
+import { Agent, run } from '@openai/agents';
+import { inputFilter, sessionHistoryTool as historyTool } from 'cairn-compaction/openai-agents';
+
+export async function agentsHarness(host: Host): Promise<unknown> {
+  const agent = new Agent({ name: 'coder', tools: [historyTool(host, 'app')] });
+  const result = await run(agent, 'Fix the build.', { callModelInputFilter: inputFilter(host, 'app', { window: 128_000 }) });
+  return result.finalOutput;
+}

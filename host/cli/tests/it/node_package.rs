@@ -4,7 +4,8 @@
 //! platform package, both installed into a fresh project with nothing else from the tree; the
 //! package's own tests (`host/node/tests`) run there — the `cairn` bin through `npx` included —
 //! and its types are checked by TypeScript (`tsc --strict`, pinned). The Vercel AI SDK integration
-//! runs in a real `generateText` loop (`ai`, pinned) there too.
+//! runs in a real `generateText` loop (`ai`, pinned) there too, and the OpenAI Agents SDK's in a
+//! real `run` (`@openai/agents`, pinned).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,8 +16,11 @@ const ADDON: &str = "cairn.linux-x64-gnu.node";
 const TYPESCRIPT: &str = "typescript@6.0.3";
 /// The types the AI SDK's declarations name (Node's, JSON Schema's), as a harness has them.
 const TYPES: [&str; 2] = ["@types/node@20.19.43", "@types/json-schema@7.0.15"];
-/// The Vercel AI SDK the `cairn-compaction/ai-sdk` integration is tested against.
-const AI_SDK: &str = "ai@7.0.185";
+/// The frameworks the integrations are tested against (`cairn-compaction/ai-sdk`,
+/// `cairn-compaction/openai-agents`), and the zod both take as a peer.
+const FRAMEWORKS: [&str; 3] = ["ai@7.0.185", "@openai/agents@0.20.0", "zod@4.6.7"];
+/// The integrations' tests, and the package's own.
+const TESTS: [&str; 3] = ["host.test.mjs", "ai-sdk.test.mjs", "openai-agents.test.mjs"];
 
 fn newest_source(dir: &Path, newest: &mut SystemTime) {
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -88,13 +92,13 @@ fn the_node_packages_install_alone_and_their_tests_pass() {
     let project = dir.path().join("project");
     std::fs::create_dir(&project).unwrap();
     std::fs::write(project.join("package.json"), r#"{"name":"a-harness","version":"1.0.0","private":true,"type":"module"}"#).unwrap();
-    run(Command::new("npm").args(["install", "--no-audit", "--no-fund", "--loglevel=error", TYPESCRIPT, AI_SDK]).args(TYPES).arg(&main).arg(&native).current_dir(&project));
-    for test in ["host.test.mjs", "ai-sdk.test.mjs", "typed_use.ts"] {
+    run(Command::new("npm").args(["install", "--no-audit", "--no-fund", "--loglevel=error", TYPESCRIPT]).args(FRAMEWORKS).args(TYPES).arg(&main).arg(&native).current_dir(&project));
+    for test in TESTS.iter().chain(&["typed_use.ts"]) {
         std::fs::copy(root.join("host/node/tests").join(test), project.join(test)).unwrap();
     }
-    let report = run(Command::new("node").args(["--test", "--test-reporter=spec", "host.test.mjs", "ai-sdk.test.mjs"]).current_dir(&project));
+    let report = run(Command::new("node").args(["--test", "--test-reporter=spec"]).args(TESTS).current_dir(&project));
     eprintln!("{report}");
-    assert!(report.contains("pass 9") && report.contains("fail 0"), "every test of host.test.mjs and ai-sdk.test.mjs ran and passed:\n{report}");
+    assert!(report.contains("pass 10") && report.contains("fail 0"), "every test of {TESTS:?} ran and passed:\n{report}");
     run(Command::new("npx").args(["--no-install", "tsc", "--strict", "--noEmit", "--module", "nodenext", "--target", "es2022", "--types", "node", "typed_use.ts"]).current_dir(&project));
     // The package's own types, as a harness's compiler reads them.
     run(Command::new("npx")
@@ -102,5 +106,6 @@ fn the_node_packages_install_alone_and_their_tests_pass() {
         .arg("node_modules/cairn-compaction/index.d.ts")
         .arg("node_modules/cairn-compaction/native.d.ts")
         .arg("node_modules/cairn-compaction/integrations/ai-sdk.d.mts")
+        .arg("node_modules/cairn-compaction/integrations/openai-agents.d.mts")
         .current_dir(&project));
 }
