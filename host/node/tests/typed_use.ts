@@ -52,3 +52,12 @@ export async function agentsHarness(host: Host): Promise<unknown> {
   const result = await run(agent, 'Fix the build.', { callModelInputFilter: inputFilter(host, 'app', { window: 128_000 }) });
   return result.finalOutput;
 }
+
+// The LangGraph.js integration's types against the real `@langchain/langgraph`'s.
+import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { createReactAgent } from '@langchain/langgraph/prebuilt';
+import { preModelHook, sessionHistoryTool as recallTool } from 'cairn-compaction/langgraph';
+
+export function langGraphAgent(host: Host, llm: BaseChatModel) {
+  return createReactAgent({ llm, tools: [recallTool(host, 'app')], preModelHook: preModelHook(host, 'app', { window: 128_000 }) });
+}

@@ -5,7 +5,7 @@
 //! package's own tests (`host/node/tests`) run there — the `cairn` bin through `npx` included —
 //! and its types are checked by TypeScript (`tsc --strict`, pinned). The Vercel AI SDK integration
 //! runs in a real `generateText` loop (`ai`, pinned) there too, and the OpenAI Agents SDK's in a
-//! real `run` (`@openai/agents`, pinned).
+//! real `run` (`@openai/agents`, pinned), and LangGraph.js's in a real `createReactAgent`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,10 +17,11 @@ const TYPESCRIPT: &str = "typescript@6.0.3";
 /// The types the AI SDK's declarations name (Node's, JSON Schema's), as a harness has them.
 const TYPES: [&str; 2] = ["@types/node@20.19.43", "@types/json-schema@7.0.15"];
 /// The frameworks the integrations are tested against (`cairn-compaction/ai-sdk`,
-/// `cairn-compaction/openai-agents`), and the zod both take as a peer.
-const FRAMEWORKS: [&str; 3] = ["ai@7.0.185", "@openai/agents@0.20.0", "zod@4.6.7"];
-/// The integrations' tests, and the package's own.
-const TESTS: [&str; 3] = ["host.test.mjs", "ai-sdk.test.mjs", "openai-agents.test.mjs"];
+/// `cairn-compaction/openai-agents`, `cairn-compaction/langgraph`), and the zod they take as a
+/// peer.
+const FRAMEWORKS: [&str; 5] = ["ai@7.0.185", "@openai/agents@0.20.0", "@langchain/langgraph@1.7.3", "@langchain/core@1.4.0", "zod@4.6.7"];
+/// The package's own tests, and the integrations'.
+const TESTS: [&str; 4] = ["host.test.mjs", "ai-sdk.test.mjs", "openai-agents.test.mjs", "langgraph.test.mjs"];
 
 fn newest_source(dir: &Path, newest: &mut SystemTime) {
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -98,7 +99,7 @@ fn the_node_packages_install_alone_and_their_tests_pass() {
     }
     let report = run(Command::new("node").args(["--test", "--test-reporter=spec"]).args(TESTS).current_dir(&project));
     eprintln!("{report}");
-    assert!(report.contains("pass 10") && report.contains("fail 0"), "every test of {TESTS:?} ran and passed:\n{report}");
+    assert!(report.contains("pass 11") && report.contains("fail 0"), "every test of {TESTS:?} ran and passed:\n{report}");
     run(Command::new("npx").args(["--no-install", "tsc", "--strict", "--noEmit", "--module", "nodenext", "--target", "es2022", "--types", "node", "typed_use.ts"]).current_dir(&project));
     // The package's own types, as a harness's compiler reads them.
     run(Command::new("npx")
@@ -107,5 +108,6 @@ fn the_node_packages_install_alone_and_their_tests_pass() {
         .arg("node_modules/cairn-compaction/native.d.ts")
         .arg("node_modules/cairn-compaction/integrations/ai-sdk.d.mts")
         .arg("node_modules/cairn-compaction/integrations/openai-agents.d.mts")
+        .arg("node_modules/cairn-compaction/integrations/langgraph.d.mts")
         .current_dir(&project));
 }
