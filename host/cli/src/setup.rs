@@ -163,7 +163,8 @@ pub fn existing_conversation_to_write(home: &Home, key: &ConversationKey) -> Res
 
 /// The program that runs `cairn`, for what names it (agent hooks, MCP server entries, the
 /// bench's child processes): this executable, or `$CAIRN_EXE` where the process is another
-/// program's — the Python package's console script sets it, its process being the interpreter.
+/// program's — the Python package's console script and the Node.js package's bin set it, their
+/// process being the interpreter.
 pub fn cairn_exe() -> std::io::Result<PathBuf> {
     match std::env::var_os("CAIRN_EXE").filter(|p| !p.is_empty()) {
         Some(path) => std::path::absolute(PathBuf::from(path)),
