@@ -1,7 +1,7 @@
 // `cairn-compaction/ai-sdk` in a real Vercel AI SDK run (`ai`, pinned in
 // host/cli/tests/it/node_package.rs) driven by the SDK's own MockLanguageModelV4: a generateText
 // tool loop long enough for Cairn to compact twice. Every model request after a compaction
-// carries Cairn's context — the operator's rule kept, old outputs as artifact:// placeholders —
+// carries Cairn's checkpoint summary, the operator's rule, old outputs as artifact:// placeholders —
 // every tool call is answered in every request, and the model's session_history call finds an
 // id from a set-aside output.
 import { test } from 'node:test';
@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { generateText, jsonSchema, stepCountIs, tool } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
@@ -32,7 +33,8 @@ function paired(prompt) {
 test('a long generateText loop is compacted by Cairn twice, and session_history finds what was set aside', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'cairn-ai-sdk-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const host = new Host({ home: join(dir, 'home') });
+  // Both stages run: old outputs elided, and the history before them summarized (a checkpoint).
+  const host = new Host({ home: join(dir, 'home'), policy: fileURLToPath(new URL('./summarizing.toml', import.meta.url)) });
 
   const prompts = [];
   const model = new MockLanguageModelV4({
@@ -69,6 +71,7 @@ test('a long generateText loop is compacted by Cairn twice, and session_history 
 
   // The request before the recall: Cairn's context, not the SDK's whole history.
   const before = JSON.stringify(prompts[ROUNDS]);
+  assert.ok(before.includes('Checkpoint (Cairn: earlier history, compacted)'), 'Cairn\'s summary is in the request');
   assert.ok(before.includes(RULE), 'the operator\'s rule is in the request after compaction');
   assert.ok(before.includes('artifact://'), 'old outputs are placeholders naming where the whole is');
   assert.ok(!before.includes(PLANTED), 'the early output was set aside');

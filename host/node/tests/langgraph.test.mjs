@@ -1,7 +1,7 @@
 // `cairn-compaction/langgraph` in a real LangGraph.js agent (`@langchain/langgraph`'s
 // createReactAgent, pinned in host/cli/tests/it/node_package.rs) with a scripted chat model: a
 // run long enough for Cairn to compact twice. The model's input after a compaction carries
-// Cairn's context — the operator's rule kept, old outputs as artifact:// placeholders — every
+// Cairn's checkpoint summary, the operator's rule, old outputs as artifact:// placeholders — every
 // tool call is answered in every input, the graph's state keeps the whole history, and the
 // session_history tool finds an id from a set-aside output.
 import { test } from 'node:test';
@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { AIMessage } from '@langchain/core/messages';
@@ -53,7 +54,8 @@ function paired(messages) {
 test('a long LangGraph run is compacted by Cairn twice, and session_history finds what was set aside', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'cairn-langgraph-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const host = new Host({ home: join(dir, 'home') });
+  // Both stages run: old outputs elided, and the history before them summarized (a checkpoint).
+  const host = new Host({ home: join(dir, 'home'), policy: fileURLToPath(new URL('./summarizing.toml', import.meta.url)) });
 
   const run = tool(async ({ cmd }) => Array.from({ length: 120 }, (_, n) => `${cmd}: line ${n}: compiling module_${n} ok`).join('\n') + (cmd === 'make step0' ? `\nbuild id ${PLANTED}` : ''), {
     name: 'run',
@@ -82,6 +84,7 @@ test('a long LangGraph run is compacted by Cairn twice, and session_history find
   console.log(`${committed.length} compactions; the input before the recall holds ${JSON.stringify(llm.inputs[ROUNDS]).length} characters`);
 
   const before = JSON.stringify(llm.inputs[ROUNDS].map((m) => m.content));
+  assert.ok(before.includes('Checkpoint (Cairn: earlier history, compacted)'), 'Cairn\'s summary is in the request');
   assert.ok(before.includes(RULE), 'the operator\'s rule is in the input after compaction');
   assert.ok(before.includes('artifact://'), 'old outputs are placeholders naming where the whole is');
   assert.ok(!before.includes(PLANTED), 'the early output was set aside');

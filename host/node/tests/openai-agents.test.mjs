@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { Agent, run, setTracingDisabled, tool } from '@openai/agents';
 import { ScriptedModel, assistantMessage, functionCall } from '@openai/agents-core/testing';
@@ -32,7 +33,8 @@ function paired(items) {
 test('a long run is compacted by Cairn twice, and session_history finds what was set aside', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'cairn-oai-js-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const host = new Host({ home: join(dir, 'home') });
+  // Both stages run: old outputs elided, and the history before them summarized (a checkpoint).
+  const host = new Host({ home: join(dir, 'home'), policy: fileURLToPath(new URL('./summarizing.toml', import.meta.url)) });
 
   const runTool = tool({
     name: 'run',
@@ -58,6 +60,7 @@ test('a long run is compacted by Cairn twice, and session_history finds what was
   console.log(`${committed.length} compactions; the input before the recall holds ${JSON.stringify(calls[ROUNDS].request.input).length} characters`);
 
   const before = JSON.stringify(calls[ROUNDS].request.input);
+  assert.ok(before.includes('Checkpoint (Cairn: earlier history, compacted)'), 'Cairn\'s summary is in the request');
   assert.ok(before.includes(RULE), 'the operator\'s rule is in the input after compaction');
   assert.ok(before.includes('artifact://'), 'old outputs are placeholders naming where the whole is');
   assert.ok(!before.includes(PLANTED), 'the early output was set aside');

@@ -94,7 +94,7 @@ fn the_node_packages_install_alone_and_their_tests_pass() {
     std::fs::create_dir(&project).unwrap();
     std::fs::write(project.join("package.json"), r#"{"name":"a-harness","version":"1.0.0","private":true,"type":"module"}"#).unwrap();
     run(Command::new("npm").args(["install", "--no-audit", "--no-fund", "--loglevel=error", TYPESCRIPT]).args(FRAMEWORKS).args(TYPES).arg(&main).arg(&native).current_dir(&project));
-    for test in TESTS.iter().chain(&["typed_use.ts"]) {
+    for test in TESTS.iter().chain(&["typed_use.ts", "summarizing.toml"]) {
         std::fs::copy(root.join("host/node/tests").join(test), project.join(test)).unwrap();
     }
     let report = run(Command::new("node").args(["--test", "--test-reporter=spec"]).args(TESTS).current_dir(&project));
