@@ -1,7 +1,7 @@
 // `cairn-compaction/openai-agents` in a real OpenAI Agents SDK (JavaScript) run
 // (`@openai/agents`, pinned in host/cli/tests/it/node_package.rs) driven by the SDK's own
 // ScriptedModel: a run long enough for Cairn to compact twice. The model's next input carries
-// the compacted history — the operator's rule kept, old outputs as artifact:// placeholders,
+// Cairn's checkpoint summary, the operator's rule, old outputs as artifact:// placeholders,
 // every function call answered — and the session_history tool finds an id from a set-aside
 // output.
 import { test } from 'node:test';
