@@ -82,6 +82,11 @@ test('a long generateText loop is compacted by Cairn twice, and session_history 
   // The model asked session_history for the id; the answer reached it in the last request.
   const recalled = prompts[ROUNDS + 1].flatMap((m) => (Array.isArray(m.content) ? m.content : [])).find((p) => p.type === 'tool-result' && p.toolCallId === `call_${ROUNDS}`);
   assert.ok(JSON.stringify(recalled).includes(PLANTED), `session_history found the id: ${JSON.stringify(recalled)}`);
+
+  // Undo of the first compaction takes back every one after it: what was set aside is back.
+  const restored = await host.undo('ai', { archiveId: committed[0].archive_id });
+  assert.equal(restored.undone.length, committed.length);
+  assert.ok(String(restored.transcript).includes(PLANTED), 'undo restores the context before the first compaction');
 });
 
 test('messages map to chat and back with calls, results and their names', () => {

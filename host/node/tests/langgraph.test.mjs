@@ -93,4 +93,9 @@ test('a long LangGraph run is compacted by Cairn twice, and session_history find
 
   const recalled = llm.inputs[ROUNDS + 1].find((m) => m.getType() === 'tool' && m.tool_call_id === 'call_recall');
   assert.ok(String(recalled?.content).includes(PLANTED), `session_history found the id: ${recalled?.content}`);
+
+  // Undo of the first compaction takes back every one after it: what was set aside is back.
+  const restored = await host.undo('lg', { archiveId: committed[0].archive_id });
+  assert.equal(restored.undone.length, committed.length);
+  assert.ok(String(restored.transcript).includes(PLANTED), 'undo restores the context before the first compaction');
 });

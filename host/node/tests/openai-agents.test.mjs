@@ -70,4 +70,9 @@ test('a long run is compacted by Cairn twice, and session_history finds what was
 
   const recalled = calls[ROUNDS + 1].request.input.find((i) => i.type === 'function_call_result' && i.callId === 'call_recall');
   assert.ok(JSON.stringify(recalled).includes(PLANTED), `session_history found the id: ${JSON.stringify(recalled)}`);
+
+  // Undo of the first compaction takes back every one after it: what was set aside is back.
+  const restored = await host.undo('oai', { archiveId: committed[0].archive_id });
+  assert.equal(restored.undone.length, committed.length);
+  assert.ok(String(restored.transcript).includes(PLANTED), 'undo restores the context before the first compaction');
 });
