@@ -55,7 +55,7 @@ test('a long LangGraph run is compacted by Cairn twice, and session_history find
   const dir = mkdtempSync(join(tmpdir(), 'cairn-langgraph-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   // Both stages run: old outputs elided, and the history before them summarized (a checkpoint).
-  const host = new Host({ home: join(dir, 'home'), policy: fileURLToPath(new URL('./summarizing.toml', import.meta.url)) });
+  const host = new Host({ home: join(dir, 'home'), policy: fileURLToPath(new URL('./offline-deep.toml', import.meta.url)) });
 
   const run = tool(async ({ cmd }) => Array.from({ length: 120 }, (_, n) => `${cmd}: line ${n}: compiling module_${n} ok`).join('\n') + (cmd === 'make step0' ? `\nbuild id ${PLANTED}` : ''), {
     name: 'run',

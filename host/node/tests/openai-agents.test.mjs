@@ -34,7 +34,7 @@ test('a long run is compacted by Cairn twice, and session_history finds what was
   const dir = mkdtempSync(join(tmpdir(), 'cairn-oai-js-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   // Both stages run: old outputs elided, and the history before them summarized (a checkpoint).
-  const host = new Host({ home: join(dir, 'home'), policy: fileURLToPath(new URL('./summarizing.toml', import.meta.url)) });
+  const host = new Host({ home: join(dir, 'home'), policy: fileURLToPath(new URL('./offline-deep.toml', import.meta.url)) });
 
   const runTool = tool({
     name: 'run',

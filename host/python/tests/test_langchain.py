@@ -24,6 +24,9 @@ except ImportError:
 
 RULE = "Never edit the generated files under gen/."
 PLANTED = "BUILD-ID-ZEBRA-7431"
+# The integrations compact under this policy (the default aiming lower), so that Cairn's
+# checkpoint summary is in a request, not only elided outputs.
+DEEP_POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples", "policies", "offline-deep.toml")
 
 
 
@@ -61,7 +64,7 @@ class LangChainMiddlewareTest(unittest.TestCase):
         rounds = 40
         script = [AIMessage(content=f"Round {i}.", tool_calls=[{"name": "run", "args": {"cmd": f"make step{i}"}, "id": f"call_{i}"}]) for i in range(rounds)]
         script.append(AIMessage(content="The build passes."))
-        host = cairn.Host(home=os.path.join(self.dir, "home"))
+        host = cairn.Host(home=os.path.join(self.dir, "home"), policy=DEEP_POLICY)
         middleware = CairnMiddleware(host, "lc", window=24_000, reserve=2_000)
         agent = create_agent(Scripted(messages=iter(script)), [run], middleware=[middleware])
         final = agent.invoke({"messages": [HumanMessage(f"Fix the build. {RULE}")]}, {"recursion_limit": 4 * rounds + 20})
@@ -73,6 +76,7 @@ class LangChainMiddlewareTest(unittest.TestCase):
 
         last = seen[-1]
         text = "\n".join(str(m.content) for m in last)
+        self.assertIn("Checkpoint (Cairn: earlier history, compacted)", text, "Cairn's summary is in the request after compaction")
         self.assertIn(RULE, text, "the operator's rule is in the request after compaction")
         self.assertIn("artifact://", text, "old outputs are placeholders naming where the whole is")
         self.assertNotIn(PLANTED, text, "the early output was set aside")
@@ -87,6 +91,11 @@ class LangChainMiddlewareTest(unittest.TestCase):
         self.assertEqual(history.name, "session_history")
         self.assertIn(PLANTED, history.invoke({"action": "search", "query": PLANTED}))
 
+
+        # Undo of the first compaction takes back every one after it: what was set aside is back.
+        restored = host.undo("lc", archive_id=compactions[0]["archive_id"])
+        self.assertEqual(len(restored["undone"]), len(compactions))
+        self.assertIn(PLANTED, restored["transcript"], "undo restores the context before the first compaction")
 
 if __name__ == "__main__":
     unittest.main()

@@ -23,6 +23,9 @@ except ImportError:
 
 RULE = "Never edit the generated files under gen/."
 PLANTED = "BUILD-ID-ZEBRA-7431"
+# The integrations compact under this policy (the default aiming lower), so that Cairn's
+# checkpoint summary is in a request, not only elided outputs.
+DEEP_POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples", "policies", "offline-deep.toml")
 
 
 def item(raw):
@@ -52,7 +55,7 @@ class OpenAiAgentsInputFilterTest(unittest.TestCase):
         steps = [[assistant_message(f"Round {i}.", item_id=f"msg_{i}"), function_call("run", {"cmd": f"make step{i}"}, call_id=f"call_{i}")] for i in range(rounds)]
         steps.append([assistant_message("The build passes.", item_id="msg_end")])
         model = ScriptedModel(steps)
-        host = cairn.Host(home=os.path.join(self.dir, "home"))
+        host = cairn.Host(home=os.path.join(self.dir, "home"), policy=DEEP_POLICY)
         agent = Agent(name="coder", instructions="You are a coding agent.", model=model, tools=[run, session_history_tool(host, "oai")])
         config = RunConfig(call_model_input_filter=input_filter(host, "oai", window=24_000, reserve=2_000), tracing_disabled=True)
         result = asyncio.run(Runner.run(agent, f"Fix the build. {RULE}", run_config=config, max_turns=rounds + 5))
@@ -66,6 +69,7 @@ class OpenAiAgentsInputFilterTest(unittest.TestCase):
 
         last = [item(i) for i in calls[-1].input]
         text = json.dumps(last)
+        self.assertIn("Checkpoint (Cairn: earlier history, compacted)", text, "Cairn's summary is in the request after compaction")
         self.assertIn(RULE, text, "the operator's rule is in the input after compaction")
         self.assertIn("artifact://", text, "old outputs are placeholders naming where the whole is")
         self.assertNotIn(PLANTED, text, "the early output was set aside")
@@ -79,6 +83,11 @@ class OpenAiAgentsInputFilterTest(unittest.TestCase):
         found = host.history("oai", "search", query=PLANTED)
         self.assertIn(PLANTED, json.dumps(found))
 
+
+        # Undo of the first compaction takes back every one after it: what was set aside is back.
+        restored = host.undo("oai", archive_id=committed[0]["archive_id"])
+        self.assertEqual(len(restored["undone"]), len(committed))
+        self.assertIn(PLANTED, restored["transcript"], "undo restores the context before the first compaction")
 
 if __name__ == "__main__":
     unittest.main()

@@ -23,6 +23,9 @@ except ImportError:
 
 RULE = "Never edit the generated files under gen/."
 PLANTED = "BUILD-ID-ZEBRA-7431"
+# The integrations compact under this policy (the default aiming lower), so that Cairn's
+# checkpoint summary is in a request, not only elided outputs.
+DEEP_POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples", "policies", "offline-deep.toml")
 
 
 @unittest.skipUnless(HAVE_PYDANTIC_AI or os.environ.get("CI"), "pydantic-ai is not installed: pip install -r host/python/tests/requirements.txt")
@@ -48,7 +51,7 @@ class PydanticAiHistoryProcessorTest(unittest.TestCase):
                 return ModelResponse(parts=[TextPart(content=f"Round {n}."), ToolCallPart(tool_name="run", args={"cmd": f"make step{n}"}, tool_call_id=f"call_{n}")])
             return ModelResponse(parts=[TextPart(content="The build passes.")])
 
-        host = cairn.Host(home=os.path.join(self.dir, "home"))
+        host = cairn.Host(home=os.path.join(self.dir, "home"), policy=DEEP_POLICY)
         agent = Agent(FunctionModel(model), capabilities=[ProcessHistory(history_processor(host, "pai", window=24_000, reserve=2_000))])
 
         @agent.tool_plain
@@ -68,6 +71,7 @@ class PydanticAiHistoryProcessorTest(unittest.TestCase):
 
         last = seen[-1]
         text = "\n".join(str(getattr(p, "content", "")) for m in last for p in m.parts)
+        self.assertIn("Checkpoint (Cairn: earlier history, compacted)", text, "Cairn's summary is in the request after compaction")
         self.assertIn(RULE, text, "the operator's rule is in the request after compaction")
         self.assertIn("artifact://", text, "old outputs are placeholders naming where the whole is")
         self.assertNotIn(PLANTED, text, "the early output was set aside")
@@ -78,6 +82,11 @@ class PydanticAiHistoryProcessorTest(unittest.TestCase):
 
         self.assertIn(PLANTED, session_history(host, "pai")("search", query=PLANTED))
 
+
+        # Undo of the first compaction takes back every one after it: what was set aside is back.
+        restored = host.undo("pai", archive_id=committed[0]["archive_id"])
+        self.assertEqual(len(restored["undone"]), len(committed))
+        self.assertIn(PLANTED, restored["transcript"], "undo restores the context before the first compaction")
 
 if __name__ == "__main__":
     unittest.main()
