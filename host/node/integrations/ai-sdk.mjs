@@ -25,7 +25,7 @@
 
 import { jsonSchema, tool } from 'ai';
 
-import { Diverged } from '../index.js';
+import { HISTORY_TOOL, readHistory, turnReporter } from './shared.mjs';
 
 const textOf = (content) => {
   if (typeof content === 'string') return content;
@@ -110,32 +110,21 @@ function prefixOf(known, texts) {
  * a turn (the policy's cooldown counts them). `window` is the model's context window in tokens;
  * `reserve` what the step needs beside the messages (its output, the tools' schemas).
  */
-export function prepareStep(host, conversation, { window, reserve = 4096 } = {}) {
-  if (!window) throw new TypeError('prepareStep: `window` (the model\'s context window in tokens) is required');
+export function prepareStep(host, conversation, options) {
+  const reporter = turnReporter(host, conversation, options, 'prepareStep');
   // What the SDK's messages began with at the last step: the caller's own history (`original`),
-  // or, once Cairn compacted, the context this returned (`held`); and Cairn's `since`.
-  const state = { turn: 0, original: [], held: null, since: null };
-
-  const report = (chat, since) => host.boundary(conversation, chat, { turn: state.turn, window, reserve, since, includeTranscript: true });
+  // or, once Cairn compacted, the context this returned (`held`).
+  const state = { original: [], held: null };
 
   return async ({ messages }) => {
-    state.turn += 1;
     const texts = messages.map((message) => JSON.stringify(message));
     // What the SDK's messages begin with: the context this handed it (carried forward), the
     // caller's own history, or neither (reported whole).
     const carried = state.held ? prefixOf(state.held, texts) >= 0 : false;
     const from = carried ? state.held.length : prefixOf(state.original, texts);
-    let answer;
-    try {
-      answer = state.since && from >= 0 ? await report(toChat(messages.slice(from)), state.since) : await report(toChat(messages), undefined);
-    } catch (error) {
-      if (!(error instanceof Diverged)) throw error;
-      answer = await report(toChat(messages), undefined);
-    }
-    state.since = answer.acknowledged;
+    const { answer, compactedNow } = await reporter.turn(from >= 0 ? toChat(messages.slice(from)) : null, () => toChat(messages));
     state.original = from >= 0 ? state.original.concat(texts.slice(from)) : texts;
-    const compacted = ['compacted', 'handed-over'].includes(answer.action?.kind);
-    if (!compacted && (!state.held || carried)) {
+    if (!compactedNow && (!state.held || carried)) {
       // Nothing compacted yet, or the SDK already holds Cairn's context and what followed it.
       if (carried) state.held = texts;
       return undefined;
@@ -148,20 +137,5 @@ export function prepareStep(host, conversation, { window, reserve = 4096 } = {})
 
 /** Cairn's `session_history` as an AI SDK tool: the model reads what compaction set aside. */
 export function sessionHistoryTool(host, conversation) {
-  return tool({
-    description:
-      'Read what earlier compactions of this session set aside: action "summary" lists them, "search" finds a word or id in them (query), "page" reads one (archive_id), "artifact" returns an original output whole (uri, an artifact:// URI from the context).',
-    inputSchema: jsonSchema({
-      type: 'object',
-      properties: {
-        action: { type: 'string', enum: ['summary', 'search', 'page', 'artifact'] },
-        query: { type: 'string' },
-        archive_id: { type: 'string' },
-        uri: { type: 'string' },
-      },
-      required: ['action'],
-      additionalProperties: false,
-    }),
-    execute: async ({ action, ...fields }) => JSON.stringify(await host.history(conversation, action, fields)),
-  });
+  return tool({ description: HISTORY_TOOL.description, inputSchema: jsonSchema(HISTORY_TOOL.schema), execute: readHistory(host, conversation) });
 }

@@ -22,7 +22,7 @@
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from '@langchain/core/messages';
 import { tool } from '@langchain/core/tools';
 
-import { Diverged } from '../index.js';
+import { HISTORY_TOOL, readHistory, turnReporter } from './shared.mjs';
 
 const textOf = (content) => {
   if (typeof content === 'string') return content;
@@ -86,42 +86,20 @@ export function fromChat(chat) {
  * call is a turn (the policy's cooldown counts them). `window` is the model's context window in
  * tokens; `reserve` what a call needs beside the messages (its output, the tools' schemas).
  */
-export function preModelHook(host, conversation, { window, reserve = 4096 } = {}) {
-  if (!window) throw new TypeError('preModelHook: `window` (the model\'s context window in tokens) is required');
-  const state = { turn: 0, sent: 0, since: null, compacted: false };
-  const report = (chat, since) => host.boundary(conversation, chat, { turn: state.turn, window, reserve, since, includeTranscript: true });
+export function preModelHook(host, conversation, options) {
+  const reporter = turnReporter(host, conversation, options, 'preModelHook');
+  let sent = 0;
 
   return async ({ messages }) => {
-    state.turn += 1;
-    let answer;
-    try {
-      answer = state.since && messages.length >= state.sent ? await report(toChat(messages.slice(state.sent)), state.since) : await report(toChat(messages), undefined);
-    } catch (error) {
-      if (!(error instanceof Diverged)) throw error;
-      answer = await report(toChat(messages), undefined);
-    }
-    state.since = answer.acknowledged;
-    state.sent = messages.length;
-    state.compacted ||= ['compacted', 'handed-over'].includes(answer.action?.kind);
-    return { llmInputMessages: state.compacted ? fromChat(answer.transcript) : messages };
+    const { answer } = await reporter.turn(messages.length >= sent ? toChat(messages.slice(sent)) : null, () => toChat(messages));
+    sent = messages.length;
+    return { llmInputMessages: reporter.compacted ? fromChat(answer.transcript) : messages };
   };
 }
 
 /** Cairn's `session_history` as a LangChain tool: the model reads what compaction set aside. */
 export function sessionHistoryTool(host, conversation) {
-  return tool(async ({ action, ...fields }) => JSON.stringify(await host.history(conversation, action, fields)), {
-    name: 'session_history',
-    description:
-      'Read what earlier compactions of this session set aside: action "summary" lists them, "search" finds a word or id in them (query), "page" reads one (archive_id), "artifact" returns an original output whole (uri, an artifact:// URI from the context).',
-    schema: {
-      type: 'object',
-      properties: {
-        action: { type: 'string', enum: ['summary', 'search', 'page', 'artifact'] },
-        query: { type: 'string' },
-        archive_id: { type: 'string' },
-        uri: { type: 'string' },
-      },
-      required: ['action'],
-    },
-  });
+  // LangChain's tool has always accepted extra keys (no additionalProperties: false).
+  const { additionalProperties: _closed, ...schema } = HISTORY_TOOL.schema;
+  return tool(readHistory(host, conversation), { name: HISTORY_TOOL.name, description: HISTORY_TOOL.description, schema });
 }

@@ -19,7 +19,7 @@
 
 import { tool } from '@openai/agents';
 
-import { Diverged } from '../index.js';
+import { HISTORY_TOOL, readHistory, turnReporter } from './shared.mjs';
 
 const textOf = (content) => {
   if (typeof content === 'string') return content;
@@ -76,27 +76,17 @@ export function fromChat(chat) {
  * model call is a turn (the policy's cooldown counts them). `window` is the model's context
  * window in tokens; `reserve` what a call needs beside the input (its output, the tools' schemas).
  */
-export function inputFilter(host, conversation, { window, reserve = 4096 } = {}) {
-  if (!window) throw new TypeError('inputFilter: `window` (the model\'s context window in tokens) is required');
-  const state = { turn: 0, sent: 0, since: null, compacted: false };
-  const report = (chat, since) => host.boundary(conversation, chat, { turn: state.turn, window, reserve, since, includeTranscript: true });
+export function inputFilter(host, conversation, options) {
+  const reporter = turnReporter(host, conversation, options, 'inputFilter');
+  let sent = 0;
 
   return async ({ modelData }) => {
-    state.turn += 1;
     const items = [...modelData.input];
     const { instructions } = modelData;
     const whole = () => (instructions ? [{ role: 'system', content: instructions }] : []).concat(toChat(items));
-    let answer;
-    try {
-      answer = state.since && items.length >= state.sent ? await report(toChat(items.slice(state.sent)), state.since) : await report(whole(), undefined);
-    } catch (error) {
-      if (!(error instanceof Diverged)) throw error;
-      answer = await report(whole(), undefined);
-    }
-    state.since = answer.acknowledged;
-    state.sent = items.length;
-    state.compacted ||= ['compacted', 'handed-over'].includes(answer.action?.kind);
-    if (!state.compacted) return modelData;
+    const { answer } = await reporter.turn(items.length >= sent ? toChat(items.slice(sent)) : null, whole);
+    sent = items.length;
+    if (!reporter.compacted) return modelData;
     let kept = answer.transcript;
     // The instructions go separately, as they came.
     if (instructions && kept[0]?.role === 'system' && kept[0].content === instructions) kept = kept.slice(1);
@@ -106,22 +96,6 @@ export function inputFilter(host, conversation, { window, reserve = 4096 } = {})
 
 /** Cairn's `session_history` as a function tool: the model reads what compaction set aside. */
 export function sessionHistoryTool(host, conversation) {
-  return tool({
-    name: 'session_history',
-    description:
-      'Read what earlier compactions of this session set aside: action "summary" lists them, "search" finds a word or id in them (query), "page" reads one (archive_id), "artifact" returns an original output whole (uri, an artifact:// URI from the context).',
-    parameters: {
-      type: 'object',
-      properties: {
-        action: { type: 'string', enum: ['summary', 'search', 'page', 'artifact'] },
-        query: { type: 'string' },
-        archive_id: { type: 'string' },
-        uri: { type: 'string' },
-      },
-      required: ['action'],
-      additionalProperties: false,
-    },
-    strict: false,
-    execute: async ({ action, ...fields }) => JSON.stringify(await host.history(conversation, action, fields)),
-  });
+  const { name, description, schema } = HISTORY_TOOL;
+  return tool({ name, description, parameters: schema, strict: false, execute: readHistory(host, conversation) });
 }
