@@ -22,6 +22,29 @@ export interface CairnServerOptions {
 	env?: NodeJS.ProcessEnv;
 }
 
+/** An MCP tool result as the extension reads it. */
+export interface ToolResult {
+	content: unknown[];
+	structuredContent?: unknown;
+	isError?: boolean;
+}
+
+/**
+ * Cairn as the extension talks to it: `cairn serve` over MCP (CairnServer) or the library in
+ * this process (InProcessCairn, cairn-in-process.ts). Tools are `cairn serve`'s.
+ */
+export interface CairnConnection {
+	/** The conversation the agent tools act on. */
+	readonly conversation: string;
+	/** False once it cannot answer any more (the child exited): open another. */
+	readonly alive: boolean;
+	/** A tool's structured content; a tool error throws CairnToolError. */
+	call<T = Record<string, unknown>>(tool: string, args: Record<string, unknown>, options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<T>;
+	/** The raw result (the agent tools forward its text to the model). */
+	callRaw(tool: string, args: Record<string, unknown>, options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<ToolResult>;
+	close(): Promise<void>;
+}
+
 /** A tool result with `isError: true`, or one that is not what the contract says. */
 export class CairnToolError extends Error {
 	constructor(
@@ -57,7 +80,7 @@ export function serveArgsFromEnv(env: NodeJS.ProcessEnv = process.env): string[]
 const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
 const STDERR_LINES = 40;
 
-export class CairnServer {
+export class CairnServer implements CairnConnection {
 	private readonly stderrTail: string[] = [];
 	/** Each tool's output schema, compiled (from `tools/list` at start). */
 	private readonly outputValidators = new Map<string, JsonSchemaValidator<unknown>>();
@@ -197,7 +220,7 @@ export class CairnServer {
 		tool: string,
 		args: Record<string, unknown>,
 		options: { signal?: AbortSignal; timeoutMs?: number } = {},
-	): Promise<{ content: unknown[]; structuredContent?: unknown; isError?: boolean }> {
+	): Promise<ToolResult> {
 		let result;
 		try {
 			result = await this.client.request({ method: "tools/call", params: { name: tool, arguments: args } }, CallToolResultSchema, {

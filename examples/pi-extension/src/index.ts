@@ -1,5 +1,6 @@
 /**
- * Cairn for Pi: context compaction through `cairn serve` (MCP over stdio).
+ * Cairn for Pi: context compaction in Pi's own process through the `cairn-compaction` package when
+ * it is installed beside the extension, else through a `cairn serve` child (MCP over stdio).
  *
  * Pi 0.73.x extension API used (`@mariozechner/pi-coding-agent`):
  * - `ExtensionAPI.on(...)` with `ExtensionHandler<E, R>` for `session_start` (SessionStartEvent),
@@ -30,7 +31,8 @@ import type {
 import { SettingsManager, calculateContextTokens } from "@mariozechner/pi-coding-agent";
 import { StringEnum } from "@mariozechner/pi-ai";
 import { Type } from "typebox";
-import { CairnServer, CairnToolError, cairnBinary, describe, errorMessage, firstText, serveArgsFromEnv } from "./cairn-server.js";
+import { type CairnConnection, CairnServer, CairnToolError, cairnBinary, describe, errorMessage, firstText, serveArgsFromEnv } from "./cairn-server.js";
+import { InProcessCairn } from "./cairn-in-process.js";
 import {
 	type CairnReport,
 	appendedSince,
@@ -42,7 +44,8 @@ import {
 	turnNumber,
 } from "./pi-session.js";
 
-export { CairnServer, CairnToolError, cairnBinary, errorMessage, serveArgsFromEnv } from "./cairn-server.js";
+export { type CairnConnection, CairnServer, CairnToolError, cairnBinary, errorMessage, serveArgsFromEnv } from "./cairn-server.js";
+export { InProcessCairn, cairnPackage } from "./cairn-in-process.js";
 export * from "./pi-session.js";
 
 /** What `boundary` returns; only the fields the extension reads. */
@@ -94,7 +97,7 @@ export interface BoundaryEvent {
 
 /** The server of this session and what it acknowledged last: where the next boundary may start. */
 interface Link {
-	server: CairnServer;
+	server: CairnConnection;
 	/** The last entry of the working context it acknowledged; undefined: the next boundary is sent whole. */
 	acknowledged: string | undefined;
 	/** +1 at each reset (a compaction): an answer to a call made before it acknowledges nothing. */
@@ -152,7 +155,7 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 	const applyAtBoundary = options.applyBoundaryCompactions ?? true;
 
 	return function cairnExtension(pi: ExtensionAPI): void {
-		let server: Promise<CairnServer> | undefined;
+		let server: Promise<CairnConnection> | undefined;
 		let serverKey: string | undefined;
 		let pending: Pending | undefined;
 		let compacting = false;
@@ -208,12 +211,12 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 		}
 
 		/** The server for the current Pi session (restarted when the session id changes). */
-		async function serverFor(ctx: ExtensionContext): Promise<CairnServer> {
+		async function serverFor(ctx: ExtensionContext): Promise<CairnConnection> {
 			if (closed) throw new Error("Pi has shut this session down; no Cairn server is started any more");
 			const key = conversationKey(ctx.sessionManager.getSessionId());
 			if (server && serverKey === key) {
 				const current = server;
-				let running: CairnServer;
+				let running: CairnConnection;
 				try {
 					running = await current;
 				} catch (error) {
@@ -228,13 +231,7 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 			serverKey = key;
 			pending = undefined;
 			link = undefined;
-			server = CairnServer.start({
-				bin: cairnBinary(env),
-				conversation: key,
-				cwd: ctx.cwd,
-				extraArgs: serveArgsFromEnv(env),
-				env,
-			});
+			server = connect(key, ctx.cwd, env);
 			if (old) void old.then((s) => s.close()).catch(() => {});
 			const started = server;
 			try {
@@ -289,7 +286,7 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 		}
 
 		/** Takes Cairn's notices, shows them, and acknowledges those shown. */
-		async function showNotices(ctx: ExtensionContext, cairn: CairnServer): Promise<Notice[]> {
+		async function showNotices(ctx: ExtensionContext, cairn: CairnConnection): Promise<Notice[]> {
 			const taken = await cairn.call<{ notices: Notice[] }>("notices_take", { conversation: cairn.conversation });
 			const notices = Array.isArray(taken.notices) ? taken.notices : [];
 			if (notices.length === 0 || !ctx.hasUI) return notices; // kept owed until a UI shows them
@@ -440,7 +437,7 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 		 * when that entry is on the branch, else the whole branch. A fragment the server refuses as
 		 * `diverged` (its record is not the history acknowledged) is sent again whole, once.
 		 */
-		async function sendBoundary(cairn: CairnServer, turn: TurnSnapshot): Promise<{ result: BoundaryResult; sent: BoundarySent; totals: BoundaryTotals }> {
+		async function sendBoundary(cairn: CairnConnection, turn: TurnSnapshot): Promise<{ result: BoundaryResult; sent: BoundarySent; totals: BoundaryTotals }> {
 			if (!link || link.server !== cairn) {
 				link = { server: cairn, acknowledged: undefined, resets: 0, totals: { boundaries: 0, incremental: 0, bytes: 0, diverged: 0 } };
 			}
@@ -637,6 +634,18 @@ export function createCairnExtension(options: CairnPiOptions = {}) {
 /** How long shutdown waits for queued agent events at most (a running compaction is always waited for). */
 const DRAIN_LIMIT_MS = 30_000;
 const DRAIN_POLL_MS = 25;
+/**
+ * Cairn for one Pi session: in this process when the `cairn-compaction` package is installed
+ * beside the extension (and CAIRN_IN_PROCESS is not 0), else a `cairn serve` child.
+ */
+async function connect(conversation: string, cwd: string, env: NodeJS.ProcessEnv): Promise<CairnConnection> {
+	if (env.CAIRN_IN_PROCESS !== "0") {
+		const inProcess = InProcessCairn.open({ conversation, env });
+		if (inProcess) return inProcess;
+	}
+	return CairnServer.start({ bin: cairnBinary(env), conversation, cwd, extraArgs: serveArgsFromEnv(env), env });
+}
+
 /** How long after agent_end a compaction Pi should start is waited for. */
 const COMPACTION_DUE_MS = 5_000;
 const COMPACTION_MAYBE_MS = 500;
@@ -676,7 +685,7 @@ function stepsSummary(report: CairnReport | null | undefined): string {
 }
 
 /** Forwards an agent tool call; the model gets the server's text, Pi's details the object. */
-async function forward(cairn: CairnServer, tool: string, params: Record<string, unknown>, signal: AbortSignal | undefined) {
+async function forward(cairn: CairnConnection, tool: string, params: Record<string, unknown>, signal: AbortSignal | undefined) {
 	const args: Record<string, unknown> = {};
 	for (const [k, v] of Object.entries(params)) if (v !== undefined) args[k] = v;
 	const result = await cairn.callRaw(tool, args, { signal });

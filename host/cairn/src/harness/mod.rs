@@ -142,8 +142,19 @@ impl Harness {
     /// Records an agent's request for maintenance; it runs at the next boundary the cooldown allows.
     pub fn request(&self, request: MaintenanceRequest) -> Result<Recorded> {
         let conversation = conversation_key(&request.conversation)?;
+        let what = match request.kind {
+            MaintenanceKind::Compact => "compaction",
+            MaintenanceKind::Handover => "handover to a fresh session",
+        };
         self.lifecycle.request_blocking(&conversation, agent_request(request.kind, request.preserve, request.resume))?;
-        Ok(Recorded { recorded: true, message: "recorded; it runs at the next boundary the cooldown allows".into() })
+        // Worded for the agent: its `context_maintenance` tool answers this, in every shell.
+        Ok(Recorded {
+            recorded: true,
+            message: format!(
+                "Recorded. Finish the current turn at a coherent checkpoint (no half-done edits, tests run); the {what} \
+                 happens at the next safe boundary after this turn, keeping what you asked to preserve."
+            ),
+        })
     }
 
     /// The conversation's notices not yet acknowledged, oldest first.

@@ -3,8 +3,10 @@
 //! tiktoken-rs) has its ratio. Raw tiktoken-rs is in the binary only with `--features
 //! tiktoken-baseline`: without it (CI's build, as shipped) its two rows must say so and how to get
 //! it; the counts themselves are checked against tiktoken-rs in host/cairn's tokenizer tests.
+//! Warm compaction through `cairn serve` (MCP over stdio) and through the Node addon (the
+//! package in `host/node`, with the addon `.ci/run` builds) are rows of each session too.
 
-use crate::support;
+use crate::support::{self, node_packages};
 
 use std::process::Command;
 
@@ -17,14 +19,28 @@ use support::shared;
 fn bench_prints_every_figure_beside_its_baseline() {
     let mut files: Vec<_> = std::fs::read_dir(shared("pi")).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["bench", "--quick", "--json"]).args(&files).env("CAIRN_LOG", "error").output().unwrap();
+    let mut bench = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    bench.args(["bench", "--quick", "--json"]).args(&files).env("CAIRN_LOG", "error");
+    // The addon row, when the addon is built (under CI it must be: .ci/run builds it first).
+    let addon = match node_packages::fresh_addon(&node_packages::root()) {
+        Ok(_) => {
+            bench.arg("--node-package").arg(node_packages::root().join("host/node"));
+            true
+        }
+        Err(why) => {
+            assert!(std::env::var_os("CI").is_none(), "CI builds the addon before the tests (.ci/run): {why}");
+            eprintln!("the addon row is left out outside CI: {why}");
+            false
+        }
+    };
+    let out = bench.output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let figures = |file: Option<&str>| rows.iter().filter(|r| r["file"].as_str() == file).map(|r| r["figure"].as_str().unwrap().to_string()).collect::<Vec<_>>();
     for file in &files {
         let name = file.file_name().unwrap().to_str().unwrap();
         let per_session = figures(Some(name));
-        for figure in ["cold compaction", "warm compaction", "per-turn replay", "peak memory", "shake-elide"] {
+        for figure in ["cold compaction", "warm compaction", "per-turn replay", "peak memory", "shake-elide", "warm compaction through `cairn serve`", "warm compaction through the Node addon"] {
             assert!(per_session.iter().any(|f| f.starts_with(figure)), "{name}: no `{figure}` in {per_session:?}");
         }
     }
@@ -36,6 +52,8 @@ fn bench_prints_every_figure_beside_its_baseline() {
     for row in &rows {
         if row["unavailable"].is_null() {
             assert!(row["cairn"].as_f64().unwrap() > 0.0, "{row}");
+        } else if row["figure"].as_str().unwrap().contains("Node addon") {
+            assert!(!addon && row["unavailable"].as_str().unwrap().contains("--node-package"), "missing only without the package, saying how to get it: {row}");
         } else {
             assert!(!cfg!(feature = "tiktoken-baseline") && tiktoken.iter().any(|f| row["figure"] == *f), "only tiktoken-rs may be missing, and only without the feature: {row}");
             assert!(row["unavailable"].as_str().unwrap().contains("--features tiktoken-baseline"), "says how to get it: {row}");

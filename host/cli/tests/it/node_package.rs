@@ -7,12 +7,11 @@
 //! runs in a real `generateText` loop (`ai`, pinned) there too, and the OpenAI Agents SDK's in a
 //! real `run` (`@openai/agents`, pinned), and LangGraph.js's in a real `createReactAgent`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::time::SystemTime;
 
-const BUILD: &str = "cargo build -p cairn-node && cp target/debug/libcairn_node.so host/node/cairn.linux-x64-gnu.node";
-const ADDON: &str = "cairn.linux-x64-gnu.node";
+use crate::support::node_packages::{self, run};
+
 const TYPESCRIPT: &str = "typescript@6.0.3";
 /// The types the AI SDK's declarations name (Node's, JSON Schema's), as a harness has them.
 const TYPES: [&str; 2] = ["@types/node@20.19.43", "@types/json-schema@7.0.15"];
@@ -23,69 +22,11 @@ const FRAMEWORKS: [&str; 5] = ["ai@7.0.185", "@openai/agents@0.20.0", "@langchai
 /// The package's own tests, and the integrations'.
 const TESTS: [&str; 4] = ["host.test.mjs", "ai-sdk.test.mjs", "openai-agents.test.mjs", "langgraph.test.mjs"];
 
-fn newest_source(dir: &Path, newest: &mut SystemTime) {
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.file_name().is_some_and(|n| n == "node_modules" || n == "tests") {
-            continue;
-        }
-        if path.is_dir() {
-            newest_source(&path, newest);
-        } else if path.extension().is_some_and(|e| e == "rs" || e == "toml") {
-            let modified = entry.metadata().and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
-            *newest = (*newest).max(modified);
-        }
-    }
-}
-
-/// The addon in `host/node`, if it was built since the Rust sources last changed.
-fn fresh_addon(root: &Path) -> Result<PathBuf, String> {
-    let addon = root.join("host/node").join(ADDON);
-    let built = addon.metadata().and_then(|m| m.modified()).map_err(|_| format!("no {} : build it with `{BUILD}`", addon.display()))?;
-    let mut newest = SystemTime::UNIX_EPOCH;
-    for dir in ["host/cairn/src", "host/cli/src", "host/node"] {
-        newest_source(&root.join(dir), &mut newest);
-    }
-    if newest > built {
-        return Err(format!("{} is older than the sources: rebuild it with `{BUILD}`", addon.display()));
-    }
-    Ok(addon)
-}
-
-fn run(command: &mut Command) -> String {
-    let out = command.env("CAIRN_LOG", "error").output().unwrap_or_else(|e| panic!("{command:?}: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{command:?} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    stdout
-}
-
-/// `npm pack` of `dir` into `into`; the tarball's path.
-fn pack(dir: &Path, into: &Path) -> PathBuf {
-    let name = run(Command::new("npm").args(["pack", "--silent", "--pack-destination"]).arg(into).current_dir(dir));
-    into.join(name.lines().last().expect("npm pack names its tarball").trim())
-}
-
 #[test]
 fn the_node_packages_install_alone_and_their_tests_pass() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
-    let addon = match fresh_addon(&root) {
-        Ok(addon) => addon,
-        Err(why) => {
-            assert!(std::env::var_os("CI").is_none(), "CI builds the addon before the tests (.ci/run): {why}");
-            eprintln!("skipped outside CI: {why}");
-            return;
-        }
-    };
     let dir = tempfile::tempdir().unwrap();
-    let tarballs = dir.path().join("tarballs");
-    std::fs::create_dir(&tarballs).unwrap();
-    // The platform package as its folder in the tree describes it, with the addon just built.
-    let platform = dir.path().join("linux-x64-gnu");
-    std::fs::create_dir(&platform).unwrap();
-    std::fs::copy(root.join("host/node/npm/linux-x64-gnu/package.json"), platform.join("package.json")).unwrap();
-    std::fs::copy(&addon, platform.join(ADDON)).unwrap();
-    let main = pack(&root.join("host/node"), &tarballs);
-    let native = pack(&platform, &tarballs);
+    let Some(node_packages::Packed { main, native }) = node_packages::packed(dir.path()) else { return };
     let listed = run(Command::new("tar").arg("-tzf").arg(&main));
     assert!(!listed.contains(".node"), "the main package carries no addon (the platform packages do):\n{listed}");
 

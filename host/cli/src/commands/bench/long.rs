@@ -153,7 +153,7 @@ fn fresh_tool_ids(value: &mut Value, copy: usize) {
 
 /// A `cairn serve` child spoken to over stdio: newline-delimited JSON-RPC, as the MCP stdio
 /// transport is.
-struct Server {
+pub(super) struct Server {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
@@ -164,7 +164,7 @@ struct Server {
 }
 
 impl Server {
-    fn start(exe: &Path, home: &Path, extra: &[&str]) -> Result<Server> {
+    pub(super) fn start(exe: &Path, home: &Path, extra: &[&str]) -> Result<Server> {
         let log = home.with_extension("log");
         let mut child = Command::new(exe)
             .args(["serve", "--no-watch", "--home"])
@@ -215,11 +215,11 @@ impl Server {
         }
     }
 
-    /// `boundary`: its structured answer, or the tool's error.
-    fn boundary(&mut self, arguments: Value) -> Result<Value> {
-        let mut result = self.request("tools/call", json!({"name": "boundary", "arguments": arguments}))?;
+    /// A tool's structured answer, or the tool's error.
+    pub(super) fn tool(&mut self, name: &str, arguments: Value) -> Result<Value> {
+        let mut result = self.request("tools/call", json!({"name": name, "arguments": arguments}))?;
         if result["isError"] == true {
-            bail!("boundary failed: {}", result["content"][0]["text"].as_str().unwrap_or_default());
+            bail!("{name} failed: {}", result["content"][0]["text"].as_str().unwrap_or_default());
         }
         Ok(result["structuredContent"].take())
     }
@@ -231,7 +231,7 @@ impl Server {
         Some(kib / 1024.0)
     }
 
-    fn stop(mut self) -> Result<()> {
+    pub(super) fn stop(mut self) -> Result<()> {
         drop(self.stdin);
         let status = self.child.wait()?;
         if !status.success() {
@@ -330,7 +330,7 @@ pub fn run(exe: &Path, file: &Path, options: Options) -> Result<()> {
             Some(since) => arguments(turn, grown.lines(turn), Some(since)),
         };
         let started = Instant::now();
-        let answer = server.boundary(args).with_context(|| format!("incremental boundary at turn {turn}"))?;
+        let answer = server.tool("boundary", args).with_context(|| format!("incremental boundary at turn {turn}"))?;
         let elapsed = ms(started.elapsed());
         acknowledged = Some(answer["acknowledged"].as_str().with_context(|| format!("turn {turn}: no `acknowledged` in {answer:.300}"))?.to_string());
         for (i, &r) in reported.iter().enumerate() {
@@ -354,7 +354,7 @@ pub fn run(exe: &Path, file: &Path, options: Options) -> Result<()> {
         let mut samples = Vec::new();
         for turn in first..=r {
             let started = Instant::now();
-            server.boundary(arguments(turn, grown.whole(turn), None)).with_context(|| format!("whole boundary at turn {turn}"))?;
+            server.tool("boundary", arguments(turn, grown.whole(turn), None)).with_context(|| format!("whole boundary at turn {turn}"))?;
             if timed(turn, r) {
                 samples.push(ms(started.elapsed()));
             }

@@ -66,6 +66,10 @@ pub struct Args {
     /// Leave out Pi's baseline (no node needed).
     #[arg(long)]
     no_pi: bool,
+    /// The Node package `cairn-compaction` with its addon (`host/node` once built, or an
+    /// installed `node_modules/cairn-compaction`): adds warm compaction through the addon in node.
+    #[arg(long, value_name = "DIR")]
+    node_package: Option<PathBuf>,
     #[arg(long)]
     json: bool,
 }
@@ -89,6 +93,10 @@ struct Row {
     unavailable: Option<&'static str>,
 }
 
+/// The addon row runs in node, beside Pi's baseline.
+const NO_NODE: &str = "the Node addon's row runs in node beside Pi's baseline: drop --no-pi";
+const NO_ADDON: &str = "for the Node addon's row: cargo build --release -p cairn-node && cp target/release/libcairn_node.so host/node/cairn.linux-x64-gnu.node, then --node-package host/node";
+
 /// Rows whose baseline is raw tiktoken-rs, in a build without it.
 const NO_TIKTOKEN: &str = "tiktoken-rs is not in this build; for its rows: cargo run --release --features tiktoken-baseline -- bench …";
 
@@ -107,8 +115,9 @@ impl Bench {
     }
 
     /// A host figure whose baseline this build lacks: kept, with `why`, never left out.
-    fn unavailable(&mut self, figure: &'static str, unit: &'static str, cairn: Option<f64>, baseline_name: &'static str, goal: &'static str, why: &'static str) {
-        self.rows.push(Row { figure, file: None, unit, cairn, baseline_name, baseline: None, ratio: None, goal, unavailable: Some(why) });
+    #[allow(clippy::too_many_arguments)]
+    fn unavailable(&mut self, figure: &'static str, file: Option<&str>, unit: &'static str, cairn: Option<f64>, baseline_name: &'static str, goal: &'static str, why: &'static str) {
+        self.rows.push(Row { figure, file: file.map(str::to_string), unit, cairn, baseline_name, baseline: None, ratio: None, goal, unavailable: Some(why) });
         self.progress.inc(1);
     }
 }
@@ -131,7 +140,7 @@ pub fn run(args: Args) -> Result<()> {
     let iterations = if args.quick { 3 } else { 20 };
     let pi = if args.no_pi { None } else { pi::Baseline::install()? };
     // Rows: per session, peak memory only beside Pi; the host's seven.
-    let per_file = if pi.is_some() { 6 } else { 5 };
+    let per_file = if pi.is_some() { 8 } else { 7 };
     let progress = ProgressBar::new((args.files.len() * per_file + 7) as u64);
     progress.set_style(ProgressStyle::with_template("{spinner} {bar:30} {pos}/{len} {msg}").expect("a valid template"));
     let mut bench = Bench { iterations, progress, rows: Vec::new() };
@@ -139,7 +148,7 @@ pub fn run(args: Args) -> Result<()> {
     for file in &args.files {
         let name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
         bench.progress.set_message(name.clone());
-        per_session(&mut bench, file, &name, pi.as_ref())?;
+        per_session(&mut bench, file, &name, pi.as_ref(), args.node_package.as_deref())?;
     }
     bench.progress.set_message("host");
     host_figures(&mut bench)?;
@@ -153,7 +162,7 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Baseline>) -> Result<()> {
+fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Baseline>, node_package: Option<&Path>) -> Result<()> {
     let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let exe = crate::setup::cairn_exe()?;
     let temp = tempfile::tempdir()?;
@@ -212,6 +221,29 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
         }
     }
     bench.row("warm compaction of a recorded conversation (p50)", Some(name), "ms", median(samples), "Pi warm prepareCompaction", pi_warm, "≤ 1×");
+
+    // As a harness outside this process calls it: `cairn serve` over MCP (JSON-RPC on a child's
+    // stdio, the text sent and the compacted context answered), and the Node package's addon in
+    // node (the text and the answer across Node-API). A fresh conversation per call, as above.
+    let mut server = long::Server::start(&exe, &temp.path().join("mcp"), &[])?;
+    let mut samples = Vec::new();
+    for i in 0..=bench.iterations {
+        let started = Instant::now();
+        server.tool("compact", serde_json::json!({"conversation": format!("mcp-{i}"), "transcript": text}))?;
+        if i > 0 {
+            samples.push(ms(started.elapsed()));
+        }
+    }
+    server.stop()?;
+    bench.row("warm compaction through `cairn serve` (MCP over stdio, p50)", Some(name), "ms", median(samples), "Pi warm prepareCompaction", pi_warm, "≤ 1×");
+    match (pi, node_package) {
+        (Some(pi), Some(package)) => {
+            let addon = pi.addon(file, bench.iterations, package, &temp.path().join("addon"))?;
+            bench.row("warm compaction through the Node addon (p50)", Some(name), "ms", addon, "Pi warm prepareCompaction", pi_warm, "≤ 1×");
+        }
+        (None, _) => bench.unavailable("warm compaction through the Node addon (p50)", Some(name), "ms", None, "Pi warm prepareCompaction", "≤ 1×", NO_NODE),
+        (_, None) => bench.unavailable("warm compaction through the Node addon (p50)", Some(name), "ms", None, "Pi warm prepareCompaction", "≤ 1×", NO_ADDON),
+    }
 
     if pi.is_some() {
         bench.row("peak memory, cold compaction", Some(name), "MiB", cold_rss, "Pi cold process", pi_cold.map(|c| c.rss_mib), "≤ 1×");
@@ -277,8 +309,8 @@ fn host_figures(bench: &mut Bench) -> Result<()> {
             bench.row("tokenizer exactness (1 MiB session)", None, "%", exact, "tiktoken-rs", Some(100.0), "= 100 %");
         }
         None => {
-            bench.unavailable("tokenizer throughput", "MB/s", Some(ours_mbs), "tiktoken-rs: not in build", "≥ 1×", NO_TIKTOKEN);
-            bench.unavailable("tokenizer exactness (1 MiB session)", "%", None, "tiktoken-rs: not in build", "= 100 %", NO_TIKTOKEN);
+            bench.unavailable("tokenizer throughput", None, "MB/s", Some(ours_mbs), "tiktoken-rs: not in build", "≥ 1×", NO_TIKTOKEN);
+            bench.unavailable("tokenizer exactness (1 MiB session)", None, "%", None, "tiktoken-rs: not in build", "= 100 %", NO_TIKTOKEN);
         }
     }
     Ok(())

@@ -67,6 +67,15 @@ impl Baseline {
         self.field(&["replay".as_ref(), file.as_os_str()], "total_ms")
     }
 
+    /// p50 of warm compactions through the Node package's addon (`package`: a folder holding
+    /// `cairn-compaction`), in a node process, into the home `home`.
+    pub fn addon(&self, file: &Path, iterations: usize, package: &Path, home: &Path) -> Result<f64> {
+        let package = package.canonicalize().with_context(|| format!("--node-package {}", package.display()))?;
+        let iterations = iterations.to_string();
+        let args = ["addon".as_ref(), file.as_os_str(), "--iterations".as_ref(), iterations.as_ref(), "--package".as_ref(), package.as_os_str(), "--home".as_ref(), home.as_os_str()];
+        self.field(&args, "p50_ms")
+    }
+
     fn field(&self, args: &[&std::ffi::OsStr], key: &str) -> Result<f64> {
         let out = Command::new("node").arg(&self.script).args(args).output().context("running node")?;
         anyhow::ensure!(out.status.success(), "Pi's bench failed: {}", String::from_utf8_lossy(&out.stderr));

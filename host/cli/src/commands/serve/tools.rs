@@ -380,21 +380,7 @@ impl Server {
         boundary after the turn. Say what must survive and how to resume.")]
     async fn context_maintenance(&self, extensions: Extensions, Parameters(args): Parameters<MaintenanceArgs>) -> Result<Json<Recorded>, Failure> {
         let conversation = self.serve.own.to_string();
-        self.locked(&extensions, conversation.clone(), move |harness| {
-            let what = match args.action {
-                MaintenanceKind::Compact => "compaction",
-                MaintenanceKind::Handover => "handover to a fresh session",
-            };
-            harness.request(MaintenanceRequest { conversation, kind: args.action, preserve: args.preserve, resume: args.resume })?;
-            Ok(Recorded {
-                recorded: true,
-                message: format!(
-                    "Recorded. Finish the current turn at a coherent checkpoint (no half-done edits, tests run); the {what} \
-                     happens at the next safe boundary after this turn, keeping what you asked to preserve."
-                ),
-            })
-        })
-        .await
+        self.locked(&extensions, conversation.clone(), move |harness| harness.request(MaintenanceRequest { conversation, kind: args.action, preserve: args.preserve, resume: args.resume })).await
     }
 }
 

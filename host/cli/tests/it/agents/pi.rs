@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use super::model_server::openai_chat::{self as chat, Usage};
 use super::model_server::{ModelServer, Request};
 use super::{kill_group, npm, tail};
+use crate::support::node_packages;
 
 const MODEL_WINDOW: u64 = 32_000;
 const PLANTED: &str = "PLANTED-7f3a9c";
@@ -69,6 +70,9 @@ struct Pi {
     cairn_home: tempfile::TempDir,
     /// `cairn` as the extension starts it (CAIRN_BIN): the real binary behind a recording wrapper.
     recorder: tempfile::TempDir,
+    /// The extension runs Cairn in Pi's process (`cairn-compaction` installed beside it): no
+    /// `cairn` binary may be spawned.
+    in_process: bool,
     _extension: tempfile::TempDir,
     server: ModelServer,
     runs: Vec<Run>,
@@ -105,8 +109,16 @@ impl BoundaryCall {
     }
 }
 
+/// How the extension reaches Cairn.
+enum Cairn {
+    /// `cairn serve` children (the binary behind a recording wrapper).
+    Serve,
+    /// In Pi's process: the Node package's tarballs installed beside the extension.
+    InProcess(node_packages::Packed),
+}
+
 impl Pi {
-    fn setup() -> Pi {
+    fn setup(cairn: Cairn) -> Pi {
         let install = npm::install(npm::PI, false);
         let bin = npm::bin(&install, "pi");
         let server = ModelServer::start(script);
@@ -141,7 +153,19 @@ impl Pi {
         std::fs::write(project.path().join("notes.txt"), "Notes: the service listens on port 8431; do not touch vendor/.\n").unwrap();
 
         let extension = packaged_extension();
-        let mut pi = Pi { bin, home, project, cairn_home: tempfile::tempdir().unwrap(), recorder: recording_cairn(), _extension: extension, server, runs: Vec::new() };
+        let in_process = matches!(cairn, Cairn::InProcess(_));
+        if let Cairn::InProcess(packed) = &cairn {
+            // As a user adds it: `npm install cairn-compaction` in the extension's folder.
+            let out = Command::new("npm")
+                .args(["install", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"])
+                .arg(&packed.main)
+                .arg(&packed.native)
+                .current_dir(extension.path())
+                .output()
+                .unwrap_or_else(|e| panic!("npm: {e}"));
+            assert!(out.status.success(), "npm install of the cairn-compaction tarballs failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        }
+        let mut pi = Pi { bin, home, project, cairn_home: tempfile::tempdir().unwrap(), recorder: recording_cairn(), in_process, _extension: extension, server, runs: Vec::new() };
         let ext_path = pi._extension.path().to_str().unwrap().to_string();
         let i = pi.run(&["install", &ext_path]);
         pi.expect_success(i);
@@ -158,7 +182,7 @@ impl Pi {
         cmd.args(args)
             .current_dir(self.project.path())
             .env("HOME", self.home.path())
-            .env("CAIRN_BIN", self.recorder.path().join("cairn"))
+            .env("CAIRN_BIN", if self.in_process { self.recorder.path().join("no-cairn-binary-in-process") } else { self.recorder.path().join("cairn") })
             .env("CAIRN_HOME", self.cairn_home.path())
             .env("PI_OFFLINE", "1")
             .env("PI_SKIP_VERSION_CHECK", "1")
@@ -371,11 +395,11 @@ fn packaged_extension() -> tempfile::TempDir {
     dir
 }
 
-#[test]
-#[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
-fn print_and_json_mode_compaction_is_cairns_and_pi_exits() {
-    let mut pi = Pi::setup();
-
+/// Steps 1–3 of a Pi session with the extension: two print-mode runs, the second over Pi's
+/// threshold so that Pi compacts, and that compaction is Cairn's; the next run's request starts
+/// with Cairn's summary, every tool call paired, and `session_history` finds the planted id;
+/// Cairn reads back the session file Pi wrote.
+fn compaction_is_cairns_and_recall_finds_the_id(pi: &mut Pi) {
     // 1. A first prompt with tool calls (Pi's bash and read); build.log holds the planted id.
     let r1 = pi.run(&["-p", "RUN1: read build.log and notes.txt."]);
     pi.expect_success(r1);
@@ -428,6 +452,13 @@ fn print_and_json_mode_compaction_is_cairns_and_pi_exits() {
         assert_eq!(cairn::chain::pairing_problems(&read.entries), Default::default(), "{}", file.display());
         assert!(read.entries.first().is_some_and(|e| e.origin == cairn::transcript::Origin::Summary && e.model_text().contains(&head)), "{}: the context opens with Cairn's summary", file.display());
     }
+}
+
+#[test]
+#[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
+fn print_and_json_mode_compaction_is_cairns_and_pi_exits() {
+    let mut pi = Pi::setup(Cairn::Serve);
+    compaction_is_cairns_and_recall_finds_the_id(&mut pi);
 
     // 4. JSON mode: two turns (a tool call, then the answer), one JSON event a line, and pi exits
     //    by itself. Pi prints an agent event only once every extension handler for it returned,
@@ -518,7 +549,7 @@ impl Drop for Tui<'_> {
 #[test]
 #[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
 fn tui_compaction_is_cairns_and_quit_leaves_cleanly() {
-    let pi = Pi::setup();
+    let pi = Pi::setup(Cairn::Serve);
     let exited = pi.home.path().join("pi-exited");
     let tui = Tui { pi: &pi, socket: format!("cairn-pi-{}", std::process::id()), exited: exited.clone() };
     let command = format!("'{}'; echo $? > '{}'", pi.bin.display(), exited.display());
@@ -563,5 +594,21 @@ fn tui_compaction_is_cairns_and_quit_leaves_cleanly() {
     }
     if let Some(n) = pi.server.requests().iter().position(chat::is_pi_summarization) {
         pi.fail(&format!("request #{n} is Pi's own summarization (SUMMARIZATION_SYSTEM_PROMPT)"));
+    }
+}
+
+/// The extension with `cairn-compaction` installed beside it runs Cairn in Pi's process: the same
+/// session as with `cairn serve`, and no `cairn` binary anywhere (CAIRN_BIN names no file, so a
+/// fallback to `cairn serve` could not start; none was attempted: the recorder saw no server).
+#[test]
+#[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
+fn in_process_compaction_is_cairns_with_no_cairn_binary() {
+    let packages = tempfile::tempdir().unwrap();
+    let Some(packed) = node_packages::packed(packages.path()) else { return };
+    let mut pi = Pi::setup(Cairn::InProcess(packed));
+    compaction_is_cairns_and_recall_finds_the_id(&mut pi);
+    let servers = std::fs::read_dir(pi.recorder.path()).unwrap().flatten().filter(|e| e.path().extension().is_some_and(|x| x == "in")).count();
+    if servers != 0 {
+        pi.fail(&format!("the extension started {servers} `cairn serve` beside the in-process host"));
     }
 }

@@ -1,6 +1,7 @@
 //! Shared by the CLI's integration tests.
 
 pub mod mcp;
+pub mod node_packages;
 
 use std::path::{Path, PathBuf};
 

@@ -4,11 +4,15 @@
 //   node bench.mjs cold   FILE                  one cold preparation, end to end from the file
 //   node bench.mjs warm   FILE --iterations N   N in-process iterations from the file's text (after 1 warm-up)
 //   node bench.mjs replay FILE                  turn-by-turn auto-compaction decisions (+ preparation when triggered)
+//   node bench.mjs addon  FILE --iterations N --package DIR --home DIR
+//                                               N warm compactions by Cairn's Node addon (the package
+//                                               `cairn-compaction` in DIR) from the file's text (after 1 warm-up)
 //
 // Prints exactly one JSON line on stdout; errors go to stderr with a non-zero exit code.
 // Only Pi is used (no other dependencies). The session file is never written.
 
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 
 // --- Imports -----------------------------------------------------------------------------------
@@ -139,6 +143,23 @@ function warm(file, iterations) {
   };
 }
 
+// Cairn's side, as a TypeScript harness runs it in-process: Host.compact of the session's text
+// (parsed, compacted and answered in Rust on a libuv worker), a fresh conversation per call.
+async function addon(file, iterations, pkg, home) {
+  const { Host } = createRequire(import.meta.url)(pkg);
+  const host = new Host({ home });
+  const text = readFileSync(file, "utf8");
+  const samples = [];
+  for (let i = 0; i <= iterations; i++) {
+    const t0 = performance.now();
+    const answer = await host.compact(`addon-${i}`, text);
+    if (!answer.committed) throw new Error(`the addon's compaction committed nothing: ${answer.not_committed}`);
+    if (i > 0) samples.push(performance.now() - t0); // the first warms caches
+  }
+  samples.sort((a, b) => a - b);
+  return { mode: "addon", iterations, p50_ms: round(percentile(samples, 50)), p99_ms: round(percentile(samples, 99)) };
+}
+
 // Pi's auto-compaction decision at a turn boundary: AgentSession._checkCompaction(lastAssistant, false),
 // the pre-prompt check that runs before each new user message (agent-session.js), on
 // agent.state.messages, which after load is buildSessionContext(branch).messages.
@@ -217,10 +238,29 @@ function round(x) {
 }
 
 function usage() {
-  return "usage: node bench.mjs cold FILE | warm FILE --iterations N | replay FILE";
+  return "usage: node bench.mjs cold FILE | warm FILE --iterations N | replay FILE | addon FILE --iterations N --package DIR --home DIR";
 }
 
-function main(argv) {
+/** `--name value` options of a mode; `names` are the ones it takes. */
+function options(rest, names) {
+  const out = {};
+  for (let i = 0; i < rest.length; i++) {
+    const [flag, inline] = rest[i].split(/=(.*)/s);
+    const name = flag.replace(/^--/, "");
+    if (!flag.startsWith("--") || !names.includes(name)) throw new Error(usage());
+    out[name] = inline ?? rest[++i];
+    if (out[name] === undefined) throw new Error(usage());
+  }
+  return out;
+}
+
+function iterationsOf(opts) {
+  const iterations = opts.iterations === undefined ? 20 : Number(opts.iterations);
+  if (!Number.isInteger(iterations) || iterations < 1) throw new Error("--iterations must be a positive integer");
+  return iterations;
+}
+
+async function main(argv) {
   const [mode, file, ...rest] = argv;
   if (!mode || !file) throw new Error(usage());
   let out;
@@ -229,21 +269,19 @@ function main(argv) {
       if (rest.length) throw new Error(usage());
       out = cold(file);
       break;
-    case "warm": {
-      let iterations = 20;
-      for (let i = 0; i < rest.length; i++) {
-        if (rest[i] === "--iterations" && i + 1 < rest.length) iterations = Number(rest[++i]);
-        else if (rest[i].startsWith("--iterations=")) iterations = Number(rest[i].slice(13));
-        else throw new Error(usage());
-      }
-      if (!Number.isInteger(iterations) || iterations < 1) throw new Error("--iterations must be a positive integer");
-      out = warm(file, iterations);
+    case "warm":
+      out = warm(file, iterationsOf(options(rest, ["iterations"])));
       break;
-    }
     case "replay":
       if (rest.length) throw new Error(usage());
       out = replay(file);
       break;
+    case "addon": {
+      const opts = options(rest, ["iterations", "package", "home"]);
+      if (!opts.package || !opts.home) throw new Error(usage());
+      out = await addon(file, iterationsOf(opts), opts.package, opts.home);
+      break;
+    }
     default:
       throw new Error(usage());
   }
@@ -251,7 +289,7 @@ function main(argv) {
 }
 
 try {
-  main(process.argv.slice(2));
+  await main(process.argv.slice(2));
 } catch (err) {
   process.stderr.write(`bench.mjs: ${err?.stack ?? err}\n`);
   process.exitCode = 1;
