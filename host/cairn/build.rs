@@ -1,9 +1,9 @@
-//! Tests that need what only CI is sure to have are marked ignored (so `cargo test` reports
-//! them as such) when it is absent outside CI; under `CI=true` they always run, and fail if it
-//! is missing:
-//! - `no_shared_transcripts`: the recorded sessions in `../shared/transcripts`;
-//! - `no_componentize_py`, `no_npm`: the Python and JavaScript plugin toolchains;
-//! - `no_python_mcp`: the official `mcp` Python package (the MCP client of the serve tests).
+// Tests that need what only CI is sure to have are marked ignored (so `cargo test` reports
+// them as such) when it is absent outside CI; under `CI=true` they always run, and fail if it
+// is missing:
+// - `no_shared_transcripts`: the recorded sessions in `../shared/transcripts`;
+// - `no_componentize_py`, `no_npm`: the Python and JavaScript plugin toolchains;
+// - `no_python_mcp`: the official `mcp` Python package (the MCP client of the serve tests).
 
 fn main() {
     let ci = std::env::var("CI").as_deref() == Ok("true");
