@@ -3,10 +3,11 @@
 //! tiktoken-rs) has its ratio. Raw tiktoken-rs is in the binary only with `--features
 //! tiktoken-baseline`: without it (CI's build, as shipped) its two rows must say so and how to get
 //! it; the counts themselves are checked against tiktoken-rs in host/cairn's tokenizer tests.
-//! Warm compaction through `cairn serve` (MCP over stdio) and through the Node addon (the
-//! package in `host/node`, with the addon `.ci/run` builds) are rows of each session too.
+//! Warm compaction through `cairn serve` (MCP over stdio), through the Node addon (the package
+//! in `host/node`, with the addon `.ci/run` builds) and through the Python wheel (`.ci/run`
+//! builds it; installed into a virtual environment here) are rows of each session too.
 
-use crate::support::{self, node_packages};
+use crate::support::{self, node_packages, python_wheel};
 
 use std::process::Command;
 
@@ -33,6 +34,11 @@ fn bench_prints_every_figure_beside_its_baseline() {
             false
         }
     };
+    // The Python wheel's row, likewise (in a virtual environment holding the wheel).
+    let venv = tempfile::tempdir().unwrap();
+    let wheel = python_wheel::venv_with_wheel(venv.path()).inspect(|python| {
+        bench.arg("--python").arg(python);
+    });
     let out = bench.output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
@@ -40,7 +46,16 @@ fn bench_prints_every_figure_beside_its_baseline() {
     for file in &files {
         let name = file.file_name().unwrap().to_str().unwrap();
         let per_session = figures(Some(name));
-        for figure in ["cold compaction", "warm compaction", "per-turn replay", "peak memory", "shake-elide", "warm compaction through `cairn serve`", "warm compaction through the Node addon"] {
+        for figure in [
+            "cold compaction",
+            "warm compaction",
+            "per-turn replay",
+            "peak memory",
+            "shake-elide",
+            "warm compaction through `cairn serve`",
+            "warm compaction through the Node addon",
+            "warm compaction through the Python wheel",
+        ] {
             assert!(per_session.iter().any(|f| f.starts_with(figure)), "{name}: no `{figure}` in {per_session:?}");
         }
     }
@@ -54,6 +69,8 @@ fn bench_prints_every_figure_beside_its_baseline() {
             assert!(row["cairn"].as_f64().unwrap() > 0.0, "{row}");
         } else if row["figure"].as_str().unwrap().contains("Node addon") {
             assert!(!addon && row["unavailable"].as_str().unwrap().contains("--node-package"), "missing only without the package, saying how to get it: {row}");
+        } else if row["figure"].as_str().unwrap().contains("Python wheel") {
+            assert!(wheel.is_none() && row["unavailable"].as_str().unwrap().contains("--python"), "missing only without the wheel, saying how to get it: {row}");
         } else {
             assert!(!cfg!(feature = "tiktoken-baseline") && tiktoken.iter().any(|f| row["figure"] == *f), "only tiktoken-rs may be missing, and only without the feature: {row}");
             assert!(row["unavailable"].as_str().unwrap().contains("--features tiktoken-baseline"), "says how to get it: {row}");

@@ -17,6 +17,7 @@ mod fleet;
 mod long;
 mod native;
 mod pi;
+mod python;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -70,6 +71,10 @@ pub struct Args {
     /// installed `node_modules/cairn-compaction`): adds warm compaction through the addon in node.
     #[arg(long, value_name = "DIR")]
     node_package: Option<PathBuf>,
+    /// A Python interpreter with the wheel `cairn-compaction` installed (e.g. a virtual
+    /// environment's `bin/python`): adds warm compaction through the wheel in Python.
+    #[arg(long, value_name = "PYTHON")]
+    python: Option<PathBuf>,
     #[arg(long)]
     json: bool,
 }
@@ -96,6 +101,8 @@ struct Row {
 /// The addon row runs in node, beside Pi's baseline.
 const NO_NODE: &str = "the Node addon's row runs in node beside Pi's baseline: drop --no-pi";
 const NO_ADDON: &str = "for the Node addon's row: cargo build --release -p cairn-node && cp target/release/libcairn_node.so host/node/cairn.linux-x64-gnu.node, then --node-package host/node";
+
+const NO_WHEEL: &str = "for the Python wheel's row: maturin build --release -m host/python/Cargo.toml, pip install the wheel into a virtual environment, then --python VENV/bin/python";
 
 /// Rows whose baseline is raw tiktoken-rs, in a build without it.
 const NO_TIKTOKEN: &str = "tiktoken-rs is not in this build; for its rows: cargo run --release --features tiktoken-baseline -- bench …";
@@ -140,7 +147,7 @@ pub fn run(args: Args) -> Result<()> {
     let iterations = if args.quick { 3 } else { 20 };
     let pi = if args.no_pi { None } else { pi::Baseline::install()? };
     // Rows: per session, peak memory only beside Pi; the host's seven.
-    let per_file = if pi.is_some() { 8 } else { 7 };
+    let per_file = if pi.is_some() { 9 } else { 8 };
     let progress = ProgressBar::new((args.files.len() * per_file + 7) as u64);
     progress.set_style(ProgressStyle::with_template("{spinner} {bar:30} {pos}/{len} {msg}").expect("a valid template"));
     let mut bench = Bench { iterations, progress, rows: Vec::new() };
@@ -148,7 +155,7 @@ pub fn run(args: Args) -> Result<()> {
     for file in &args.files {
         let name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
         bench.progress.set_message(name.clone());
-        per_session(&mut bench, file, &name, pi.as_ref(), args.node_package.as_deref())?;
+        per_session(&mut bench, file, &name, pi.as_ref(), Embedded { node_package: args.node_package.as_deref(), python: args.python.as_deref() })?;
     }
     bench.progress.set_message("host");
     host_figures(&mut bench)?;
@@ -162,7 +169,13 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Baseline>, node_package: Option<&Path>) -> Result<()> {
+/// Cairn's packages for other languages, when the bench is given them.
+struct Embedded<'a> {
+    node_package: Option<&'a Path>,
+    python: Option<&'a Path>,
+}
+
+fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Baseline>, embedded: Embedded) -> Result<()> {
     let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let exe = crate::setup::cairn_exe()?;
     let temp = tempfile::tempdir()?;
@@ -223,8 +236,9 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
     bench.row("warm compaction of a recorded conversation (p50)", Some(name), "ms", median(samples), "Pi warm prepareCompaction", pi_warm, "≤ 1×");
 
     // As a harness outside this process calls it: `cairn serve` over MCP (JSON-RPC on a child's
-    // stdio, the text sent and the compacted context answered), and the Node package's addon in
-    // node (the text and the answer across Node-API). A fresh conversation per call, as above.
+    // stdio, the text sent and the compacted context answered), the Node package's addon in node
+    // (the text and the answer across Node-API) and the Python wheel in Python. A fresh
+    // conversation per call, as above.
     let mut server = long::Server::start(&exe, &temp.path().join("mcp"), &[])?;
     let mut samples = Vec::new();
     for i in 0..=bench.iterations {
@@ -236,13 +250,20 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
     }
     server.stop()?;
     bench.row("warm compaction through `cairn serve` (MCP over stdio, p50)", Some(name), "ms", median(samples), "Pi warm prepareCompaction", pi_warm, "≤ 1×");
-    match (pi, node_package) {
+    match (pi, embedded.node_package) {
         (Some(pi), Some(package)) => {
             let addon = pi.addon(file, bench.iterations, package, &temp.path().join("addon"))?;
             bench.row("warm compaction through the Node addon (p50)", Some(name), "ms", addon, "Pi warm prepareCompaction", pi_warm, "≤ 1×");
         }
         (None, _) => bench.unavailable("warm compaction through the Node addon (p50)", Some(name), "ms", None, "Pi warm prepareCompaction", "≤ 1×", NO_NODE),
         (_, None) => bench.unavailable("warm compaction through the Node addon (p50)", Some(name), "ms", None, "Pi warm prepareCompaction", "≤ 1×", NO_ADDON),
+    }
+    match embedded.python {
+        Some(python) => {
+            let wheel = python::warm(python, file, bench.iterations, &temp.path().join("python"))?;
+            bench.row("warm compaction through the Python wheel (p50)", Some(name), "ms", wheel, "Pi warm prepareCompaction", pi_warm, "≤ 1×");
+        }
+        None => bench.unavailable("warm compaction through the Python wheel (p50)", Some(name), "ms", None, "Pi warm prepareCompaction", "≤ 1×", NO_WHEEL),
     }
 
     if pi.is_some() {

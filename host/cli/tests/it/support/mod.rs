@@ -2,6 +2,7 @@
 
 pub mod mcp;
 pub mod node_packages;
+pub mod python_wheel;
 
 use std::path::{Path, PathBuf};
 
