@@ -31,11 +31,17 @@
  * use one home, policy and conversation. No turn-end `boundary` calls: that server offers
  * `session_history` alone (`--expose recall`), never a `context_maintenance` nothing would carry out.
  *
+ * In-process when it can: with the Node package `cairn-compaction` installed where this file can
+ * `require` it (`.opencode/node_modules`), `compact` and `handover` run in OpenCode's own process
+ * through its Node-API addon, on the home, policy and plugin folders the server's command names —
+ * no child, no JSON over a pipe. Otherwise, and with CAIRN_IN_PROCESS=0, that command is started.
+ *
  * No dependencies: a minimal MCP client (JSON-RPC lines over the child's stdio) is below.
  * OpenCode calls every function this module exports as a plugin: only `CairnPlugin` is exported.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import * as path from "node:path";
 
 /** The one-word request the summarizer gets once Cairn has compacted (its answer is replaced). */
@@ -154,7 +160,8 @@ async function usableWindow(client: any, messages: Message[]): Promise<number | 
 }
 
 /** A `cairn serve` child and the JSON-RPC (MCP over stdio) it speaks. */
-class CairnServer {
+class CairnServer implements Cairn {
+	readonly where = "through `cairn serve`";
 	private next = 1;
 	private buffer = "";
 	private stderr = "";
@@ -240,6 +247,59 @@ class CairnServer {
 	}
 }
 
+/** What the plugin asks of Cairn: `cairn serve`'s harness tools, from a child or in-process. */
+interface Cairn {
+	call<T>(tool: string, args: Record<string, unknown>): Promise<T>;
+	close(): void;
+	/** Said in the log: where Cairn ran. */
+	readonly where: string;
+}
+
+/** The part of `cairn-compaction`'s Host the plugin uses. */
+interface Host {
+	call(operation: string, fields: Record<string, unknown>): Promise<unknown>;
+}
+
+/** One host per OpenCode process and options: its plugins are compiled once. */
+let hosts: { key: string; host: Host } | undefined;
+
+/**
+ * Cairn in this process, or undefined when `cairn-compaction` is not installed (a package that is
+ * installed but does not load is an error: silently spawning another binary would hide why).
+ * The host opens on what the server's command names: `--home`, `--policy`, `--plugin-dir`.
+ */
+function inProcess(argv: string[]): Cairn | undefined {
+	if (process.env.CAIRN_IN_PROCESS === "0") return undefined;
+	const from = createRequire(import.meta.url);
+	let resolved: string;
+	try {
+		resolved = from.resolve("cairn-compaction");
+	} catch {
+		return undefined;
+	}
+	const flag = (name: string) => argv.flatMap((word, i) => (word === name && argv[i + 1] !== undefined ? [argv[i + 1]!] : []));
+	const options = { home: flag("--home")[0], policy: flag("--policy")[0], pluginDirs: flag("--plugin-dir") };
+	const key = JSON.stringify(options);
+	if (hosts?.key !== key) hosts = { key, host: new (from(resolved).Host)(options) as Host };
+	const host = hosts.host;
+	return {
+		where: "in-process",
+		async call<T>(tool: string, args: Record<string, unknown>): Promise<T> {
+			try {
+				return (await host.call(tool, args)) as T;
+			} catch (error) {
+				throw new Error(`cairn ${tool}: ${error instanceof Error ? error.message : String(error)}`);
+			}
+		},
+		close() {},
+	};
+}
+
+/** Cairn for one compaction: in-process when the package is installed, else the server's command. */
+async function open(argv: string[], directory: string): Promise<Cairn> {
+	return inProcess(argv) ?? (await CairnServer.start(argv, directory));
+}
+
 /** Cairn's MCP server as the config registers it (the merged config, else ./opencode.json). */
 async function registered(client: any, directory: string): Promise<unknown> {
 	try {
@@ -284,7 +344,7 @@ export const CairnPlugin = async ({ client, directory }: { client: any; director
 		"experimental.session.compacting": async (input: { sessionID: string }, output: { context: string[]; prompt?: string }) => {
 			summarizing = undefined;
 			pending.delete(input.sessionID);
-			let server: CairnServer | undefined;
+			let server: Cairn | undefined;
 			try {
 				const command = harnessCommand(await registered(client, directory));
 				if (!command) throw new Error("no Cairn MCP server (`mcp.cairn`) in the config: run `cairn opencode install`");
@@ -292,7 +352,7 @@ export const CairnPlugin = async ({ client, directory }: { client: any; director
 				const messages: Message[] = listed?.data ?? [];
 				const transcript = JSON.stringify({ info: { id: input.sessionID }, messages });
 				const window = await usableWindow(client, messages).catch(() => undefined);
-				server = await CairnServer.start(command.argv, directory);
+				server = await open(command.argv, directory);
 				const report = await server.call<CompactReport>("compact", {
 					conversation: command.conversation,
 					transcript,
@@ -306,7 +366,7 @@ export const CairnPlugin = async ({ client, directory }: { client: any; director
 					pending.set(input.sessionID, { report, messages });
 					summarizing = { session: input.sessionID, since: Date.now() };
 					output.prompt = SUMMARIZER_PROMPT;
-					await log("info", `Cairn compacted the session (archive ${report.archive_id})`);
+					await log("info", `Cairn compacted the session ${server.where} (archive ${report.archive_id})`);
 					return;
 				}
 				// OpenCode's summarizer runs; Cairn takes the whole session first, so recall still finds it.

@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 use super::model_server::openai_chat::{self as chat, Usage};
 use super::model_server::{ModelServer, Reply, Request};
 use super::{kill_group, npm, tail};
+use crate::support::node_packages;
 
 const CONTEXT: u64 = 32_000;
 const OUTPUT: u64 = 4_000;
@@ -92,7 +93,9 @@ struct OpenCode {
 }
 
 impl OpenCode {
-    fn setup() -> OpenCode {
+    /// OpenCode with Cairn installed in a fresh project; with `in_process`, the Node package's
+    /// tarballs installed into the project too (`npm install`), where the plugin finds them.
+    fn setup(in_process: Option<&node_packages::Packed>) -> OpenCode {
         let install = npm::install(npm::OPENCODE, false);
         // npm skips the package's postinstall; its platform binary runs as is.
         let bin = install.join("node_modules/opencode-linux-x64/bin/opencode");
@@ -125,6 +128,16 @@ impl OpenCode {
         });
         let config = serde_json::to_string_pretty(&config).unwrap() + "\n";
         std::fs::write(project.join("opencode.json"), &config).unwrap();
+        if let Some(packed) = in_process {
+            let out = Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
+                .arg(&packed.main)
+                .arg(&packed.native)
+                .current_dir(&project)
+                .output()
+                .unwrap_or_else(|e| panic!("npm: {e}"));
+            assert!(out.status.success(), "npm install of the cairn-compaction tarballs failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        }
 
         let oc = OpenCode { bin, home: tempfile::tempdir().unwrap(), _projects: projects, project, config, cairn_home: tempfile::tempdir().unwrap(), server, runs: Vec::new() };
         let out = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["opencode", "install", "--project"]).arg(&oc.project).arg("--home").arg(oc.cairn_home.path()).output().unwrap();
@@ -249,11 +262,10 @@ impl OpenCode {
     }
 }
 
-#[test]
-#[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
-fn automatic_compaction_is_cairns_and_recall_finds_what_it_set_aside() {
-    let mut oc = OpenCode::setup();
-
+/// Steps 1–3 of an OpenCode session with Cairn: a turn over OpenCode's limit makes it compact,
+/// and the compaction is Cairn's (summary, rule, the long log recoverable, pairing, the planted
+/// id set aside); then `cairn_session_history` finds the planted id.
+fn compaction_is_cairns_and_recall_finds_the_id(oc: &mut OpenCode) {
     // 1. The operator's rule, and tool calls (bash, read); build.log holds the planted id.
     oc.run(&["run", &format!("RUN1: {RULE} Read build.log and notes.txt.")]);
     // 2. Continued; the last reply's usage is over OpenCode's limit: it compacts, then goes on
@@ -312,6 +324,13 @@ fn automatic_compaction_is_cairns_and_recall_finds_what_it_set_aside() {
     if requests.iter().any(|r| !chat::is_opencode_summarization(r) && chat::request_text(r).contains(SCRIPTED_SUMMARY)) {
         oc.fail("a later request carries the scripted summarizer's answer");
     }
+}
+
+#[test]
+#[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
+fn automatic_compaction_is_cairns_and_recall_finds_what_it_set_aside() {
+    let mut oc = OpenCode::setup(None);
+    compaction_is_cairns_and_recall_finds_the_id(&mut oc);
 
     // 4. The session as OpenCode exports it: its summary is Cairn's, and Cairn reads it whole.
     let session = oc.session_id();
@@ -348,7 +367,7 @@ fn automatic_compaction_is_cairns_and_recall_finds_what_it_set_aside() {
 #[test]
 #[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
 fn when_cairn_commits_nothing_opencodes_summary_is_followed_by_the_rule_and_recall_finds_the_id() {
-    let mut oc = OpenCode::setup();
+    let mut oc = OpenCode::setup(None);
 
     // One turn: the operator's rule, one tool call reading the planted id, a reply over
     // OpenCode's limit. OpenCode compacts at its end, and Cairn has nothing it may condense.
@@ -393,5 +412,34 @@ fn when_cairn_commits_nothing_opencodes_summary_is_followed_by_the_rule_and_reca
         .unwrap_or_else(|| oc.fail("cairn_session_history's result never reached the model"));
     if !history.contains(PLANTED) {
         oc.fail(&format!("session_history did not find {PLANTED} after OpenCode summarized: {}", tail(&history, 1_500)));
+    }
+}
+
+/// With `cairn-compaction` installed in the project, the plugin compacts in OpenCode's own process:
+/// the same session as through the server, and no `cairn serve --expose harness` child (the
+/// command in `opencode.json` goes through a wrapper that records each start). The recall tool
+/// stays the MCP server OpenCode starts from `opencode.json` (`--expose recall`).
+#[test]
+#[cfg_attr(no_npm, ignore = "needs Node.js 20+ with npm")]
+fn in_process_compaction_is_cairns_and_recall_finds_the_id() {
+    let packages = tempfile::tempdir().unwrap();
+    let Some(packed) = node_packages::packed(packages.path()) else { return };
+    let mut oc = OpenCode::setup(Some(&packed));
+    let starts = oc.home.path().join("cairn-starts.log");
+    let wrapper = oc.home.path().join("cairn");
+    std::fs::write(&wrapper, format!("#!/bin/bash\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n", starts.display(), env!("CARGO_BIN_EXE_cairn"))).unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let config_path = oc.project.join("opencode.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    config["mcp"]["cairn"]["command"][0] = json!(wrapper.to_str().unwrap());
+    std::fs::write(&config_path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+
+    compaction_is_cairns_and_recall_finds_the_id(&mut oc);
+    let started = std::fs::read_to_string(&starts).unwrap_or_default();
+    if !started.contains("--expose recall") {
+        oc.fail(&format!("OpenCode never started the recall server through the wrapper: {started:?}"));
+    }
+    if started.contains("--expose harness") {
+        oc.fail(&format!("the plugin started `cairn serve --expose harness` with cairn-compaction installed: {started}"));
     }
 }
