@@ -569,13 +569,20 @@ impl ConversationStore {
     /// that was prepared before a crash, or rebuilding what a harness holds): recorded ones,
     /// else those a committed compaction put in.
     pub fn recorded_entries(&self, ids: &[String]) -> Result<Vec<Entry>> {
+        let by_id = self.recorded_by_id(ids);
+        ids.iter().map(|id| by_id.get(id.as_str()).map(|e| (*e).clone()).ok_or_else(|| anyhow::anyhow!("entry {id} is not in the record"))).collect()
+    }
+
+    /// The entries the record holds under these ids (snapshots first, then what compactions
+    /// put in); ids it does not hold are left out.
+    pub fn recorded_by_id<'a>(&'a self, ids: &[String]) -> HashMap<&'a str, &'a Entry> {
         let mut by_id = self.snapshot_entries(ids.iter().map(String::as_str).collect());
         for compaction in self.committed() {
             for entry in &compaction.replacement {
                 by_id.entry(entry.id.as_str()).or_insert(entry);
             }
         }
-        ids.iter().map(|id| by_id.get(id.as_str()).map(|e| (*e).clone()).ok_or_else(|| anyhow::anyhow!("entry {id} is not in the record"))).collect()
+        by_id
     }
 
     /// A bounded, read-only view of this conversation's committed archives.
