@@ -367,6 +367,25 @@ impl ConversationStore {
         pinned
     }
 
+    /// The standing compaction that already took `entries` in, if they are an original it
+    /// compacted handed in again: they hold no entry the record has not seen, and they still
+    /// hold entries that compaction took out of the working context. Compacting them again
+    /// would stack a second compaction of the same original (and its archive, so every
+    /// history search would find each entry twice); the latest such compaction is returned.
+    pub fn already_compacted(&self, entries: &[Entry]) -> Option<&CompactionEvent> {
+        if entries.is_empty() || !entries.iter().all(|e| self.knows_entry(&e.id)) {
+            return None;
+        }
+        let context = self.context().ok()?;
+        let now: HashMap<&str, &Entry> = context.iter().map(|e| (e.id.as_str(), e)).collect();
+        // Entries as they were before a compaction took them out or changed them in place.
+        let earlier: HashSet<&str> = entries.iter().filter(|e| now.get(e.id.as_str()).is_none_or(|n| n.parts != e.parts)).map(|e| e.id.as_str()).collect();
+        if earlier.is_empty() {
+            return None;
+        }
+        self.standing().into_iter().rev().find(|c| c.replaced.iter().any(|id| earlier.contains(id.as_str())))
+    }
+
     /// Whether the record holds an entry with this id.
     pub fn knows_entry(&self, id: &str) -> bool {
         self.log.known_entries.contains(id)

@@ -584,3 +584,35 @@ fn a_second_start_loads_every_plugin_from_the_code_cache() {
     assert_eq!(again.iter().filter(|p| p["cached"] == false).count(), 1, "{again:#?}");
     assert!(list().iter().all(|p| p["cached"] == true));
 }
+
+/// `cairn compact FILE` a second time with the same original: it is recognised as already
+/// compacted into its conversation, says where the compacted context is, writes nothing to the
+/// home (one compaction in the timeline), exits 0, and `--out` still gets the compacted context.
+#[test]
+fn compacting_the_same_file_twice_says_it_is_already_compacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let session = dir.path().join("session.jsonl");
+    std::fs::write(&session, formats::write_cairn(&cairn::transcript::sample::coding_session(12))).unwrap();
+    let first: Value = serde_json::from_str(&ok(&["compact", s(&session), "--home", s(&home), "--json"])).unwrap();
+    let archive = first["archive_id"].as_str().expect("the first compaction commits").to_string();
+    let events = std::fs::read(home.join("conversations/session/events.jsonl")).unwrap();
+
+    let again = ok(&["compact", s(&session), "--home", s(&home)]);
+    assert!(again.contains("already compacted") && again.contains(&archive), "{again}");
+    assert!(again.contains("cairn context --conversation session") && again.contains("cairn show --conversation session"), "{again}");
+    assert_eq!(std::fs::read(home.join("conversations/session/events.jsonl")).unwrap(), events, "nothing written to the record");
+    let json: Value = serde_json::from_str(&ok(&["compact", s(&session), "--home", s(&home), "--json"])).unwrap();
+    assert_eq!((json["already_compacted"].as_bool(), json["archive_id"].as_str()), (Some(true), Some(archive.as_str())), "{json:#}");
+
+    let out = dir.path().join("out.jsonl");
+    ok(&["compact", s(&session), "--home", s(&home), "--out", s(&out)]);
+    let context = ok(&["context", "--conversation", "session", "--home", s(&home)]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), context, "--out gets the compacted context");
+
+    let timeline: Value = serde_json::from_str(&ok(&["show", "--conversation", "session", "--home", s(&home), "--json"])).unwrap();
+    let compactions = timeline["moments"].as_array().unwrap().iter().filter(|m| m["kind"] == "compaction").count();
+    assert_eq!(compactions, 1, "no second compaction of the same original is stacked: {timeline:#}");
+    let human = ok(&["show", "--conversation", "session", "--home", s(&home)]);
+    assert!(human.contains("entries replaced") && !human.contains("forgotten"), "the timeline says `replaced`: {human}");
+}
