@@ -262,7 +262,8 @@ pub struct StepView {
 }
 
 impl StepView {
-    fn of(report: &StepReport) -> Self {
+    /// `report` as `show` tells it (`cairn compact` prints its note too).
+    pub fn of(report: &StepReport) -> Self {
         let mut report = report.clone();
         let mut not_granted = Vec::new();
         let mut notes = Vec::new();
@@ -280,11 +281,6 @@ impl StepView {
             notes.push("its tokens after were not committed".into());
         }
         StepView { report, not_granted, note: (!notes.is_empty()).then(|| notes.join("; ")) }
-    }
-
-    /// The words a person reads for the capabilities not granted, e.g. "offline by policy".
-    pub fn said(&self) -> Option<&str> {
-        self.note.as_deref()
     }
 }
 

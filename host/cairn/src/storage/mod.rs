@@ -379,7 +379,9 @@ impl ConversationStore {
         let context = self.context().ok()?;
         let now: HashMap<&str, &Entry> = context.iter().map(|e| (e.id.as_str(), e)).collect();
         // Entries as they were before a compaction took them out or changed them in place.
-        let earlier: HashSet<&str> = entries.iter().filter(|e| now.get(e.id.as_str()).is_none_or(|n| n.parts != e.parts)).map(|e| e.id.as_str()).collect();
+        // (Compared as the model reads them: a context written out in a format and read back
+        // keeps its text, not every part's structure.)
+        let earlier: HashSet<&str> = entries.iter().filter(|e| now.get(e.id.as_str()).is_none_or(|n| n.role != e.role || n.model_text() != e.model_text())).map(|e| e.id.as_str()).collect();
         if earlier.is_empty() {
             return None;
         }

@@ -83,7 +83,8 @@ pub fn run(args: Args) -> Result<()> {
                 "conversation": key,
                 "already_compacted": true,
                 "committed": false,
-                "archive_id": earlier.archive_id,
+                "archive_id": null,
+                "already_compacted_by": earlier.archive_id,
                 "tokens_before": earlier.tokens_before,
                 "tokens_after": earlier.tokens_after,
                 "out": args.out.as_ref().map(|p| p.display().to_string()),
@@ -147,13 +148,19 @@ pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
         println!("  left out of the checkpoint for the budget (the record keeps them): {}", list.join(", "));
     }
     for step in &report.steps {
-        let message = step.message.as_deref().map(|m| format!(" — {m}")).unwrap_or_default();
+        // A step run without an optional capability its policy does not grant says so
+        // ("offline by policy"), not as an error.
+        let note = cairn::show::StepView::of(step).note;
+        let message = step.message.iter().chain(&note).map(String::as_str).collect::<Vec<_>>().join("; ");
+        let message = if message.is_empty() { message } else { format!(" — {message}") };
         println!("  {:<24} {:<12} {:>6} ms{message}", step.plugin, step.outcome.to_string(), step.millis);
     }
     match &report.committed_by {
-        Some(plugin) if report.dry_run => println!("would commit {plugin}: {} entries replaced, {} artifacts (conversation {})", report.replaced, report.artifacts.len(), report.conversation),
+        Some(plugin) if report.dry_run => {
+            println!("would commit {plugin}: {} entries replaced, {} artifacts set aside (conversation {})", report.replaced, report.artifacts.len(), report.conversation)
+        }
         Some(plugin) => println!(
-            "committed {plugin}: {} entries replaced, {} artifacts in archive {} (conversation {}, home {})",
+            "committed {plugin}: {} entries replaced, {} artifacts set aside in archive {} (conversation {}, home {})",
             report.replaced,
             report.artifacts.len(),
             report.archive_id,

@@ -135,11 +135,14 @@ fn history_finds_an_elided_line_of_a_real_session_and_reads_it_back_exactly() {
         })
         .expect("an elided output with a unique line");
 
-    // Then hand the session over as well: both archives hold the needle's output.
+    // Then hand the session over as well: both archives hold the needle's output, and the
+    // search finds it once, in the newest archive (never the same hit twice).
     let handover: Value = serde_json::from_str(&ok(&["handover", s(&file), "--json", "--home", s(&home), "--conversation", "pi-large"])).unwrap();
     let found: Value = serde_json::from_str(&ok(&["history", "--home", s(&home), "--conversation", "pi-large", "search", &needle, "--json"])).unwrap();
-    let archives: Vec<&Value> = found["hits"].as_array().unwrap().iter().map(|h| &h["archive_id"]).collect();
-    assert!(archives.contains(&&report["archive_id"]) && archives.contains(&&handover["archive_id"]), "{found:#}");
+    let hits: Vec<(&Value, &Value)> = found["hits"].as_array().unwrap().iter().map(|h| (&h["archive_id"], &h["entry_id"])).collect();
+    assert!(hits.iter().any(|(a, _)| *a == &handover["archive_id"]), "{found:#}");
+    let entries: std::collections::HashSet<String> = hits.iter().map(|(_, e)| e.to_string()).collect();
+    assert_eq!(entries.len(), hits.len(), "no entry found twice: {found:#}");
     let hit = &found["hits"][0];
     let mut text = String::new();
     let mut char_offset = 0u64;
@@ -402,9 +405,10 @@ fn the_demo_runs_offline_and_shows_before_and_after() {
 fn the_timeline_keeps_its_columns_for_a_pipeline() {
     let dir = tempfile::tempdir().unwrap();
     let (file, home) = (dir.path().join("session.jsonl"), dir.path().join("home"));
-    std::fs::write(&file, formats::write_cairn(&cairn::transcript::sample::coding_session(30))).unwrap();
     let mut by = Vec::new();
-    for budget in ["3000", "20000"] {
+    // The second time with more turns (the same original again would be already compacted).
+    for (turns, budget) in [(30, "3000"), (36, "20000")] {
+        std::fs::write(&file, formats::write_cairn(&cairn::transcript::sample::coding_session(turns))).unwrap();
         let report: Value = serde_json::from_str(&ok(&["compact", s(&file), "--home", s(&home), "--conversation", "t", "--budget", budget, "--json"])).unwrap();
         by.push(report["committed_by"].as_str().unwrap().to_string());
     }
@@ -559,10 +563,12 @@ fn a_compaction_only_the_last_resort_could_commit_is_flagged() {
     let session = dir.path().join("session.jsonl");
     std::fs::write(&session, formats::write_cairn(&cairn::transcript::sample::coding_session(10))).unwrap();
     let home = dir.path().join("home");
-    let args = ["compact", s(&session), "--home", s(&home), "--policy", s(&policy), "--plugin-dir", s(&plugins)];
-    let report: Value = serde_json::from_str(&ok(&[&args[..], &["--json"]].concat())).unwrap();
+    let args = ["compact", s(&session), "--policy", s(&policy), "--plugin-dir", s(&plugins)];
+    let report: Value = serde_json::from_str(&ok(&[&args[..], &["--home", s(&home), "--json"]].concat())).unwrap();
     assert_eq!(report["degraded"], true, "{report:#}");
-    let out = cairn(&args);
+    // The same file again into the same conversation is already compacted: another home.
+    let other = dir.path().join("home-2");
+    let out = cairn(&[&args[..], &["--home", s(&other)]].concat());
     assert!(String::from_utf8_lossy(&out.stderr).contains("warning: no strategy could compact"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -603,7 +609,8 @@ fn compacting_the_same_file_twice_says_it_is_already_compacted() {
     assert!(again.contains("cairn context --conversation session") && again.contains("cairn show --conversation session"), "{again}");
     assert_eq!(std::fs::read(home.join("conversations/session/events.jsonl")).unwrap(), events, "nothing written to the record");
     let json: Value = serde_json::from_str(&ok(&["compact", s(&session), "--home", s(&home), "--json"])).unwrap();
-    assert_eq!((json["already_compacted"].as_bool(), json["archive_id"].as_str()), (Some(true), Some(archive.as_str())), "{json:#}");
+    assert_eq!((json["already_compacted"].as_bool(), json["already_compacted_by"].as_str()), (Some(true), Some(archive.as_str())), "{json:#}");
+    assert!(json["archive_id"].is_null() && json["committed"] == false, "no new archive: {json:#}");
 
     let out = dir.path().join("out.jsonl");
     ok(&["compact", s(&session), "--home", s(&home), "--out", s(&out)]);

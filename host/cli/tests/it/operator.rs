@@ -109,7 +109,7 @@ fn undo_two_compactions(session: &Path) {
         assert!(changed > 0, "{archive} shows nothing it changed: {view:#}");
         assert!(view["steps"].as_array().is_some_and(|s| !s.is_empty()), "{view:#}");
         let human = ok(&["show", "--conversation", k, archive, "--home", s(&home)]);
-        assert!(human.contains("steps:") && human.contains(archive.as_str()), "{human}");
+        assert!(human.contains("stage ") && human.contains("  step ") && human.contains(archive.as_str()), "{human}");
     }
 
     let undone = ok_json(&["undo", "--conversation", k, "--archive", &a1, "--out", s(&restored), "--out-format", "cairn", "--home", s(&home), "--json"]);
