@@ -623,3 +623,46 @@ fn compacting_the_same_file_twice_says_it_is_already_compacted() {
     let human = ok(&["show", "--conversation", "session", "--home", s(&home)]);
     assert!(human.contains("entries replaced") && !human.contains("forgotten"), "the timeline says `replaced`: {human}");
 }
+
+/// `cairn show K ARCHIVE` of the default policy's two stages (aimed low enough that both run):
+/// each stage with what it elided (the placeholder and its artifact), summarized into what and
+/// kept verbatim (the tail as such), tokens that add up, and checkpoint-json without a model
+/// said as "offline by policy", not as a refusal. `--json` has the same, stage by stage.
+#[test]
+fn show_tells_a_two_stage_compaction_stage_by_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, home, policy) = (dir.path().join("session.jsonl"), dir.path().join("home"), dir.path().join("deep.toml"));
+    std::fs::write(&file, formats::write_cairn(&cairn::transcript::sample::coding_session(120))).unwrap();
+    let deep = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/policies/offline-deep.toml")).unwrap();
+    std::fs::write(&policy, deep.replace("target_ratio = 0.2", "target_ratio = 0.05")).unwrap();
+    let report: Value = serde_json::from_str(&ok(&["compact", s(&file), "--home", s(&home), "--policy", s(&policy), "--json"])).unwrap();
+    let archive = report["archive_id"].as_str().unwrap();
+    assert!(report["committed_by"].as_str().unwrap().contains(" + "), "both stages commit: {report:#}");
+
+    let human = ok(&["show", "--conversation", "session", archive, "--home", s(&home)]);
+    for said in [
+        "stage offload: committed by shake-elide",
+        "stage summarize: committed by checkpoint-json",
+        "  elided: ",
+        "  summarized: ",
+        "  into: ",
+        "  kept verbatim (tail): ",
+        "      now ",
+        "offline by policy",
+    ] {
+        assert!(human.contains(said), "`{said}` missing:\n{human}");
+    }
+    assert!(!human.contains("refused: model"), "an ungranted optional capability is no refusal:\n{human}");
+
+    let view: Value = serde_json::from_str(&ok(&["show", "--conversation", "session", archive, "--home", s(&home), "--json"])).unwrap();
+    let t = |v: &Value| v["tokens"].as_u64().unwrap();
+    for stage in view["stages"].as_array().unwrap() {
+        let kept = t(&stage["kept"]) + t(&stage["tail"]);
+        assert_eq!(kept + t(&stage["elided"]) + t(&stage["summarized"]) + t(&stage["dropped"]), stage["tokens_before"].as_u64().unwrap(), "{stage:#}");
+        let elided_after = stage["elided"]["tokens_after"].as_u64().unwrap_or(0);
+        assert_eq!(kept + elided_after + t(&stage["summaries"]), stage["tokens_after"].as_u64().unwrap(), "{stage:#}");
+    }
+    assert!(t(&view["stages"][0]["elided"]) > 0 && t(&view["stages"][1]["tail"]) > 0, "elided and verbatim parts are not zero");
+    let dry = ok(&["compact", s(&file), "--home", s(&dir.path().join("other")), "--policy", s(&policy), "--dry-run"]);
+    assert!(dry.contains("offline by policy") && dry.contains("would replace"), "{dry}");
+}
