@@ -114,3 +114,35 @@ fn show_adds_up_for_a_last_resort_compaction() {
     assert!(stage.dropped.count > 0 && stage.summarized.count == 0, "the last resort drops; nothing is summarized: {stage:?}");
     assert!(stage.tail.count > 0);
 }
+
+/// A record written before stages were recorded is shown as one stage whose parts still add up
+/// (the head and tail counted, not listed, and said so).
+#[test]
+fn show_adds_up_for_a_record_without_stages() {
+    let cairn = support::host();
+    let policy = support::policy(&cairn, "[[chain]]\nplugin = \"shake-elide\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\n");
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::open(dir.path()).unwrap();
+    let key = ConversationKey::parse("old").unwrap();
+    let mut transcript = sample::coding_session(40);
+    cairn.tokenizer().count_transcript(&mut transcript);
+    let report = cairn.compact(&policy, &mut home.conversation(&key).unwrap(), &transcript, "test").unwrap();
+    // As an older version wrote it: no `stages`.
+    let log = dir.path().join("conversations/old/events.jsonl");
+    let lines: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut event: serde_json::Value = serde_json::from_str(line).unwrap();
+            event.as_object_mut().unwrap().remove("stages");
+            event.to_string()
+        })
+        .collect();
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let home = Home::open(dir.path()).unwrap();
+    let store = home.existing_conversation(&key).unwrap();
+    let view = cairn::show::compaction(&store, &report.archive_id).unwrap();
+    assert_adds_up(&view);
+    let stage = &view.stages[0];
+    assert!(stage.elided.count > 0 && stage.note.as_deref().is_some_and(|n| n.contains("counted, not listed")), "{stage:?}");
+}
