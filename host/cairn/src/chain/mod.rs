@@ -155,6 +155,8 @@ pub struct ChainRun {
     pub refused: Option<String>,
     /// The commit policy said "not now": nothing after it ran.
     pub deferred: bool,
+    /// What each stage did, in order (filled by [`run_pipeline`]).
+    pub stages: Vec<crate::record::StageRecord>,
 }
 
 /// The commit policy's word on one checked outcome: `Reject` passes the turn to the next
@@ -259,7 +261,7 @@ pub fn run(
                     flags,
                 });
                 let committed = Committed { plugin: name, applied, artifacts: answer.artifacts, checkpoint, seed, retrospective };
-                return ChainRun { tokens_before, steps: reports, committed: Some(committed), refused: None, deferred: false };
+                return ChainRun { tokens_before, steps: reports, committed: Some(committed), refused: None, deferred: false, stages: Vec::new() };
             }
             Err(error) => {
                 breaker.record(&name, error.class(), breaker_settings);
@@ -270,5 +272,5 @@ pub fn run(
             }
         }
     }
-    ChainRun { tokens_before, steps: reports, committed: None, refused, deferred }
+    ChainRun { tokens_before, steps: reports, committed: None, refused, deferred, stages: Vec::new() }
 }

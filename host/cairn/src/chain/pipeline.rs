@@ -5,6 +5,7 @@
 //! the archive see one compaction.
 
 use super::{run, Applied, Approve, BreakerSettings, ChainRun, CircuitBreaker, Committed, Step, StepInput, Window};
+use crate::record::StageRecord;
 use crate::tokenizer::Tokenizer;
 use crate::transcript::Entry;
 
@@ -39,7 +40,9 @@ pub enum Reach {
 pub fn run_pipeline(stages: &[StageSteps<'_>], input: &StepInput<'_>, tokenizer: &Tokenizer, breaker: &CircuitBreaker, breaker_settings: BreakerSettings, approve: Option<Approve<'_>>) -> ChainRun {
     if let [only] = stages {
         if only.reach == Reach::Window {
-            return run(&only.steps, input, tokenizer, breaker, breaker_settings, approve);
+            let mut chain = run(&only.steps, input, tokenizer, breaker, breaker_settings, approve);
+            chain.stages = vec![stage_record(only.name, input.entries, &chain)];
+            return chain;
         }
     }
     let tokens_before: u64 = input.entries.iter().map(|e| e.tokens as u64).sum();
@@ -47,12 +50,13 @@ pub fn run_pipeline(stages: &[StageSteps<'_>], input: &StepInput<'_>, tokenizer:
     let tail_len = input.entries.len() - input.window.tail_start;
     let mut context = input.entries.to_vec();
     let mut composed: Option<Committed> = None;
-    let (mut reports, mut refused) = (Vec::new(), None);
+    let (mut reports, mut refused, mut records) = (Vec::new(), None, Vec::new());
     for (n, stage) in stages.iter().enumerate() {
         let current = composed.as_ref().map_or(tokens_before, |c| c.applied.tokens_after);
         let until = stage.until.unwrap_or(target);
         if n > 0 && current <= until {
             tracing::info!(stage = stage.name, current, until, "the context is at its target; the stage is not needed");
+            records.push(StageRecord::idle(stage.name, current, Some(format!("not needed: the context was at {current} tokens, at or below the stage's target of {until}"))));
             continue;
         }
         // Earlier stages replaced nothing in the protected head, and the verbatim tail only
@@ -84,13 +88,14 @@ pub fn run_pipeline(stages: &[StageSteps<'_>], input: &StepInput<'_>, tokenizer:
         };
         let onto_original = |applied: &Applied| compose(input.entries, earlier.map(|c| &c.applied), applied);
         let stage_approve = approve.map(|approve| move |plugin: &str, applied: &Applied| approve(plugin, &onto_original(applied)));
-        let stage_run = run(&stage.steps, &stage_input, tokenizer, breaker, breaker_settings, stage_approve.as_ref().map(|a| a as Approve<'_>));
-        reports.extend(stage_run.steps.into_iter().map(|mut report| {
+        let mut stage_run = run(&stage.steps, &stage_input, tokenizer, breaker, breaker_settings, stage_approve.as_ref().map(|a| a as Approve<'_>));
+        records.push(stage_record(stage.name, &context, &stage_run));
+        reports.extend(std::mem::take(&mut stage_run.steps).into_iter().map(|mut report| {
             report.stage = Some(stage.name.to_string());
             report
         }));
         if stage_run.deferred {
-            return ChainRun { tokens_before, steps: reports, committed: None, refused: stage_run.refused, deferred: true };
+            return ChainRun { tokens_before, steps: reports, committed: None, refused: stage_run.refused, deferred: true, stages: records };
         }
         refused = stage_run.refused.or(refused);
         if let Some(stage_committed) = stage_run.committed {
@@ -100,7 +105,15 @@ pub fn run_pipeline(stages: &[StageSteps<'_>], input: &StepInput<'_>, tokenizer:
         }
     }
     let refused = if composed.is_some() { None } else { refused };
-    ChainRun { tokens_before, steps: reports, committed: composed, refused, deferred: false }
+    ChainRun { tokens_before, steps: reports, committed: composed, refused, deferred: false, stages: records }
+}
+
+/// What one stage's chain did on `context`, the context the stages before it left.
+fn stage_record(name: &str, context: &[Entry], run: &ChainRun) -> StageRecord {
+    match &run.committed {
+        Some(c) => StageRecord::committed(name, &c.plugin, context, c.applied.first, c.applied.last, &c.applied.replacement, c.applied.tokens_after),
+        None => StageRecord::idle(name, run.tokens_before, None),
+    }
 }
 
 /// A stage's outcome (on the context the earlier stages left) as one outcome on the original

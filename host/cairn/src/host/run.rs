@@ -166,6 +166,7 @@ impl Cairn {
         event.rejected = run.refused;
         event.pinned = pins.pinned;
         event.pins_refused = pins.refused;
+        event.stages = run.stages;
         let Some(mut committed) = run.committed else {
             event.over_window = over_window(&transcript.entries, ceiling, budget);
             if !options.dry_run {

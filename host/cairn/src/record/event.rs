@@ -80,6 +80,95 @@ pub struct CompactionEvent {
     /// Pins refused because they would not fit the pins budget, each with why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pins_refused: Vec<String>,
+    /// What each stage of the chain did, in order, on the context the stages before it left
+    /// (absent in records written before the field: `cairn show` then reads the compaction as
+    /// one stage).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageRecord>,
+}
+
+/// What one stage of a compaction did, on the context the stages before it left: the range it
+/// replaced, the entries it changed in place (their placeholders) and the ones it added (its
+/// summaries, markers). Its tokens chain: a stage's `tokens_before` is the `tokens_after` of the
+/// stage before it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageRecord {
+    pub stage: String,
+    /// The plugin whose outcome the stage committed; `None` when it did not run or nothing of
+    /// it could be committed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub committed_by: Option<String>,
+    /// Why the stage did not run (the context was already at its target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    /// Ids of the entries before the range (the protected head, what the stage left alone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub head: Vec<String>,
+    /// Ids of the stage's replaced range, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaced: Vec<String>,
+    /// Ids of the range's entries the stage's outcome does not carry on (summarized or dropped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forgotten: Vec<String>,
+    /// Replaced entries carried on with their content changed, as the stage left them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<Entry>,
+    /// Entries the stage put in its range that were not there before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub added: Vec<Entry>,
+    /// Ids of the entries after the range (the verbatim tail), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tail: Vec<String>,
+}
+
+impl StageRecord {
+    /// A stage that did not run, or ran and committed nothing, at `tokens`.
+    pub fn idle(stage: &str, tokens: u64, skipped: Option<String>) -> Self {
+        StageRecord {
+            stage: stage.to_string(),
+            committed_by: None,
+            skipped,
+            tokens_before: tokens,
+            tokens_after: tokens,
+            head: Vec::new(),
+            replaced: Vec::new(),
+            forgotten: Vec::new(),
+            changed: Vec::new(),
+            added: Vec::new(),
+            tail: Vec::new(),
+        }
+    }
+
+    /// What a stage committed: `plugin`'s outcome on `context`, replacing `context[first..=last]`
+    /// with `replacement`.
+    pub fn committed(stage: &str, plugin: &str, context: &[Entry], first: usize, last: usize, replacement: &[Entry], tokens_after: u64) -> Self {
+        let range = &context[first..=last];
+        let before: std::collections::HashMap<&str, &Entry> = range.iter().map(|e| (e.id.as_str(), e)).collect();
+        let (mut changed, mut added) = (Vec::new(), Vec::new());
+        let carried: std::collections::HashSet<&str> = replacement.iter().map(|e| e.id.as_str()).collect();
+        for entry in replacement {
+            match before.get(entry.id.as_str()) {
+                Some(original) if original.parts == entry.parts => {}
+                Some(_) => changed.push(entry.clone()),
+                None => added.push(entry.clone()),
+            }
+        }
+        StageRecord {
+            stage: stage.to_string(),
+            committed_by: Some(plugin.to_string()),
+            skipped: None,
+            tokens_before: context.iter().map(|e| e.tokens as u64).sum(),
+            tokens_after,
+            head: context[..first].iter().map(|e| e.id.clone()).collect(),
+            replaced: range.iter().map(|e| e.id.clone()).collect(),
+            forgotten: range.iter().filter(|e| !carried.contains(e.id.as_str())).map(|e| e.id.clone()).collect(),
+            changed,
+            added,
+            tail: context[last + 1..].iter().map(|e| e.id.clone()).collect(),
+        }
+    }
 }
 
 /// Committed compactions taken back, latest first.
@@ -133,6 +222,7 @@ impl CompactionEvent {
             over_window: None,
             pinned: Vec::new(),
             pins_refused: Vec::new(),
+            stages: Vec::new(),
         }
     }
 }

@@ -8,6 +8,6 @@ mod report;
 mod step;
 
 pub use decision::{kept_summary_ids, AgentRequest, Boundary, CommitDecision, Proposal, RequestKind, TriggerDecision, TriggerInput};
-pub use event::{now_millis, CompactionEvent, Event, Notice, Sessions, UndoEvent};
+pub use event::{now_millis, CompactionEvent, Event, Notice, Sessions, StageRecord, UndoEvent};
 pub use report::CompactionReport;
 pub use step::{clip_message, FactFlag, FlagKind, ModelUse, OutcomeClass, Purpose, StepReport, MAX_FACT_FLAGS, MAX_MESSAGE_CHARS, TOO_LONG_MESSAGE_PREFIX};

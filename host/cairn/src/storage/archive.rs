@@ -179,12 +179,18 @@ impl ArchiveView {
         };
         let phrase = lower(query.trim());
 
-        // Gather documents, newest archive first, then score with tf saturation × idf.
+        // Gather documents, newest archive first, then score with tf saturation × idf. An
+        // entry two archives hold alike (compactions of the same original) is one document,
+        // found in the newest: a search never returns the same hit twice.
         let mut docs = Vec::new();
+        let mut seen: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
         for archive in self.archives.iter().rev() {
             let id: ArchiveId = archive.archive_id.parse().map_err(|e| ReadError::Unreadable(format!("{e}")))?;
             for (index, entry) in self.entries(&id)?.into_iter().enumerate() {
                 let text = render(&entry);
+                if !seen.insert((entry.id.clone(), text.clone())) {
+                    continue;
+                }
                 let lowered = lower(&text);
                 docs.push((id.to_string(), index, entry.id, text, lowered));
             }

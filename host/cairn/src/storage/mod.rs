@@ -367,6 +367,27 @@ impl ConversationStore {
         pinned
     }
 
+    /// The standing compaction that already took `entries` in, if they are an original it
+    /// compacted handed in again: they hold no entry the record has not seen, and they still
+    /// hold entries that compaction took out of the working context. Compacting them again
+    /// would stack a second compaction of the same original (and its archive, so every
+    /// history search would find each entry twice); the latest such compaction is returned.
+    pub fn already_compacted(&self, entries: &[Entry]) -> Option<&CompactionEvent> {
+        if entries.is_empty() || !entries.iter().all(|e| self.knows_entry(&e.id)) {
+            return None;
+        }
+        let context = self.context().ok()?;
+        let now: HashMap<&str, &Entry> = context.iter().map(|e| (e.id.as_str(), e)).collect();
+        // Entries as they were before a compaction took them out or changed them in place.
+        // (Compared as the model reads them: a context written out in a format and read back
+        // keeps its text, not every part's structure.)
+        let earlier: HashSet<&str> = entries.iter().filter(|e| now.get(e.id.as_str()).is_none_or(|n| n.role != e.role || n.model_text() != e.model_text())).map(|e| e.id.as_str()).collect();
+        if earlier.is_empty() {
+            return None;
+        }
+        self.standing().into_iter().rev().find(|c| c.replaced.iter().any(|id| earlier.contains(id.as_str())))
+    }
+
     /// Whether the record holds an entry with this id.
     pub fn knows_entry(&self, id: &str) -> bool {
         self.log.known_entries.contains(id)
@@ -569,13 +590,20 @@ impl ConversationStore {
     /// that was prepared before a crash, or rebuilding what a harness holds): recorded ones,
     /// else those a committed compaction put in.
     pub fn recorded_entries(&self, ids: &[String]) -> Result<Vec<Entry>> {
+        let by_id = self.recorded_by_id(ids);
+        ids.iter().map(|id| by_id.get(id.as_str()).map(|e| (*e).clone()).ok_or_else(|| anyhow::anyhow!("entry {id} is not in the record"))).collect()
+    }
+
+    /// The entries the record holds under these ids (snapshots first, then what compactions
+    /// put in); ids it does not hold are left out.
+    pub fn recorded_by_id<'a>(&'a self, ids: &[String]) -> HashMap<&'a str, &'a Entry> {
         let mut by_id = self.snapshot_entries(ids.iter().map(String::as_str).collect());
         for compaction in self.committed() {
             for entry in &compaction.replacement {
                 by_id.entry(entry.id.as_str()).or_insert(entry);
             }
         }
-        ids.iter().map(|id| by_id.get(id.as_str()).map(|e| (*e).clone()).ok_or_else(|| anyhow::anyhow!("entry {id} is not in the record"))).collect()
+        by_id
     }
 
     /// A bounded, read-only view of this conversation's committed archives.

@@ -234,3 +234,33 @@ fn a_plugin_with_a_read_grant_searches_its_own_conversation_within_bounds() {
     let message = again.steps[0].message.as_deref().unwrap();
     assert!(message.contains(NEEDLE) && message.contains("clamped=Some"), "{message}");
 }
+
+/// Two compactions of the same original (stacked by a harness that handed it in twice) archive
+/// the same entries twice; a search finds each once, in the newest archive. And the record
+/// recognises the original handed in again (`ConversationStore::already_compacted`), so
+/// `cairn compact` does not stack the second one.
+#[test]
+fn a_search_never_returns_the_same_hit_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::open(dir.path()).unwrap();
+    let session = session_with_needle();
+    let key = ConversationKey::parse("twice").unwrap();
+    assert!(home.conversation(&key).unwrap().already_compacted(&session.entries).is_none(), "nothing compacted yet");
+    let first = compact(&home, "twice", SHAKE, &session);
+    let store = home.existing_conversation(&key).unwrap();
+    assert_eq!(store.already_compacted(&session.entries).map(|c| c.archive_id.clone()), Some(first.archive_id.clone()), "the same original, handed in again");
+    let compacted = store.context().unwrap();
+    assert!(store.already_compacted(&compacted).is_none(), "the compacted context is not the original");
+    let second = compact(&home, "twice", SHAKE, &session);
+    assert!(second.committed_by.is_some() && second.archive_id != first.archive_id);
+
+    let found = history(&home, "twice", HistoryCall::Search { query: "test result".into(), offset: 0, limit: SEARCH_MAX_HITS }).unwrap();
+    let hits = found["hits"].as_array().unwrap();
+    assert!(!hits.is_empty(), "{found:#}");
+    let mut seen = std::collections::HashSet::new();
+    for hit in hits {
+        assert!(seen.insert(hit["entry_id"].as_str().unwrap().to_string()), "entry {} found twice: {found:#}", hit["entry_id"]);
+    }
+    let needle = history(&home, "twice", HistoryCall::Search { query: NEEDLE.into(), offset: 0, limit: 5 }).unwrap();
+    assert_eq!(needle["total"], 1, "{needle:#}");
+}

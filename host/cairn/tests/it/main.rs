@@ -16,5 +16,6 @@ mod operator;
 mod pipeline;
 mod recompaction;
 mod robustness;
+mod show;
 mod support;
 mod window;

@@ -38,7 +38,7 @@ pub struct Args {
     /// filled by value, most important first; what did not fit is listed.
     #[arg(long)]
     budget: Option<u64>,
-    /// Run the chain and report what it would commit — what would be forgotten, the prompt
+    /// Run the chain and report what it would commit — what would be replaced, the prompt
     /// cache rewrite — writing nothing to the home (not even a new conversation). `--out`
     /// is still written.
     #[arg(long)]
@@ -70,6 +70,40 @@ pub fn run(args: Args) -> Result<()> {
     let setup::Session { name, transcript, format, policy, cairn, home, mut store, scratch } = args.session.open_as(args.dry_run)?;
     // A dry run on a home that does not exist ran in an empty stand-in: name the home asked for.
     let home_shown = if scratch.is_some() { setup::home_path(args.session.home.clone()) } else { home.path().to_path_buf() };
+    // The same original compacted before into this conversation: say so, write nothing.
+    if let Some(earlier) = store.already_compacted(&transcript.entries) {
+        let home_flag = args.session.home.as_ref().map(|h| format!(" --home {}", h.display())).unwrap_or_default();
+        let key = store.key().to_string();
+        if let Some(out) = &args.out {
+            let context = cairn::transcript::Transcript::new(store.context()?);
+            std::fs::write(out, args.out_format.write(&context)).with_context(|| format!("writing {}", out.display()))?;
+        }
+        if args.json {
+            let value = json!({
+                "conversation": key,
+                "already_compacted": true,
+                "committed": false,
+                "archive_id": null,
+                "already_compacted_by": earlier.archive_id,
+                "tokens_before": earlier.tokens_before,
+                "tokens_after": earlier.tokens_after,
+                "out": args.out.as_ref().map(|p| p.display().to_string()),
+            });
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        } else {
+            println!(
+                "{name}: already compacted into conversation {key} by {} ({} → {} tokens); nothing written{}",
+                earlier.archive_id,
+                earlier.tokens_before,
+                earlier.tokens_after,
+                if args.out.is_some() { " but --out (the compacted context)" } else { "" }
+            );
+            println!("  the compacted context: cairn context --conversation {key}{home_flag}");
+            println!("  what it did: cairn show --conversation {key}{home_flag} {}", earlier.archive_id);
+            println!("  to compact the original anew: cairn undo --conversation {key}{home_flag}, then cairn compact again");
+        }
+        return Ok(());
+    }
     let options = cairn::RunOptions { workspace: args.workspace.as_deref(), window: args.window, budget: args.budget, dry_run: args.dry_run, ..Default::default() };
     let report = cairn.compact_with(&policy, &mut store, &transcript, &name, options)?;
     if !args.json && !transcript.unrecognized.is_empty() {
@@ -114,13 +148,19 @@ pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
         println!("  left out of the checkpoint for the budget (the record keeps them): {}", list.join(", "));
     }
     for step in &report.steps {
-        let message = step.message.as_deref().map(|m| format!(" — {m}")).unwrap_or_default();
+        // A step run without an optional capability its policy does not grant says so
+        // ("offline by policy"), not as an error.
+        let note = cairn::show::StepView::of(step).note;
+        let message = step.message.iter().chain(&note).map(String::as_str).collect::<Vec<_>>().join("; ");
+        let message = if message.is_empty() { message } else { format!(" — {message}") };
         println!("  {:<24} {:<12} {:>6} ms{message}", step.plugin, step.outcome.to_string(), step.millis);
     }
     match &report.committed_by {
-        Some(plugin) if report.dry_run => println!("would commit {plugin}: {} entries replaced, {} artifacts (conversation {})", report.replaced, report.artifacts.len(), report.conversation),
+        Some(plugin) if report.dry_run => {
+            println!("would commit {plugin}: {} entries replaced, {} artifacts set aside (conversation {})", report.replaced, report.artifacts.len(), report.conversation)
+        }
         Some(plugin) => println!(
-            "committed {plugin}: {} entries replaced, {} artifacts in archive {} (conversation {}, home {})",
+            "committed {plugin}: {} entries replaced, {} artifacts set aside in archive {} (conversation {}, home {})",
             report.replaced,
             report.artifacts.len(),
             report.archive_id,
@@ -131,15 +171,18 @@ pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
     }
 }
 
-/// What a dry run would have done beyond the report's lines: what the context would forget,
+/// What a dry run would have done beyond the report's lines: what the context would replace,
 /// and what rewriting the provider's prompt cache would cost.
 pub fn print_dry_run(report: &CompactionReport) {
     println!("dry run: nothing written");
     if report.committed {
-        let forgotten = &report.forgotten;
-        let shown: Vec<&str> = forgotten.iter().take(12).map(String::as_str).collect();
-        let more = if forgotten.len() > shown.len() { format!(", … {} more", forgotten.len() - shown.len()) } else { String::new() };
-        println!("  would forget {} entries: {}{more}", forgotten.len(), shown.join(", "));
+        // Of the replaced entries, those the context would no longer hold (summarized or
+        // dropped); the others stay, elided or verbatim.
+        let gone = &report.forgotten;
+        let shown: Vec<&str> = gone.iter().take(12).map(String::as_str).collect();
+        let more = if gone.len() > shown.len() { format!(", … {} more", gone.len() - shown.len()) } else { String::new() };
+        let listed = if shown.is_empty() { String::new() } else { format!(": {}{more}", shown.join(", ")) };
+        println!("  would replace {} entries, {} of them summarized or dropped{listed}", report.replaced, gone.len());
     }
     for cost in &report.cache_rewrite {
         let even = cost.break_even_calls.map(|n| format!("pays back after {n} calls")).unwrap_or_else(|| "never pays back".into());

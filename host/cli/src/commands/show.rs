@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use cairn::show::{self, CompactionView, Moment, Part, Timeline};
+use cairn::show::{self, CompactionView, Moment, Part, StageStatus, StepView, Timeline};
 use cairn::storage::{ConversationKey, Home};
 
 use crate::setup;
@@ -83,8 +83,8 @@ fn print_timeline(timeline: &Timeline) {
         .unwrap_or(0);
     for moment in &timeline.moments {
         match moment {
-            Moment::Compaction { at, archive_id, purpose, status, committed_by, tokens_before, tokens_after, forgotten } => say!(
-                "  {}  {:<10} {archive_id}  {:<9} {:<by_width$} {tokens_before} → {tokens_after} tokens, {forgotten} entries forgotten",
+            Moment::Compaction { at, archive_id, purpose, status, committed_by, tokens_before, tokens_after, replaced } => say!(
+                "  {}  {:<10} {archive_id}  {:<9} {:<by_width$} {tokens_before} → {tokens_after} tokens, {replaced} entries replaced",
                 when(*at),
                 word(purpose),
                 word(status),
@@ -104,20 +104,36 @@ fn print_timeline(timeline: &Timeline) {
 fn print_compaction(view: &CompactionView) {
     say!("{} {} of conversation {} at {}: {}, {} → {} tokens", word(&view.purpose), view.archive_id, view.conversation, when(view.at), word(&view.status), view.tokens_before, view.tokens_after);
     match &view.committed_by {
-        Some(by) => say!("committed by {by}"),
+        Some(by) => say!("committed by {by}: {} entries replaced, {} artifacts set aside in the archive", view.replaced, view.artifacts.len()),
         None => say!("nothing committed"),
     }
-    for (name, part) in [("kept", &view.kept), ("summarized", &view.summarized), ("into summaries", &view.summaries), ("elided", &view.elided), ("dropped", &view.dropped)] {
-        print_part(name, part);
-    }
-    say!("steps:");
-    for step in &view.steps {
-        let message = step.message.as_deref().map(|m| format!(" — {m}")).unwrap_or_default();
-        let tokens = step.tokens_after.map(|t| format!(" → {t} tokens")).unwrap_or_default();
-        say!("  {:<24} {:<12} {:>6} ms{tokens}{message}", step.plugin, step.outcome.to_string(), step.millis);
-        for flag in &step.flags {
-            say!("    flag {}: {} — {}", word(&flag.kind), flag.item, flag.why);
+    for stage in &view.stages {
+        let by = stage.committed_by.as_deref().map(|b| format!(" by {b}")).unwrap_or_default();
+        say!("stage {}: {}{by}, {} → {} tokens", stage.stage, word(&stage.status), stage.tokens_before, stage.tokens_after);
+        if let Some(note) = &stage.note {
+            say!("  ({note})");
         }
+        if stage.status == StageStatus::Committed {
+            print_part("elided", &stage.elided, true);
+            print_part("summarized", &stage.summarized, true);
+            let into = if stage.summarized.count > 0 { "into" } else { "marker" };
+            print_part(into, &stage.summaries, true);
+            print_part("dropped", &stage.dropped, true);
+            print_part("kept verbatim", &stage.kept, false);
+            print_part("kept verbatim (tail)", &stage.tail, true);
+        }
+        for step in &stage.steps {
+            print_step(step);
+        }
+    }
+    if view.stages.is_empty() {
+        say!("steps:");
+        for step in &view.steps {
+            print_step(step);
+        }
+    }
+    if let Some(adjusted) = &view.adjusted {
+        say!("then {:+} tokens: {}", adjusted.tokens, adjusted.why);
     }
     if !view.pinned.is_empty() {
         say!("pinned: {}", view.pinned.join(", "));
@@ -132,15 +148,36 @@ fn print_compaction(view: &CompactionView) {
     }
 }
 
-fn print_part(name: &str, part: &Part) {
-    if part.entries.is_empty() {
+fn print_step(step: &StepView) {
+    let report = &step.report;
+    let mut notes: Vec<String> = report.message.iter().cloned().collect();
+    notes.extend(step.note.iter().cloned());
+    if !report.refused.is_empty() {
+        notes.push(format!("refused: {}", report.refused.join(", ")));
+    }
+    let notes = if notes.is_empty() { String::new() } else { format!(" — {}", notes.join("; ")) };
+    let tokens = report.tokens_after.map(|t| format!(" → {t} tokens")).unwrap_or_default();
+    say!("  step {:<24} {:<12} {:>6} ms{tokens}{notes}", report.plugin, report.outcome.to_string(), report.millis);
+    for flag in &report.flags {
+        say!("    flag {}: {} — {}", word(&flag.kind), flag.item, flag.why);
+    }
+}
+
+fn print_part(name: &str, part: &Part, list: bool) {
+    if part.count == 0 && part.tokens == 0 {
         return;
     }
-    say!("{name}: {} entries, {} tokens", part.entries.len(), part.tokens);
+    let after = part.tokens_after.map(|t| format!(" → {t}")).unwrap_or_default();
+    say!("  {name}: {} entries, {}{after} tokens", part.count, part.tokens);
+    if !list {
+        return;
+    }
     for entry in &part.entries {
-        let preview: String = entry.preview.split_whitespace().collect::<Vec<_>>().join(" ");
-        let preview = cairn_rules::clip_chars(&preview, 100);
-        say!("  {:<28} {:<9} turn {:<4} {:>6} tok  {preview}", entry.id, word(&entry.role), entry.turn, entry.tokens);
+        let clipped = |text: &str| cairn_rules::clip_chars(&text.split_whitespace().collect::<Vec<_>>().join(" "), 100).to_string();
+        say!("    {:<28} {:<9} turn {:<4} {:>6} tok  {}", entry.id, word(&entry.role), entry.turn, entry.tokens, clipped(&entry.preview));
+        if let (Some(placeholder), Some(after)) = (&entry.placeholder, entry.tokens_after) {
+            say!("      now {after} tok: {}", clipped(placeholder));
+        }
         for uri in &entry.uris {
             say!("      {uri}");
         }

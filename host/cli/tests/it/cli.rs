@@ -135,11 +135,14 @@ fn history_finds_an_elided_line_of_a_real_session_and_reads_it_back_exactly() {
         })
         .expect("an elided output with a unique line");
 
-    // Then hand the session over as well: both archives hold the needle's output.
+    // Then hand the session over as well: both archives hold the needle's output, and the
+    // search finds it once, in the newest archive (never the same hit twice).
     let handover: Value = serde_json::from_str(&ok(&["handover", s(&file), "--json", "--home", s(&home), "--conversation", "pi-large"])).unwrap();
     let found: Value = serde_json::from_str(&ok(&["history", "--home", s(&home), "--conversation", "pi-large", "search", &needle, "--json"])).unwrap();
-    let archives: Vec<&Value> = found["hits"].as_array().unwrap().iter().map(|h| &h["archive_id"]).collect();
-    assert!(archives.contains(&&report["archive_id"]) && archives.contains(&&handover["archive_id"]), "{found:#}");
+    let hits: Vec<(&Value, &Value)> = found["hits"].as_array().unwrap().iter().map(|h| (&h["archive_id"], &h["entry_id"])).collect();
+    assert!(hits.iter().any(|(a, _)| *a == &handover["archive_id"]), "{found:#}");
+    let entries: std::collections::HashSet<String> = hits.iter().map(|(_, e)| e.to_string()).collect();
+    assert_eq!(entries.len(), hits.len(), "no entry found twice: {found:#}");
     let hit = &found["hits"][0];
     let mut text = String::new();
     let mut char_offset = 0u64;
@@ -402,9 +405,10 @@ fn the_demo_runs_offline_and_shows_before_and_after() {
 fn the_timeline_keeps_its_columns_for_a_pipeline() {
     let dir = tempfile::tempdir().unwrap();
     let (file, home) = (dir.path().join("session.jsonl"), dir.path().join("home"));
-    std::fs::write(&file, formats::write_cairn(&cairn::transcript::sample::coding_session(30))).unwrap();
     let mut by = Vec::new();
-    for budget in ["3000", "20000"] {
+    // The second time with more turns (the same original again would be already compacted).
+    for (turns, budget) in [(30, "3000"), (36, "20000")] {
+        std::fs::write(&file, formats::write_cairn(&cairn::transcript::sample::coding_session(turns))).unwrap();
         let report: Value = serde_json::from_str(&ok(&["compact", s(&file), "--home", s(&home), "--conversation", "t", "--budget", budget, "--json"])).unwrap();
         by.push(report["committed_by"].as_str().unwrap().to_string());
     }
@@ -559,10 +563,12 @@ fn a_compaction_only_the_last_resort_could_commit_is_flagged() {
     let session = dir.path().join("session.jsonl");
     std::fs::write(&session, formats::write_cairn(&cairn::transcript::sample::coding_session(10))).unwrap();
     let home = dir.path().join("home");
-    let args = ["compact", s(&session), "--home", s(&home), "--policy", s(&policy), "--plugin-dir", s(&plugins)];
-    let report: Value = serde_json::from_str(&ok(&[&args[..], &["--json"]].concat())).unwrap();
+    let args = ["compact", s(&session), "--policy", s(&policy), "--plugin-dir", s(&plugins)];
+    let report: Value = serde_json::from_str(&ok(&[&args[..], &["--home", s(&home), "--json"]].concat())).unwrap();
     assert_eq!(report["degraded"], true, "{report:#}");
-    let out = cairn(&args);
+    // The same file again into the same conversation is already compacted: another home.
+    let other = dir.path().join("home-2");
+    let out = cairn(&[&args[..], &["--home", s(&other)]].concat());
     assert!(String::from_utf8_lossy(&out.stderr).contains("warning: no strategy could compact"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -583,4 +589,80 @@ fn a_second_start_loads_every_plugin_from_the_code_cache() {
     let again = list();
     assert_eq!(again.iter().filter(|p| p["cached"] == false).count(), 1, "{again:#?}");
     assert!(list().iter().all(|p| p["cached"] == true));
+}
+
+/// `cairn compact FILE` a second time with the same original: it is recognised as already
+/// compacted into its conversation, says where the compacted context is, writes nothing to the
+/// home (one compaction in the timeline), exits 0, and `--out` still gets the compacted context.
+#[test]
+fn compacting_the_same_file_twice_says_it_is_already_compacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let session = dir.path().join("session.jsonl");
+    std::fs::write(&session, formats::write_cairn(&cairn::transcript::sample::coding_session(12))).unwrap();
+    let first: Value = serde_json::from_str(&ok(&["compact", s(&session), "--home", s(&home), "--json"])).unwrap();
+    let archive = first["archive_id"].as_str().expect("the first compaction commits").to_string();
+    let events = std::fs::read(home.join("conversations/session/events.jsonl")).unwrap();
+
+    let again = ok(&["compact", s(&session), "--home", s(&home)]);
+    assert!(again.contains("already compacted") && again.contains(&archive), "{again}");
+    assert!(again.contains("cairn context --conversation session") && again.contains("cairn show --conversation session"), "{again}");
+    assert_eq!(std::fs::read(home.join("conversations/session/events.jsonl")).unwrap(), events, "nothing written to the record");
+    let json: Value = serde_json::from_str(&ok(&["compact", s(&session), "--home", s(&home), "--json"])).unwrap();
+    assert_eq!((json["already_compacted"].as_bool(), json["already_compacted_by"].as_str()), (Some(true), Some(archive.as_str())), "{json:#}");
+    assert!(json["archive_id"].is_null() && json["committed"] == false, "no new archive: {json:#}");
+
+    let out = dir.path().join("out.jsonl");
+    ok(&["compact", s(&session), "--home", s(&home), "--out", s(&out)]);
+    let context = ok(&["context", "--conversation", "session", "--home", s(&home)]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), context, "--out gets the compacted context");
+
+    let timeline: Value = serde_json::from_str(&ok(&["show", "--conversation", "session", "--home", s(&home), "--json"])).unwrap();
+    let compactions = timeline["moments"].as_array().unwrap().iter().filter(|m| m["kind"] == "compaction").count();
+    assert_eq!(compactions, 1, "no second compaction of the same original is stacked: {timeline:#}");
+    let human = ok(&["show", "--conversation", "session", "--home", s(&home)]);
+    assert!(human.contains("entries replaced") && !human.contains("forgotten"), "the timeline says `replaced`: {human}");
+}
+
+/// `cairn show K ARCHIVE` of the default policy's two stages (aimed low enough that both run):
+/// each stage with what it elided (the placeholder and its artifact), summarized into what and
+/// kept verbatim (the tail as such), tokens that add up, and checkpoint-json without a model
+/// said as "offline by policy", not as a refusal. `--json` has the same, stage by stage.
+#[test]
+fn show_tells_a_two_stage_compaction_stage_by_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, home, policy) = (dir.path().join("session.jsonl"), dir.path().join("home"), dir.path().join("deep.toml"));
+    std::fs::write(&file, formats::write_cairn(&cairn::transcript::sample::coding_session(120))).unwrap();
+    let deep = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/policies/offline-deep.toml")).unwrap();
+    std::fs::write(&policy, deep.replace("target_ratio = 0.2", "target_ratio = 0.05")).unwrap();
+    let report: Value = serde_json::from_str(&ok(&["compact", s(&file), "--home", s(&home), "--policy", s(&policy), "--json"])).unwrap();
+    let archive = report["archive_id"].as_str().unwrap();
+    assert!(report["committed_by"].as_str().unwrap().contains(" + "), "both stages commit: {report:#}");
+
+    let human = ok(&["show", "--conversation", "session", archive, "--home", s(&home)]);
+    for said in [
+        "stage offload: committed by shake-elide",
+        "stage summarize: committed by checkpoint-json",
+        "  elided: ",
+        "  summarized: ",
+        "  into: ",
+        "  kept verbatim (tail): ",
+        "      now ",
+        "offline by policy",
+    ] {
+        assert!(human.contains(said), "`{said}` missing:\n{human}");
+    }
+    assert!(!human.contains("refused: model"), "an ungranted optional capability is no refusal:\n{human}");
+
+    let view: Value = serde_json::from_str(&ok(&["show", "--conversation", "session", archive, "--home", s(&home), "--json"])).unwrap();
+    let t = |v: &Value| v["tokens"].as_u64().unwrap();
+    for stage in view["stages"].as_array().unwrap() {
+        let kept = t(&stage["kept"]) + t(&stage["tail"]);
+        assert_eq!(kept + t(&stage["elided"]) + t(&stage["summarized"]) + t(&stage["dropped"]), stage["tokens_before"].as_u64().unwrap(), "{stage:#}");
+        let elided_after = stage["elided"]["tokens_after"].as_u64().unwrap_or(0);
+        assert_eq!(kept + elided_after + t(&stage["summaries"]), stage["tokens_after"].as_u64().unwrap(), "{stage:#}");
+    }
+    assert!(t(&view["stages"][0]["elided"]) > 0 && t(&view["stages"][1]["tail"]) > 0, "elided and verbatim parts are not zero");
+    let dry = ok(&["compact", s(&file), "--home", s(&dir.path().join("other")), "--policy", s(&policy), "--dry-run"]);
+    assert!(dry.contains("offline by policy") && dry.contains("would replace"), "{dry}");
 }

@@ -1,7 +1,10 @@
 //! `cairn ui` in a real browser: a home with a recorded Pi session compacted twice, the server
 //! started as a user starts it, and headless Chromium driven by puppeteer-core (`ui/drive.mjs`,
 //! pinned, installed with npm by the test) through the conversations page, the timeline, a
-//! compaction and one of its artifacts, then undo, pin and unpin. Screenshots of each page go to
+//! compaction and one of its artifacts, then undo, pin and unpin. The first compaction is the
+//! default policy's two stages: its page must list, stage by stage, what was elided (with the
+//! placeholder) and kept verbatim with non-zero tokens that add up, and the offline checkpoint
+//! step as "offline by policy". Screenshots of each page go to
 //! `target/test-artifacts/ui/`; the record must hold the undo afterwards.
 
 use std::io::{BufRead, BufReader};

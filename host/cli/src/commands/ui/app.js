@@ -141,7 +141,7 @@ function moment(m, index) {
       h('span', { class: 'muted', text: m.purpose }), ' · ',
       h('span', { class: 'tokens', text: `${n(m.tokens_before)} → ${n(m.tokens_after)} tokens` }), ' · ',
       m.committed_by ? h('span', {}, 'by ', h('code', { class: 'committed-by', text: m.committed_by })) : h('span', { class: 'muted', text: 'nothing committed' }),
-      ' · ', h('span', { class: 'muted', text: `${n(m.forgotten)} entries out` }), ' · ',
+      ' · ', h('span', { class: 'muted replaced', text: `${n(m.replaced)} entries replaced` }), ' · ',
       h('a', { class: 'open-compaction', href: href({ conversation: CONVERSATION, archive: m.archive_id }), text: 'open' }));
   }
   if (m.kind === 'undo') {
@@ -200,14 +200,16 @@ async function timeline() {
     pins.length ? h('ul', { id: 'pins', class: 'pins' }, pins) : h('p', { id: 'pins', class: 'muted', text: 'None: pin an entry from a compaction\'s view (or `!pin` in a message).' }));
 }
 
+// What became of each entry a stage touched (the glossary's words), in the order a stage reads.
 const PARTS = [
+  ['elided', 'Elided', 'content set aside in an artifact; a placeholder took its place (its artifact:// URI recovers it)', '#8456c2'],
   ['summarized', 'Summarized', 'replaced entries a summary or checkpoint stands for now', '#c99a18'],
-  ['summaries', 'Summaries produced', 'the entries that took their place', '#2f6fb3'],
-  ['elided', 'Elided', 'content set aside; its artifact:// URIs recover it', '#8456c2'],
+  ['summaries', 'Into', 'what the stage put in their place (the summary or checkpoint; the last resort\'s marker)', '#2f6fb3'],
   ['dropped', 'Dropped', 'taken out with nothing standing for them (the last resort)', '#c43c3c'],
-  ['kept', 'Kept verbatim', 'replaced entries that came out unchanged', '#4c9a5f'],
+  ['kept', 'Kept verbatim', 'unchanged: the protected head and what the stage\'s range carried as it was', '#4c9a5f'],
+  ['tail', 'Kept verbatim: the tail', 'the verbatim tail after the range, never touched', '#3a8f8f'],
 ];
-const ENTRY_CLASS = { summarized: 'summarized', summaries: 'summary', elided: 'elided', dropped: 'dropped', kept: 'kept' };
+const ENTRY_CLASS = { summarized: 'summarized', summaries: 'summary', elided: 'elided', dropped: 'dropped', kept: 'kept', tail: 'tail' };
 
 function artifactLink(uri) {
   return h('a', { class: 'artifact', href: `/artifact?${new URLSearchParams({ uri, conversation: CONVERSATION, token: TOKEN })}`, target: '_blank', rel: 'noreferrer', 'data-uri': uri, text: uri });
@@ -215,7 +217,7 @@ function artifactLink(uri) {
 
 function entry(e, part, pinned) {
   const uris = (e.uris || []).map(artifactLink);
-  const pin = part === 'kept' && !pinned.has(e.id)
+  const pin = (part === 'kept' || part === 'tail') && !pinned.has(e.id)
     ? h('button', {
         class: 'pin', title: 'Keep this entry verbatim through every compaction',
         onclick: async (event) => {
@@ -227,6 +229,9 @@ function entry(e, part, pinned) {
     pin,
     h('div', { class: 'meta' }, h('b', { text: e.role }), ` · ${e.origin} · turn ${e.turn} · ${n(e.tokens)} tokens · `, h('code', { text: e.id })),
     h('pre', { text: e.preview }),
+    e.placeholder != null
+      ? h('div', { class: 'placeholder', 'data-tokens-after': e.tokens_after }, h('span', { class: 'muted', text: `now ${n(e.tokens_after)} tokens: ` }), h('code', { text: e.placeholder }))
+      : null,
     uris.length ? h('div', { class: 'uris' }, uris) : null);
 }
 
@@ -254,42 +259,65 @@ async function compaction() {
     ['When', when(c.at)],
     ['Committed by', c.committed_by ? h('code', { text: c.committed_by }) : 'nothing (the context stayed as it was)'],
     ['Tokens', h('span', { id: 'tokens', text: `${n(c.tokens_before)} → ${n(c.tokens_after)}` })],
+    c.committed_by ? ['Replaced', h('span', { id: 'replaced', text: `${n(c.replaced)} entries (their originals set aside in the archive)` })] : null,
     c.rejected ? ['Rejected', c.rejected] : null,
     c.over_window ? ['Over the window', c.over_window] : null,
     c.pinned && c.pinned.length ? ['Pinned', c.pinned.join(', ')] : null,
     c.pins_refused && c.pins_refused.length ? ['Pins refused', c.pins_refused.join('; ')] : null,
   ].filter(Boolean);
-  const total = PARTS.filter(([k]) => k !== 'summaries').reduce((sum, [k]) => sum + c[k].tokens, 0) || 1;
-  const bar = h('div', { class: 'parts-bar', title: 'The replaced entries\' tokens by what became of them' },
-    PARTS.filter(([k]) => k !== 'summaries' && c[k].tokens > 0).map(([k, label, , color]) =>
-      h('div', { style: `width:${(100 * c[k].tokens) / total}%;background:${color}`, title: `${label}: ${n(c[k].tokens)} tokens` })));
-  const steps = c.steps.map((st, i) =>
-    h('tr', { class: 'step', 'data-outcome': st.outcome, 'data-plugin': st.plugin },
+  const step = (st, i) =>
+    h('tr', { class: 'step', 'data-outcome': st.outcome, 'data-plugin': st.plugin, 'data-stage': st.stage || '' },
       h('td', { class: 'num', text: i + 1 }),
       h('td', {}, h('code', { text: st.plugin }), st.stage ? h('span', { class: 'muted', text: ` (${st.stage})` }) : null),
       h('td', { class: 'outcome', text: st.outcome }),
       h('td', { class: 'num', text: `${n(st.millis)} ms` }),
       h('td', { class: 'num', text: st.tokens_after == null ? '–' : n(st.tokens_after) }),
-      h('td', { class: 'message' }, st.message || '', st.refused && st.refused.length ? h('div', { class: 'muted', text: `refused: ${st.refused.join(', ')}` }) : null)));
-  const parts = PARTS.map(([k, label, help]) =>
-    h('section', { class: 'part', id: `part-${k}`, 'data-part': k, 'data-tokens': c[k].tokens },
-      h('h2', {}, `${label} `, h('span', { class: 'tokens', text: `${n(c[k].entries.length)} entries · ${n(c[k].tokens)} tokens` })),
-      h('p', { class: 'muted', text: help }),
-      c[k].entries.length ? entries(c[k].entries, k, pinned) : h('p', { class: 'muted', text: 'none' })));
+      h('td', { class: 'message' }, st.message || '',
+        st.note ? h('div', { class: 'muted note', text: st.note }) : null,
+        st.refused && st.refused.length ? h('div', { class: 'muted refused', text: `refused: ${st.refused.join(', ')}` }) : null));
+  const stageView = (sv) => {
+    const total = sv.tokens_before || 1;
+    const kinds = PARTS.filter(([k]) => k !== 'summaries');
+    const bar = h('div', { class: 'parts-bar', title: 'The stage\'s tokens before, by what became of them' },
+      kinds.filter(([k]) => sv[k].tokens > 0).map(([k, label, , color]) =>
+        h('div', { style: `width:${(100 * sv[k].tokens) / total}%;background:${color}`, title: `${label}: ${n(sv[k].tokens)} tokens` })));
+    const by = sv.committed_by ? [' by ', h('code', { text: sv.committed_by })] : [];
+    const said = { committed: 'committed', skipped: 'skipped', 'nothing-committed': 'nothing committed' }[sv.status] || sv.status;
+    const parts = PARTS.filter(([k]) => sv[k].count > 0 || sv[k].tokens > 0).map(([k, label, help]) => {
+      const after = sv[k].tokens_after != null ? ` → ${n(sv[k].tokens_after)}` : '';
+      return h('section', { class: 'part', id: `part-${sv.stage}-${k}`, 'data-part': k, 'data-tokens': sv[k].tokens, 'data-count': sv[k].count, 'data-tokens-after': sv[k].tokens_after ?? '' },
+        h('h3', {}, `${label} `, h('span', { class: 'tokens', text: `${n(sv[k].count)} entries · ${n(sv[k].tokens)}${after} tokens` })),
+        h('p', { class: 'muted', text: help }),
+        sv[k].entries.length ? entries(sv[k].entries, k, pinned) : null);
+    });
+    return h('section', { class: `stage ${sv.status}`, 'data-stage': sv.stage, 'data-status': sv.status, 'data-tokens-before': sv.tokens_before, 'data-tokens-after': sv.tokens_after },
+      h('h2', {}, `Stage ${sv.stage}: `, h('span', { class: `badge status status-${sv.status}`, text: said }), ...by, ' ',
+        h('span', { class: 'tokens', text: `${n(sv.tokens_before)} → ${n(sv.tokens_after)} tokens` })),
+      sv.note ? h('p', { class: 'muted stage-note', text: sv.note }) : null,
+      sv.status === 'committed' ? [bar, parts] : null,
+      sv.steps.length
+        ? h('table', { class: 'stage-steps' }, h('tbody', {}, sv.steps.map((st, i) => step(st, i))))
+        : null);
+  };
+  const adjusted = c.adjusted
+    ? h('p', { id: 'adjusted', class: 'muted', text: `After the stages, ${c.adjusted.tokens > 0 ? '+' : ''}${n(c.adjusted.tokens)} tokens: ${c.adjusted.why}.` })
+    : null;
   render(
     h('h1', { 'data-archive-id': c.archive_id }, 'Compaction ', h('code', { text: c.archive_id })),
     h('table', { id: 'facts' }, h('tbody', {}, facts.map(([k, v]) => h('tr', {}, h('th', { text: k }), h('td', {}, v))))),
-    c.status === 'failed' ? null : bar,
     h('h2', { text: 'Steps' }),
     h('table', { id: 'steps' },
       h('thead', {}, h('tr', {}, h('th', { class: 'num', text: '#' }), h('th', { text: 'Plugin' }), h('th', { text: 'Outcome' }),
         h('th', { class: 'num', text: 'Time' }), h('th', { class: 'num', text: 'Tokens after' }), h('th', { text: 'Message' }))),
-      h('tbody', {}, steps)),
-    c.status === 'failed' ? h('p', { class: 'muted', text: 'No step\'s outcome was committed: nothing was replaced.' }) : parts,
+      h('tbody', {}, c.steps.map(step))),
+    c.status === 'failed' ? h('p', { class: 'muted', text: 'No step\'s outcome was committed: nothing was replaced.' }) : null,
+    c.stages.length ? h('p', { class: 'muted', text: 'Stage by stage: each starts where the one before it ended; its parts add up to its tokens before and after.' }) : null,
+    c.stages.map(stageView),
+    adjusted,
     c.artifacts && c.artifacts.length
       ? h('section', { id: 'artifacts', class: 'artifacts' },
-          h('h2', {}, 'Artifacts ', h('span', { class: 'tokens', text: `${n(c.artifacts.length)} originals set aside` })),
-          h('p', { class: 'muted', text: 'Each opens the stored original, byte for byte (what `cairn artifact URI` prints).' }),
+          h('h2', {}, 'Artifacts ', h('span', { class: 'tokens', text: `${n(c.artifacts.length)} set aside` })),
+          h('p', { class: 'muted', text: 'The elided originals, set aside in the archive: each opens byte for byte (what `cairn artifact URI` prints).' }),
           h('div', { class: 'artifact-list' }, c.artifacts.map(artifactLink)))
       : null);
 }

@@ -1,6 +1,7 @@
 // Drives `cairn ui` in headless Chromium (puppeteer-core, no browser download): the
-// conversations page, the timeline, both compactions (what each summarized, elided or
-// dropped) and an artifact, then undo, pin and unpin; a full-page PNG of each into OUT_DIR. Environment: UI_URL (the URL `cairn ui --json`
+// conversations page, the timeline, both compactions stage by stage (what each stage elided,
+// with its placeholder, summarized, dropped and kept verbatim, with tokens that add up; the
+// default policy's two stages and the offline checkpoint step said as such) and an artifact, then undo, pin and unpin; a full-page PNG of each into OUT_DIR. Environment: UI_URL (the URL `cairn ui --json`
 // printed), CONVERSATION, PUPPETEER_DIR (where puppeteer-core is installed), OUT_DIR, CHROME.
 // Exits non-zero on the first failed check.
 import { createRequire } from 'node:module';
@@ -81,23 +82,46 @@ try {
     const steps = await page.$$eval('#steps tr.step', (rows) => rows.map((r) => r.dataset.outcome));
     check(steps.includes('ok'), `its steps and outcomes are shown: ${steps}`);
     const counts = {};
-    for (const part of ['summarized', 'summary', 'elided', 'dropped', 'kept']) counts[part] = (await page.$$(`.entry.${part}`)).length;
+    for (const part of ['summarized', 'summary', 'elided', 'dropped', 'kept', 'tail']) counts[part] = (await page.$$(`.entry.${part}`)).length;
     const colours = {};
     for (const part of Object.keys(counts).filter((k) => counts[k] > 0)) {
       colours[part] = await page.$eval(`.entry.${part}`, (e) => getComputedStyle(e).backgroundColor);
     }
     check(new Set(Object.values(colours)).size === Object.keys(colours).length, `each kind of entry has its own highlight: ${JSON.stringify(colours)}`);
-    const tokens = await page.$$eval('section.part', (ss) => Object.fromEntries(ss.map((s) => [s.dataset.part, Number(s.dataset.tokens)])));
-    check(tokens.summarized + tokens.elided + tokens.dropped + tokens.kept > 0, `tokens per part: ${JSON.stringify(tokens)}`);
+    // Stage by stage, the parts add up to the stage's tokens before and after.
+    const stages = await page.$$eval('section.stage', (ss) => ss.map((s) => {
+      const parts = Object.fromEntries([...s.querySelectorAll('section.part')].map((p) => [p.dataset.part, { tokens: Number(p.dataset.tokens), count: Number(p.dataset.count), after: p.dataset.tokensAfter === '' ? null : Number(p.dataset.tokensAfter) }]));
+      return { stage: s.dataset.stage, status: s.dataset.status, before: Number(s.dataset.tokensBefore), after: Number(s.dataset.tokensAfter), parts, text: s.querySelector('h2').textContent };
+    }));
+    check(stages.length > 0, `the compaction's stages: ${JSON.stringify(stages.map((s) => [s.stage, s.status]))}`);
+    for (const st of stages.filter((s) => s.status === 'committed')) {
+      const t = (k) => st.parts[k]?.tokens ?? 0;
+      const before = t('kept') + t('tail') + t('elided') + t('summarized') + t('dropped');
+      const after = t('kept') + t('tail') + (st.parts.elided?.after ?? 0) + t('summaries');
+      check(before === st.before && after === st.after, `stage ${st.stage}: its parts add up to ${st.before} → ${st.after} (${before} → ${after})`);
+    }
+    return { counts, stages };
     return counts;
   }
   const firstCompaction = moments.find((m) => m.id !== committed.id);
-  const counts = await openCompaction(firstCompaction.id);
+  const { counts, stages } = await openCompaction(firstCompaction.id);
   check(counts.summarized + counts.elided > 0 && counts.summary > 0, `the first compaction's summarized entries and its summary: ${JSON.stringify(counts)}`);
+  // The default policy's two stages: what shake-elide elided and what stayed verbatim are
+  // listed with their tokens (not "0 entries" because the checkpoint stage summarized them).
+  const [offload, summarize] = stages;
+  check(offload && offload.stage === 'offload' && summarize && summarize.stage === 'summarize', `the default policy's two stages: ${JSON.stringify(stages.map((s) => s.stage))}`);
+  check(offload.parts.elided?.count > 0 && offload.parts.elided.tokens > 0 && offload.parts.elided.after < offload.parts.elided.tokens,
+    `the offload stage lists what it elided, ${JSON.stringify(offload.parts.elided)}`);
+  check(offload.parts.tail?.tokens > 0 && summarize.parts.tail?.tokens > 0, `the verbatim tail is listed as kept verbatim with its tokens: ${offload.parts.tail?.tokens}, ${summarize.parts.tail?.tokens}`);
+  check(summarize.status === 'committed' && summarize.parts.summarized?.count > 0 && summarize.parts.summaries?.count > 0, `the summarize stage: summarized into a checkpoint`);
+  const placeholder = await page.$eval('section.stage[data-stage="offload"] .entry.elided .placeholder code', (c) => c.textContent);
+  check(placeholder.includes('artifact://'), `an elided entry shows the placeholder that replaced it: ${placeholder}`);
+  const offline = await page.$$eval('#steps tr.step[data-plugin^="checkpoint-json"]', (rows) => rows.map((r) => ({ note: r.querySelector('.note')?.textContent ?? '', refused: r.querySelector('.refused')?.textContent ?? '' })));
+  check(offline.length > 0 && offline.every((o) => o.note.includes('offline by policy') && o.refused === ''), `checkpoint-json without a model reads "offline by policy", not a refusal: ${JSON.stringify(offline)}`);
   const link = await page.$eval('a.artifact', (a) => ({ href: a.href, uri: a.dataset.uri }));
   check(link.uri.startsWith('artifact://'), `an artifact link: ${link.uri}`);
   await shot(page, '3-compaction.png');
-  const dropped = await openCompaction(committed.id);
+  const { counts: dropped } = await openCompaction(committed.id);
   check(dropped.dropped > 0, `the last resort's dropped entries are shown: ${JSON.stringify(dropped)}`);
   // The smallest dropped entry, to pin once the undo has put it back in the context.
   const toPin = await page.$$eval('.entry.dropped', (es) => es.map((e) => ({ id: e.dataset.id, tokens: Number(e.dataset.tokens) })).sort((a, b) => a.tokens - b.tokens)[0]);
