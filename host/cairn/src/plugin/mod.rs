@@ -34,6 +34,16 @@ pub struct Plugin {
     pub from_cache: bool,
     label: String,
     pre: PluginPre,
+    /// The manifest's `config_schema`, compiled once.
+    config_validator: Option<jsonschema::Validator>,
+}
+
+/// What is wrong with a step's config under its plugin's `config_schema`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigProblem {
+    /// The keys leading to the value at fault (for an unknown key, ending with that key).
+    pub path: Vec<String>,
+    pub message: String,
 }
 
 impl Plugin {
@@ -74,7 +84,47 @@ impl Plugin {
             bail!(context(format!("it imports the `{undeclared}` capability but its manifest does not declare it")));
         }
         let pre = PluginPre::new(linkers, engine.wasmtime(), &component, manifest.kind, uses_wasi).map_err(|e| anyhow::anyhow!(context(format!("{e:#}"))))?;
-        Ok(Plugin { manifest, sha256, source, imports, uses_wasi, from_cache: compiled == Compiled::FromCache, label, pre })
+        let config_validator = manifest.config_validator();
+        Ok(Plugin { manifest, sha256, source, imports, uses_wasi, from_cache: compiled == Compiled::FromCache, label, pre, config_validator })
+    }
+
+    /// Checks a step's config (the JSON object the plugin will receive, before the host adds
+    /// its reserved keys) against the manifest's `config_schema`; none means anything goes.
+    pub fn config_problems(&self, config: &serde_json::Value) -> Vec<ConfigProblem> {
+        let (Some(validator), Some(schema)) = (&self.config_validator, &self.manifest.config_schema) else {
+            return Vec::new();
+        };
+        let mut config = config.clone();
+        if let Some(object) = config.as_object_mut() {
+            // Set by the host (a policy may write them; the host's value wins).
+            object.remove(strategy::MODEL_CONTEXT_WINDOW_KEY);
+            object.remove(strategy::BUDGET_KEY);
+        }
+        let mut problems = Vec::new();
+        for error in validator.iter_errors(&config).take(10) {
+            let path: Vec<String> = error.instance_path().as_str().split('/').skip(1).map(|s| s.replace("~1", "/").replace("~0", "~")).collect();
+            match error.kind() {
+                jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                    // The schema object holding this `additionalProperties` lists the known keys.
+                    let holder = error.schema_path().as_str().rsplit_once('/').map_or("", |(parent, _)| parent);
+                    let known: Vec<&str> = schema.pointer(holder).and_then(|s| s.get("properties")).and_then(|p| p.as_object()).map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+                    let known = if known.is_empty() { String::new() } else { format!(" (known: {})", known.join(", ")) };
+                    for key in unexpected {
+                        let mut at = path.clone();
+                        at.push(key.clone());
+                        problems.push(ConfigProblem { path: at, message: format!("unknown key `{key}`{known}") });
+                    }
+                }
+                _ => {
+                    let message = match path.last() {
+                        Some(key) => format!("`{key}`: {error}"),
+                        None => error.to_string(),
+                    };
+                    problems.push(ConfigProblem { path, message: crate::record::clip_message(&message) });
+                }
+            }
+        }
+        problems
     }
 }
 

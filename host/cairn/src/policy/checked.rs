@@ -99,5 +99,14 @@ fn step(policy: &Policy, plugins: &Registry, spec: &StepSpec, world: World) -> R
         };
         bail!("{at}: plugin `{name}` needs the `{interface}` capability, which this step does not grant (add \"{grant}\" to its grants)");
     }
+    let config = serde_json::to_value(spec.config.get_ref()).unwrap_or_default();
+    let problems = plugin.config_problems(&config);
+    if let Some(first) = problems.first() {
+        let more = match problems.len() {
+            1 => String::new(),
+            n => format!("; and {} more: {}", n - 1, problems[1..].iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ")),
+        };
+        bail!("{}: {}", policy.config_at(spec, &first.path), plugin.says(format!("config does not match the plugin's config_schema: {}{more}", first.message)));
+    }
     Ok(PolicyStep { plugin: plugin.clone(), grants, limits: spec.limits(), config: spec.config_json() })
 }

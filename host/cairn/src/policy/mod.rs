@@ -146,8 +146,14 @@ pub struct StepSpec {
     pub memory_mib: Spanned<u64>,
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: Spanned<u64>,
-    #[serde(default)]
-    pub config: toml::Table,
+    /// The plugin's config, with where it is written (checked against the plugin's
+    /// `config_schema` when the policy is checked).
+    #[serde(default = "default_config")]
+    pub config: Spanned<toml::Table>,
+}
+
+fn default_config() -> Spanned<toml::Table> {
+    Spanned::new(0..0, toml::Table::new())
 }
 
 fn default_memory_mib() -> Spanned<u64> {
@@ -240,6 +246,43 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// `file:line:column` of the key `path` leads to inside a step's config, as near as the
+    /// text shows it (else of the config, else of the step's plugin).
+    pub fn config_at(&self, spec: &StepSpec, path: &[String]) -> String {
+        let span = spec.config.span();
+        if span.end == 0 || span.end > self.text.len() {
+            return self.at(spec.plugin.span());
+        }
+        // A `[chain.config]` table's span is its header: its keys follow, up to the next header.
+        let end = match self.text[span.end..].find("\n[") {
+            Some(next) if self.text[span.start..span.end].trim_start().starts_with('[') => span.end + next,
+            None if self.text[span.start..span.end].trim_start().starts_with('[') => self.text.len(),
+            _ => span.end,
+        };
+        let mut from = span.start;
+        for key in path.iter().filter(|key| key.parse::<usize>().is_err()) {
+            match find_key(&self.text[from..end], key) {
+                Some(offset) => from += offset,
+                None => break,
+            }
+        }
+        self.at(from..from)
+    }
+}
+
+/// Where `key` is written as a TOML key in `text` (bare or quoted, before `=` or `.`).
+fn find_key(text: &str, key: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    text.match_indices(key).map(|(i, _)| i).find(|&i| {
+        let before = text[..i].trim_end_matches(['"', '\'']);
+        let boundary = before.chars().next_back().is_none_or(|c| c.is_whitespace() || matches!(c, '{' | ',' | '.' | '['));
+        let after = text[i + key.len()..].trim_start_matches(['"', '\'']).trim_start();
+        let quoted_ok = i.checked_sub(1).is_none_or(|j| !bytes[j].is_ascii_alphanumeric() && bytes[j] != b'_' && bytes[j] != b'-');
+        boundary && quoted_ok && (after.starts_with('=') || after.starts_with('.') || after.starts_with(']'))
+    })
+}
+
 /// `source:line:column` of a byte span of `text` (columns count bytes, as TOML's errors do).
 fn at(text: &str, source: &str, span: Range<usize>) -> String {
     let before = &text[..span.start.min(text.len())];
@@ -278,10 +321,10 @@ impl StepSpec {
 
     /// The plugin's config as the JSON text plugins receive.
     pub fn config_json(&self) -> String {
-        if self.config.is_empty() {
+        if self.config.get_ref().is_empty() {
             String::new()
         } else {
-            serde_json::to_string(&self.config).unwrap_or_default()
+            serde_json::to_string(self.config.get_ref()).unwrap_or_default()
         }
     }
 }
