@@ -109,6 +109,16 @@ fn new_projects_test_build_and_check(lang: &str, tests: &[&[&str]]) {
         cairn(&project, &["plugins", "build"]);
         let checked = cairn(&project, &["plugins", "check", &format!("dist/{name}.wasm")]);
         assert!(checked.contains(&format!("exports the `{kind}` world")) && checked.contains("passed"), "{checked}");
+        if lang == "js" && kind == "strategy" {
+            // The JS SDK builds strategies for 0.1.0 on purpose: the check offers no rebuild.
+            assert!(checked.contains("The JavaScript SDK builds strategies for @0.1.0 on purpose") && checked.contains("nothing to rebuild"), "{checked}");
+            assert!(!checked.contains("rebuild with the current SDK"), "{checked}");
+        }
+        // The scaffold's manifest declares its config's schema, so a typo is refused when the
+        // policy loads, naming the key and the keys the plugin knows.
+        let typo = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["plugins", "check", &format!("dist/{name}.wasm"), "--config", r#"{"not_a_key": 1}"#]).current_dir(&project).output().unwrap();
+        let said = String::from_utf8_lossy(&typo.stdout);
+        assert!(!typo.status.success() && said.contains(&format!("plugin {name}@0.1.0: config does not match the plugin's config_schema: unknown key `not_a_key` (known: ")), "{kind}: {said}");
     }
 }
 
