@@ -8,7 +8,8 @@
 //    (componentize-qjs imports every interface of the world, used or not, and the host refuses a
 //    component importing a capability its manifest does not declare);
 // 2. bundles a generated entry (it imports those capabilities, hands them to the SDK's
-//    `installHost` and re-exports the plugin's export) with esbuild into one ES module:
+//    `installHost`, makes reading the clock throw a clear error (`guardSandbox`: the clock is
+//    stubbed out, and reading it would trap as `unreachable`) and re-exports the plugin's export) with esbuild into one ES module:
 //    componentize-qjs resolves imports only under the entry's own directory, so the SDK
 //    (a symlink to `../../sdk/js` in the repo, `cairn-sdk/` in a scaffolded project) must be inlined;
 // 3. runs `jco componentize --backend quickjs --backend-qjs-disable-async --backend-qjs-stub-wasi`
@@ -200,8 +201,10 @@ async function main() {
     // The component's entry: capabilities in, the plugin's export out.
     const imports = manifest.declared.map((c) => `import * as ${c} from '${PACKAGE}/${c}@${wire}';`);
     const source = [
-      `import { installHost } from '@cairn/sdk';`,
+      `import { guardSandbox, installHost } from '@cairn/sdk';`,
       ...imports,
+      // The clock is not granted: reading it throws an error that says so, not a trap.
+      `guardSandbox();`,
       `installHost({ ${manifest.declared.join(', ')} });`,
       `export { ${exported} } from ${JSON.stringify(entry)};`,
       '',

@@ -18,6 +18,7 @@ use wasmtime::component::types::ComponentItem;
 use wasmtime::component::Component;
 
 use crate::capabilities::{Grants, Interface};
+use crate::chain::StepError;
 use crate::engine::{Compiled, Engine};
 use crate::wit_edge::{Linkers, PluginPre};
 
@@ -37,6 +38,9 @@ pub struct Plugin {
     /// The manifest's `config_schema`, compiled once.
     config_validator: Option<jsonschema::Validator>,
 }
+
+/// How a failure names the sandbox's filesystem (none).
+pub const SANDBOX_FILESYSTEM: &str = "no filesystem in this sandbox";
 
 /// What is wrong with a step's config under its plugin's `config_schema`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +90,23 @@ impl Plugin {
         let pre = PluginPre::new(linkers, engine.wasmtime(), &component, manifest.kind, uses_wasi).map_err(|e| anyhow::anyhow!(context(format!("{e:#}"))))?;
         let config_validator = manifest.config_validator();
         Ok(Plugin { manifest, sha256, source, imports, uses_wasi, from_cache: compiled == Compiled::FromCache, label, pre, config_validator })
+    }
+
+    /// `error` with what the sandbox explains about it: a plugin that imports WASI and fails
+    /// on a file "not found" met the sandbox's empty filesystem (no directory is open to
+    /// plugins, so WASI libc answers ENOENT for every path), not a missing file.
+    pub(crate) fn explain_sandbox(&self, error: StepError) -> StepError {
+        const MISSING: [&str; 4] = ["No such file or directory", "ENOENT", "FileNotFoundError", "[Errno 44]"];
+        let explain = |message: String| match self.uses_wasi && MISSING.iter().any(|m| message.contains(m)) && !message.contains(SANDBOX_FILESYSTEM) {
+            true => format!("{message} ({SANDBOX_FILESYSTEM}: no directory is open to plugins, so every path reads as missing; pass what it needs through its config or the archive)"),
+            false => message,
+        };
+        match error {
+            StepError::Invalid(message) => StepError::Invalid(explain(message)),
+            StepError::Trap(message) => StepError::Trap(explain(message)),
+            StepError::Unavailable(message) => StepError::Unavailable(explain(message)),
+            other => other,
+        }
     }
 
     /// Checks a step's config (the JSON object the plugin will receive, before the host adds

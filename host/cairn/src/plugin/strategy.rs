@@ -64,6 +64,7 @@ impl Step for WasmStrategy {
                 (None, error) => error,
             })
         });
+        let output = output.map_err(|error| self.plugin.explain_sandbox(error));
         let artifacts = if output.is_ok() { state.archive.into_pending() } else { Vec::new() };
         StepAnswer { output, artifacts, refused, model: (used.calls > 0).then_some(used) }
     }
