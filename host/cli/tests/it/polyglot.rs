@@ -113,9 +113,12 @@ fn new_projects_test_build_and_check(lang: &str, tests: &[&[&str]]) {
             ("js", "strategy") => Some(("src/index.js", "    const config = parseConfig(request.config, { ...DEFAULTS });\n", "    if (config.operator_chars === 7) logInfo(`now: ${Date.now()}`);\n")),
             _ => None,
         };
+        // The line the reaching code lands on, 1-based.
+        let mut reach_line = 0;
         if let Some((file, after, added)) = reach {
             let source = std::fs::read_to_string(project.join(file)).unwrap();
             assert!(source.contains(after), "{file} changed: {source}");
+            reach_line = source.lines().position(|l| l == after.trim_end()).unwrap() + 2;
             std::fs::write(project.join(file), source.replacen(after, &format!("{after}{added}"), 1)).unwrap();
         }
         cairn(&project, &["plugins", "build"]);
@@ -135,6 +138,8 @@ fn new_projects_test_build_and_check(lang: &str, tests: &[&[&str]]) {
             if lang == "js" {
                 // `Date.now()` is an error naming the clock, not an opaque `unreachable` trap.
                 assert!(said.contains("Date.now(): a Cairn plugin has no clock (the sandbox grants no WASI clock"), "{said}");
+                // …at the line of the project's source, not of the bundle.
+                assert!(said.contains(&format!("(at src/index.js:{reach_line})")), "line {reach_line}: {said}");
                 assert!(!said.contains("unreachable"), "{said}");
             } else {
                 // `open()` reads as the sandbox's missing filesystem, not a missing file.
