@@ -37,10 +37,14 @@ pub struct Plugin {
     pre: PluginPre,
     /// The manifest's `config_schema`, compiled once.
     config_validator: Option<jsonschema::Validator>,
+    /// Built by componentize-qjs (JavaScript): WASI is stubbed out to `unreachable`.
+    quickjs: bool,
 }
 
 /// How a failure names the sandbox's filesystem (none).
 pub const SANDBOX_FILESYSTEM: &str = "no filesystem in this sandbox";
+/// How a JavaScript plugin's trap names the WASI its build stubs out.
+pub const QUICKJS_STUBS: &str = "no WASI in a JavaScript plugin's sandbox";
 
 /// What is wrong with a step's config under its plugin's `config_schema`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,19 +93,28 @@ impl Plugin {
         }
         let pre = PluginPre::new(linkers, engine.wasmtime(), &component, manifest.kind, uses_wasi).map_err(|e| anyhow::anyhow!(context(format!("{e:#}"))))?;
         let config_validator = manifest.config_validator();
-        Ok(Plugin { manifest, sha256, source, imports, uses_wasi, from_cache: compiled == Compiled::FromCache, label, pre, config_validator })
+        let quickjs = inspect::built_by_quickjs(bytes);
+        Ok(Plugin { manifest, sha256, source, imports, uses_wasi, from_cache: compiled == Compiled::FromCache, label, pre, config_validator, quickjs })
     }
 
     /// `error` with what the sandbox explains about it: a plugin that imports WASI and fails
     /// on a file "not found" met the sandbox's empty filesystem (no directory is open to
-    /// plugins, so WASI libc answers ENOENT for every path), not a missing file.
+    /// plugins, so WASI libc answers ENOENT for every path), not a missing file; a JavaScript
+    /// plugin's `unreachable` trap is most often its runtime reaching for WASI, which its build
+    /// stubs out.
     pub(crate) fn explain_sandbox(&self, error: StepError) -> StepError {
         const MISSING: [&str; 4] = ["No such file or directory", "ENOENT", "FileNotFoundError", "[Errno 44]"];
-        let explain = |message: String| match self.uses_wasi && MISSING.iter().any(|m| message.contains(m)) && !message.contains(SANDBOX_FILESYSTEM) {
-            true => format!("{message} ({SANDBOX_FILESYSTEM}: no directory is open to plugins, so every path reads as missing; pass what it needs through its config or the archive)"),
-            false => message,
+        let explain = |message: String| {
+            if self.uses_wasi && MISSING.iter().any(|m| message.contains(m)) && !message.contains(SANDBOX_FILESYSTEM) {
+                format!("{message} ({SANDBOX_FILESYSTEM}: no directory is open to plugins, so every path reads as missing; pass what it needs through its config or the archive)")
+            } else {
+                message
+            }
         };
         match error {
+            StepError::Trap(message) if self.quickjs && message.contains("`unreachable`") && !message.contains(QUICKJS_STUBS) => StepError::Trap(format!(
+                "{message} ({QUICKJS_STUBS}: a JavaScript plugin traps this way when it reads the clock (`performance.now()`; the SDK turns `Date.now()` into an error that says so), sets a timer, or touches files, network or the environment)"
+            )),
             StepError::Invalid(message) => StepError::Invalid(explain(message)),
             StepError::Trap(message) => StepError::Trap(explain(message)),
             StepError::Unavailable(message) => StepError::Unavailable(explain(message)),

@@ -343,6 +343,22 @@ mod tests {
     }
 
     #[test]
+    fn config_keys_are_located_inline_in_a_table_and_nested() {
+        let path = |keys: &[&str]| keys.iter().map(|k| k.to_string()).collect::<Vec<_>>();
+        let inline = Policy::parse("[[chain]]\nplugin = \"x\"\nconfig = { tokens = 1, min_tokens = 2 }\n", "p.toml").unwrap();
+        // `min_tokens` contains `tokens`, which is not its key.
+        assert_eq!(inline.config_at(&inline.chain[0], &path(&["min_tokens"])), "p.toml:3:24");
+        assert_eq!(inline.config_at(&inline.chain[0], &path(&["tokens"])), "p.toml:3:12");
+        assert_eq!(inline.config_at(&inline.chain[0], &path(&["absent"])), "p.toml:3:10", "else the config itself");
+
+        let table = "[[chain]]\nplugin = \"x\"\n[chain.config]\nlimits = { soft = 1, hard = 2 }\n\"quoted key\" = 3\n[[chain]]\nplugin = \"y\"\n";
+        let table = Policy::parse(table, "p.toml").unwrap();
+        assert_eq!(table.config_at(&table.chain[0], &path(&["limits", "hard"])), "p.toml:4:22");
+        assert_eq!(table.config_at(&table.chain[0], &path(&["quoted key"])), "p.toml:5:2");
+        assert_eq!(table.config_at(&table.chain[1], &path(&["limits"])), "p.toml:7:10", "no config: the step's plugin");
+    }
+
+    #[test]
     fn errors_name_file_line_and_column() {
         let err = Policy::parse("[[chain]]\nplugin = \"x\"\ncolour = 1\n", "p.toml").unwrap_err().to_string();
         assert!(err.starts_with("p.toml:3:1: unknown field `colour`"), "{err}");

@@ -110,7 +110,11 @@ fn new_projects_test_build_and_check(lang: &str, tests: &[&[&str]]) {
         // build serves both the passing check and these cases).
         let reach = match (lang, kind) {
             ("python", "strategy") => Some(("app.py", "        config = parse_config(Config, request.config)\n", "        if config.max_chars == 7:\n            open(\"/etc/passwd\").read()\n")),
-            ("js", "strategy") => Some(("src/index.js", "    const config = parseConfig(request.config, { ...DEFAULTS });\n", "    if (config.operator_chars === 7) logInfo(`now: ${Date.now()}`);\n")),
+            ("js", "strategy") => Some((
+                "src/index.js",
+                "    const config = parseConfig(request.config, { ...DEFAULTS });\n",
+                "    if (config.operator_chars === 7) logInfo(`now: ${Date.now()}`);\n    if (config.operator_chars === 6) logInfo(`now: ${performance.now()}`);\n",
+            )),
             _ => None,
         };
         // The line the reaching code lands on, 1-based.
@@ -141,6 +145,15 @@ fn new_projects_test_build_and_check(lang: &str, tests: &[&[&str]]) {
                 // …at the line of the project's source, not of the bundle.
                 assert!(said.contains(&format!("(at src/index.js:{reach_line})")), "line {reach_line}: {said}");
                 assert!(!said.contains("unreachable"), "{said}");
+                // A trap the SDK cannot turn into an error (QuickJS's read-only `performance.now`)
+                // gets the host's word on the stubbed-out WASI.
+                let out =
+                    Command::new(env!("CARGO_BIN_EXE_cairn")).args(["plugins", "check", &format!("dist/{name}.wasm"), "--config", r#"{"operator_chars": 6}"#]).current_dir(&project).output().unwrap();
+                let said = String::from_utf8_lossy(&out.stdout);
+                assert!(
+                    said.contains("trapped: wasm trap: wasm `unreachable` instruction executed (no WASI in a JavaScript plugin's sandbox: a JavaScript plugin traps this way when it reads the clock"),
+                    "{said}"
+                );
             } else {
                 // `open()` reads as the sandbox's missing filesystem, not a missing file.
                 assert!(said.contains("/etc/passwd") && said.contains("(no filesystem in this sandbox: no directory is open to plugins"), "{said}");

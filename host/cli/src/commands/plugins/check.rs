@@ -228,7 +228,7 @@ fn check_contract(report: &mut Report, inspection: &Inspection, bytes: &[u8]) {
         Some(version) if cairn::CONTRACT_VERSIONS.contains(&version) => {
             let supported = format!("built against contract cairn:compaction@{version}, which this host links (as it does @{newest}); it keeps working");
             let lent = format!("@{newest} lends a strategy the conversation instead of copying every entry into the component at each call");
-            match (inspection.world, built_by_quickjs(bytes)) {
+            match (inspection.world, cairn::inspect::built_by_quickjs(bytes)) {
                 (Some(World::Strategy), true) => report.add(
                     Level::Ok,
                     format!("{supported}. The JavaScript SDK builds strategies for @{version} on purpose ({lent}, but componentize-qjs cannot yet end such a call), so there is nothing to rebuild"),
@@ -249,13 +249,6 @@ fn check_contract(report: &mut Report, inspection: &Inspection, bytes: &[u8]) {
         Some(version) => report.add(Level::Error, format!("built against contract cairn:compaction@{version}, which this host does not link"), Some(format!("rebuild against wit/{newest}"))),
         None => report.add(Level::Ok, "imports nothing of cairn:compaction (a contract version is not named)", None),
     }
-}
-
-/// Whether a component was made by componentize-qjs (jco's QuickJS backend, what the
-/// JavaScript SDK builds with): its producers section names it.
-fn built_by_quickjs(bytes: &[u8]) -> bool {
-    const MARKS: [&[u8]; 2] = [b"componentize-qjs", b"quickjs"];
-    MARKS.iter().any(|mark| bytes.windows(mark.len()).any(|w| w == *mark))
 }
 
 fn check_imports(report: &mut Report, manifest: &Manifest, inspection: &Inspection) {
