@@ -141,8 +141,12 @@ impl Plugin {
                 jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
                     // The schema object holding this `additionalProperties` lists the known keys.
                     let holder = error.schema_path().as_str().rsplit_once('/').map_or("", |(parent, _)| parent);
-                    let known: Vec<&str> = schema.pointer(holder).and_then(|s| s.get("properties")).and_then(|p| p.as_object()).map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
-                    let known = if known.is_empty() { String::new() } else { format!(" (known: {})", known.join(", ")) };
+                    let properties = schema.pointer(holder).and_then(|s| s.get("properties")).and_then(|p| p.as_object());
+                    let known = match properties.map(|p| p.keys().map(String::as_str).collect::<Vec<_>>()) {
+                        Some(keys) if keys.is_empty() && path.is_empty() => " (it takes no config)".to_string(),
+                        Some(keys) if !keys.is_empty() => format!(" (known: {})", keys.join(", ")),
+                        _ => String::new(),
+                    };
                     for key in unexpected {
                         let mut at = path.clone();
                         at.push(key.clone());

@@ -531,7 +531,7 @@ fn a_typo_in_a_step_config_is_refused_when_the_policy_loads() {
     assert!(err.contains("policy.toml:4:30: plugin trigger-default@0.1.0: config does not match the plugin's config_schema: unknown key `advise_evry`"), "{err}");
     let out = compact("[commit]\nplugin = \"commit-turn-boundary\"\nconfig = { strict = true }\n");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("policy.toml:3:12: plugin commit-turn-boundary@0.1.0: config does not match the plugin's config_schema: unknown key `strict`"), "{err}");
+    assert!(err.contains("policy.toml:3:12: plugin commit-turn-boundary@0.1.0: config does not match the plugin's config_schema: unknown key `strict` (it takes no config)"), "{err}");
 
     // What the schema allows still runs.
     let out = compact("[[chain]]\nplugin = \"shake-elide\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\nconfig = { min_tokens = 200, protected_tools = [\"todo\"] }\n");
