@@ -22,6 +22,9 @@ pub struct PolicyStep {
     pub limits: StepLimits,
     /// The step's config as the JSON text the plugin receives ("" for none).
     pub config: String,
+    /// Where the step's config is written (`file:line:column`), for a plugin's complaint
+    /// about it at run time; `None` when the step has none.
+    pub config_at: Option<String>,
 }
 
 /// One stage of the compaction pipeline: a fallback chain.
@@ -108,5 +111,6 @@ fn step(policy: &Policy, plugins: &Registry, spec: &StepSpec, world: World) -> R
         };
         bail!("{}: {}", policy.config_at(spec, &first.path), plugin.says(format!("config does not match the plugin's config_schema: {}{more}", first.message)));
     }
-    Ok(PolicyStep { plugin: plugin.clone(), grants, limits: spec.limits(), config: spec.config_json() })
+    let config_at = (spec.config.span().end > 0).then(|| policy.config_at(spec, &[]));
+    Ok(PolicyStep { plugin: plugin.clone(), grants, limits: spec.limits(), config: spec.config_json(), config_at })
 }

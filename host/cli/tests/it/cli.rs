@@ -533,6 +533,20 @@ fn a_typo_in_a_step_config_is_refused_when_the_policy_loads() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("policy.toml:3:12: plugin commit-turn-boundary@0.1.0: config does not match the plugin's config_schema: unknown key `strict` (it takes no config)"), "{err}");
 
+    // A plugin without a schema complains at run time: its message says where the policy
+    // writes the step's config, not a line and column of the JSON the host made of it.
+    let plain = dir.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let shake = cairn_bundle::BUNDLED.iter().find(|p| p.manifest.contains("name = \"shake-elide\"")).unwrap();
+    std::fs::write(plain.join("shake-elide.wasm"), shake.component).unwrap();
+    std::fs::write(plain.join("shake-elide.toml"), &shake.manifest[..shake.manifest.find("[config_schema]").unwrap()]).unwrap();
+    std::fs::write(&policy, "[[chain]]\nplugin = \"shake-elide\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\nconfig = { min_tokns = 5 }\n").unwrap();
+    let report: Value = serde_json::from_str(&ok(&["compact", s(&good), "--json", "--home", s(&home), "--policy", s(&policy), "--plugin-dir", s(&plain)])).unwrap();
+    let message = report["steps"][0]["message"].as_str().unwrap_or_default();
+    assert_eq!(report["steps"][0]["outcome"], "invalid", "{report:#}");
+    assert!(message.contains("unknown field `min_tokns`") && message.contains("(the step's config at ") && message.contains("policy.toml:4:10;"), "{message}");
+    assert!(!message.contains("at line 1 column"), "{message}");
+
     // What the schema allows still runs.
     let out = compact("[[chain]]\nplugin = \"shake-elide\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\nconfig = { min_tokens = 200, protected_tools = [\"todo\"] }\n");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
