@@ -7,6 +7,7 @@
 
 export { SEED_MESSAGES, SEED_MESSAGE_CHARS, charCount, clipChars, entryText, placeholderText, safeCutPoints, thousands } from './src/rules.js';
 export { ArchiveError, ModelError, StrategyError } from './src/errors.js';
+export { guardSandbox, noClockMessage } from './src/sandbox.js';
 export { History, original, outline, partText } from './src/conversation.js';
 export {
   CommitDecision,

@@ -8,7 +8,8 @@
 //    (componentize-qjs imports every interface of the world, used or not, and the host refuses a
 //    component importing a capability its manifest does not declare);
 // 2. bundles a generated entry (it imports those capabilities, hands them to the SDK's
-//    `installHost` and re-exports the plugin's export) with esbuild into one ES module:
+//    `installHost`, makes reading the clock throw a clear error (`guardSandbox`: the clock is
+//    stubbed out, and reading it would trap as `unreachable`) and re-exports the plugin's export) with esbuild into one ES module:
 //    componentize-qjs resolves imports only under the entry's own directory, so the SDK
 //    (a symlink to `../../sdk/js` in the repo, `cairn-sdk/` in a scaffolded project) must be inlined;
 // 3. runs `jco componentize --backend quickjs --backend-qjs-disable-async --backend-qjs-stub-wasi`
@@ -22,9 +23,11 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
+
+import { lineTable } from '../src/stack.js';
 
 /** The world each kind of plugin implements, and the function it exports. */
 const WORLDS = {
@@ -44,6 +47,20 @@ const VERSION = '0.2.0';
  * end of the call"). `strategyExport` serves both shapes; set this to VERSION once that is fixed.
  */
 const STRATEGY_WIRE = '0.1.0';
+
+/**
+ * Appends to the bundle the table that maps its lines back to the project's sources (read from
+ * esbuild's source map), so the SDK reports an uncaught error at `src/index.js:LINE` rather
+ * than at a line of the bundle. Appended code moves no earlier line.
+ * @param {string} bundle
+ * @param {string} projectDir
+ */
+function appendLineTable(bundle, projectDir) {
+  const map = JSON.parse(readFileSync(`${bundle}.map`, 'utf8'));
+  const sources = map.sources.map((/** @type {string} */ source) => relative(projectDir, resolve(dirname(bundle), source)).split('\\').join('/'));
+  const table = { file: basename(bundle), sources, lines: lineTable(map) };
+  writeFileSync(bundle, `${readFileSync(bundle, 'utf8')}\nglobalThis.__cairnSourceLines = ${JSON.stringify(table)};\n`);
+}
 
 /** A build error: printed without a stack, after the work directory is removed. */
 class BuildError extends Error {}
@@ -200,8 +217,10 @@ async function main() {
     // The component's entry: capabilities in, the plugin's export out.
     const imports = manifest.declared.map((c) => `import * as ${c} from '${PACKAGE}/${c}@${wire}';`);
     const source = [
-      `import { installHost } from '@cairn/sdk';`,
+      `import { guardSandbox, installHost } from '@cairn/sdk';`,
       ...imports,
+      // The clock is not granted: reading it throws an error that says so, not a trap.
+      `guardSandbox();`,
       `installHost({ ${manifest.declared.join(', ')} });`,
       `export { ${exported} } from ${JSON.stringify(entry)};`,
       '',
@@ -218,11 +237,13 @@ async function main() {
         target: 'es2023',
         external: [`${PACKAGE}/*`],
         outfile: bundle,
+        sourcemap: 'external',
         logLevel: 'warning',
       });
     } catch {
       fail('bundling failed (esbuild said why above)');
     }
+    appendLineTable(bundle, projectDir);
     if (values['keep-bundle']) {
       mkdirSync(outDir, { recursive: true });
       copyFileSync(bundle, join(outDir, `${manifest.name}.bundle.js`));

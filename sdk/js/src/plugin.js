@@ -8,6 +8,7 @@
 import { History, compactWithEveryEntry, lend, toWire, wholeEntries } from './conversation.js';
 import { ArchiveError, ModelError, StrategyError } from './errors.js';
 import { CommitDecision, TriggerDecision, logError, modelUnavailable } from './helpers.js';
+import { firstOwnFrame, mapStack } from './stack.js';
 
 /** @typedef {import('./conversation.js').CompactRequest} CompactRequest */
 /** @typedef {import('./conversation.js').LentRequest} LentRequest */
@@ -63,10 +64,16 @@ export class CommitPolicy {
   }
 }
 
-/** @param {unknown} error */
+/**
+ * An uncaught error in words: the first line names the plugin's own source line where the build
+ * left a line table (`at src/index.js:42`), the rest is the stack, mapped the same way.
+ * @param {unknown} error
+ */
 function describe(error) {
   if (error instanceof Error) {
-    return `uncaught ${error.name}: ${error.message}${error.stack ? `\n${error.stack}` : ''}`;
+    const stack = error.stack ? mapStack(error.stack) : '';
+    const own = error.stack ? firstOwnFrame(error.stack) : undefined;
+    return `uncaught ${error.name}: ${error.message}${own ? ` (at ${own})` : ''}${stack ? `\n${stack}` : ''}`;
   }
   return `uncaught ${String(error)}`;
 }

@@ -138,6 +138,7 @@ impl Cairn {
                         grants: step.grants.clone(),
                         limits: step.limits,
                         config: step.config.clone(),
+                        config_at: step.config_at.clone(),
                         tokenizer: self.tokenizer,
                         model: model.clone(),
                     })

@@ -47,7 +47,7 @@ impl Plugin {
     /// A call failure as a step error whose message names the plugin.
     pub(crate) fn failure(&self, failure: CallFailure, timeout: Duration) -> StepError {
         match failure {
-            CallFailure::Trap(why) => StepError::Trap(self.says(format!("trapped: {why}"))),
+            CallFailure::Trap(why) => self.explain_sandbox(StepError::Trap(self.says(format!("trapped: {why}")))),
             CallFailure::Timeout => StepError::Timeout(self.says(format!("timed out after {timeout:?}"))),
             CallFailure::Oom(why) => StepError::Oom(self.says(why)),
             CallFailure::Denied(why) => StepError::Denied(why),

@@ -124,3 +124,10 @@ pub fn inspect(engine: &Engine, bytes: &[u8]) -> Result<Inspection> {
     let contract = crate::wit_edge::contract_version(engine.wasmtime(), &component).ok().flatten();
     Ok(Inspection { sha256, world, exports, contract, imports })
 }
+
+/// Whether a component was made by componentize-qjs (jco's QuickJS backend, what the
+/// JavaScript SDK builds with): its producers section names it.
+pub fn built_by_quickjs(bytes: &[u8]) -> bool {
+    const MARK: &[u8] = b"componentize-qjs";
+    bytes.windows(MARK.len()).any(|w| w == MARK)
+}

@@ -20,6 +20,12 @@ pub struct Manifest {
     /// `denied` and the plugin falls back (e.g. no model → deterministic extraction).
     #[serde(default)]
     pub optional_capabilities: Vec<String>,
+    /// The JSON Schema of the plugin's config (a policy step's `config` table, as the JSON the
+    /// plugin receives). When present, every step's config is checked against it when the
+    /// policy loads, so a typo'd key or a wrong type is an error naming the policy's line, not
+    /// a failed step at run time. Written as a TOML table (`[config_schema]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_schema: Option<serde_json::Value>,
     /// Hex sha256 of the component; checked when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
@@ -38,7 +44,19 @@ impl Manifest {
                 anyhow::bail!("{source}: unknown capability {capability:?} (known: log, tokens, model, archive)");
             }
         }
+        if let Some(schema) = &manifest.config_schema {
+            if !schema.is_object() {
+                anyhow::bail!("{source}: config_schema must be a table (a JSON Schema object), not {schema}");
+            }
+            jsonschema::validator_for(schema).map_err(|e| anyhow::anyhow!("{source}: config_schema is not a valid JSON Schema: {e}"))?;
+        }
         Ok(manifest)
+    }
+
+    /// The config schema, compiled (`None` when the manifest has none). [`Manifest::parse`]
+    /// has already checked that it compiles.
+    pub fn config_validator(&self) -> Option<jsonschema::Validator> {
+        self.config_schema.as_ref().and_then(|schema| jsonschema::validator_for(schema).ok())
     }
 
     /// Whether the component may import `interface` at all.

@@ -18,6 +18,7 @@ use wasmtime::component::types::ComponentItem;
 use wasmtime::component::Component;
 
 use crate::capabilities::{Grants, Interface};
+use crate::chain::StepError;
 use crate::engine::{Compiled, Engine};
 use crate::wit_edge::{Linkers, PluginPre};
 
@@ -34,6 +35,23 @@ pub struct Plugin {
     pub from_cache: bool,
     label: String,
     pre: PluginPre,
+    /// The manifest's `config_schema`, compiled once.
+    config_validator: Option<jsonschema::Validator>,
+    /// Built by componentize-qjs (JavaScript): WASI is stubbed out to `unreachable`.
+    quickjs: bool,
+}
+
+/// How a failure names the sandbox's filesystem (none).
+pub const SANDBOX_FILESYSTEM: &str = "no filesystem in this sandbox";
+/// How a JavaScript plugin's trap names the WASI its build stubs out.
+pub const QUICKJS_STUBS: &str = "no WASI in a JavaScript plugin's sandbox";
+
+/// What is wrong with a step's config under its plugin's `config_schema`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigProblem {
+    /// The keys leading to the value at fault (for an unknown key, ending with that key).
+    pub path: Vec<String>,
+    pub message: String,
 }
 
 impl Plugin {
@@ -74,7 +92,77 @@ impl Plugin {
             bail!(context(format!("it imports the `{undeclared}` capability but its manifest does not declare it")));
         }
         let pre = PluginPre::new(linkers, engine.wasmtime(), &component, manifest.kind, uses_wasi).map_err(|e| anyhow::anyhow!(context(format!("{e:#}"))))?;
-        Ok(Plugin { manifest, sha256, source, imports, uses_wasi, from_cache: compiled == Compiled::FromCache, label, pre })
+        let config_validator = manifest.config_validator();
+        let quickjs = inspect::built_by_quickjs(bytes);
+        Ok(Plugin { manifest, sha256, source, imports, uses_wasi, from_cache: compiled == Compiled::FromCache, label, pre, config_validator, quickjs })
+    }
+
+    /// `error` with what the sandbox explains about it: a plugin that imports WASI and fails
+    /// on a file "not found" met the sandbox's empty filesystem (no directory is open to
+    /// plugins, so WASI libc answers ENOENT for every path), not a missing file; a JavaScript
+    /// plugin's `unreachable` trap is most often its runtime reaching for WASI, which its build
+    /// stubs out.
+    pub(crate) fn explain_sandbox(&self, error: StepError) -> StepError {
+        const MISSING: [&str; 4] = ["No such file or directory", "ENOENT", "FileNotFoundError", "[Errno 44]"];
+        let explain = |message: String| {
+            if self.uses_wasi && MISSING.iter().any(|m| message.contains(m)) && !message.contains(SANDBOX_FILESYSTEM) {
+                format!("{message} ({SANDBOX_FILESYSTEM}: no directory is open to plugins, so every path reads as missing; pass what it needs through its config or the archive)")
+            } else {
+                message
+            }
+        };
+        match error {
+            StepError::Trap(message) if self.quickjs && message.contains("`unreachable`") && !message.contains(QUICKJS_STUBS) => StepError::Trap(format!(
+                "{message} ({QUICKJS_STUBS}: a JavaScript plugin traps this way when it reads the clock (`performance.now()`; the SDK turns `Date.now()` into an error that says so), sets a timer, or touches files, network or the environment)"
+            )),
+            StepError::Invalid(message) => StepError::Invalid(explain(message)),
+            StepError::Trap(message) => StepError::Trap(explain(message)),
+            StepError::Unavailable(message) => StepError::Unavailable(explain(message)),
+            other => other,
+        }
+    }
+
+    /// Checks a step's config (the JSON object the plugin will receive, before the host adds
+    /// its reserved keys) against the manifest's `config_schema`; none means anything goes.
+    pub fn config_problems(&self, config: &serde_json::Value) -> Vec<ConfigProblem> {
+        let (Some(validator), Some(schema)) = (&self.config_validator, &self.manifest.config_schema) else {
+            return Vec::new();
+        };
+        let mut config = config.clone();
+        if let Some(object) = config.as_object_mut() {
+            // Set by the host (a policy may write them; the host's value wins).
+            object.remove(strategy::MODEL_CONTEXT_WINDOW_KEY);
+            object.remove(strategy::BUDGET_KEY);
+        }
+        let mut problems = Vec::new();
+        for error in validator.iter_errors(&config).take(10) {
+            let path: Vec<String> = error.instance_path().as_str().split('/').skip(1).map(|s| s.replace("~1", "/").replace("~0", "~")).collect();
+            match error.kind() {
+                jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                    // The schema object holding this `additionalProperties` lists the known keys.
+                    let holder = error.schema_path().as_str().rsplit_once('/').map_or("", |(parent, _)| parent);
+                    let properties = schema.pointer(holder).and_then(|s| s.get("properties")).and_then(|p| p.as_object());
+                    let known = match properties.map(|p| p.keys().map(String::as_str).collect::<Vec<_>>()) {
+                        Some(keys) if keys.is_empty() && path.is_empty() => " (it takes no config)".to_string(),
+                        Some(keys) if !keys.is_empty() => format!(" (known: {})", keys.join(", ")),
+                        _ => String::new(),
+                    };
+                    for key in unexpected {
+                        let mut at = path.clone();
+                        at.push(key.clone());
+                        problems.push(ConfigProblem { path: at, message: format!("unknown key `{key}`{known}") });
+                    }
+                }
+                _ => {
+                    let message = match path.last() {
+                        Some(key) => format!("`{key}`: {error}"),
+                        None => error.to_string(),
+                    };
+                    problems.push(ConfigProblem { path, message: crate::record::clip_message(&message) });
+                }
+            }
+        }
+        problems
     }
 }
 

@@ -20,6 +20,8 @@ pub struct WasmStrategy {
     pub limits: StepLimits,
     /// The plugin's config from the policy, as JSON text.
     pub config: String,
+    /// Where the policy writes that config (`file:line:column`), if it does.
+    pub config_at: Option<String>,
     pub tokenizer: Tokenizer,
     pub model: Option<Arc<dyn ModelProvider>>,
 }
@@ -64,6 +66,10 @@ impl Step for WasmStrategy {
                 (None, error) => error,
             })
         });
+        let output = output.map_err(|error| match self.plugin.explain_sandbox(error) {
+            StepError::Invalid(message) => StepError::Invalid(place_config_failure(&message, self.config_at.as_deref())),
+            other => other,
+        });
         let artifacts = if output.is_ok() { state.archive.into_pending() } else { Vec::new() };
         StepAnswer { output, artifacts, refused, model: (used.calls > 0).then_some(used) }
     }
@@ -104,5 +110,47 @@ impl WasmStrategy {
             object.insert(BUDGET_KEY.into(), budget.into());
         }
         serde_json::Value::Object(object).to_string()
+    }
+}
+
+/// A plugin's complaint about its config (`config: unknown field … at line 1 column 12`, as the
+/// SDKs word it) placed in the policy: the line and column it gives count in the JSON the host
+/// made of the step's config table, so they are dropped for where the policy writes that table.
+fn place_config_failure(message: &str, config_at: Option<&str>) -> String {
+    if !message.contains("config:") {
+        return message.to_string();
+    }
+    let mut placed = message.to_string();
+    if let Some(start) = placed.rfind(" at line ") {
+        let rest = &placed[start + " at line ".len()..];
+        let digits = |text: &str| text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let line = digits(rest);
+        if line > 0 && rest[line..].starts_with(" column ") {
+            let column = digits(&rest[line + " column ".len()..]);
+            if column > 0 {
+                let end = start + " at line ".len() + line + " column ".len() + column;
+                placed.replace_range(start..end, "");
+            }
+        }
+    }
+    match config_at {
+        Some(at) => format!("{placed} (the step's config at {at}; a `config_schema` in the plugin's manifest would have refused it when the policy loaded)"),
+        None => placed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::place_config_failure;
+
+    #[test]
+    fn a_config_complaint_is_placed_in_the_policy_not_the_json() {
+        let said = "plugin reported failure: config: unknown field `min_tokns`, expected one of `min_tokens`, `read_tools` at line 1 column 12";
+        assert_eq!(
+            place_config_failure(said, Some("p.toml:4:10")),
+            "plugin reported failure: config: unknown field `min_tokns`, expected one of `min_tokens`, `read_tools` (the step's config at p.toml:4:10; a `config_schema` in the plugin's manifest would have refused it when the policy loaded)"
+        );
+        assert_eq!(place_config_failure("plugin reported failure: boom at line 3 column 4", Some("p.toml:4:10")), "plugin reported failure: boom at line 3 column 4", "not about config");
+        assert_eq!(place_config_failure("plugin reported failure: config: bad at line 1 column 2", None), "plugin reported failure: config: bad");
     }
 }

@@ -22,6 +22,9 @@ pub struct PolicyStep {
     pub limits: StepLimits,
     /// The step's config as the JSON text the plugin receives ("" for none).
     pub config: String,
+    /// Where the step's config is written (`file:line:column`), for a plugin's complaint
+    /// about it at run time; `None` when the step has none.
+    pub config_at: Option<String>,
 }
 
 /// One stage of the compaction pipeline: a fallback chain.
@@ -99,5 +102,15 @@ fn step(policy: &Policy, plugins: &Registry, spec: &StepSpec, world: World) -> R
         };
         bail!("{at}: plugin `{name}` needs the `{interface}` capability, which this step does not grant (add \"{grant}\" to its grants)");
     }
-    Ok(PolicyStep { plugin: plugin.clone(), grants, limits: spec.limits(), config: spec.config_json() })
+    let config = serde_json::to_value(spec.config.get_ref()).unwrap_or_default();
+    let problems = plugin.config_problems(&config);
+    if let Some(first) = problems.first() {
+        let more = match problems.len() {
+            1 => String::new(),
+            n => format!("; and {} more: {}", n - 1, problems[1..].iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ")),
+        };
+        bail!("{}: {}", policy.config_at(spec, &first.path), plugin.says(format!("config does not match the plugin's config_schema: {}{more}", first.message)));
+    }
+    let config_at = (spec.config.span().end > 0).then(|| policy.config_at(spec, &[]));
+    Ok(PolicyStep { plugin: plugin.clone(), grants, limits: spec.limits(), config: spec.config_json(), config_at })
 }

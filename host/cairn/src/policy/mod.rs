@@ -146,8 +146,14 @@ pub struct StepSpec {
     pub memory_mib: Spanned<u64>,
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: Spanned<u64>,
-    #[serde(default)]
-    pub config: toml::Table,
+    /// The plugin's config, with where it is written (checked against the plugin's
+    /// `config_schema` when the policy is checked).
+    #[serde(default = "default_config")]
+    pub config: Spanned<toml::Table>,
+}
+
+fn default_config() -> Spanned<toml::Table> {
+    Spanned::new(0..0, toml::Table::new())
 }
 
 fn default_memory_mib() -> Spanned<u64> {
@@ -240,6 +246,43 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// `file:line:column` of the key `path` leads to inside a step's config, as near as the
+    /// text shows it (else of the config, else of the step's plugin).
+    pub fn config_at(&self, spec: &StepSpec, path: &[String]) -> String {
+        let span = spec.config.span();
+        if span.end == 0 || span.end > self.text.len() {
+            return self.at(spec.plugin.span());
+        }
+        // A `[chain.config]` table's span is its header: its keys follow, up to the next header.
+        let end = match self.text[span.end..].find("\n[") {
+            Some(next) if self.text[span.start..span.end].trim_start().starts_with('[') => span.end + next,
+            None if self.text[span.start..span.end].trim_start().starts_with('[') => self.text.len(),
+            _ => span.end,
+        };
+        let mut from = span.start;
+        for key in path.iter().filter(|key| key.parse::<usize>().is_err()) {
+            match find_key(&self.text[from..end], key) {
+                Some(offset) => from += offset,
+                None => break,
+            }
+        }
+        self.at(from..from)
+    }
+}
+
+/// Where `key` is written as a TOML key in `text` (bare or quoted, before `=` or `.`).
+fn find_key(text: &str, key: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    text.match_indices(key).map(|(i, _)| i).find(|&i| {
+        let before = text[..i].trim_end_matches(['"', '\'']);
+        let boundary = before.chars().next_back().is_none_or(|c| c.is_whitespace() || matches!(c, '{' | ',' | '.' | '['));
+        let after = text[i + key.len()..].trim_start_matches(['"', '\'']).trim_start();
+        let quoted_ok = i.checked_sub(1).is_none_or(|j| !bytes[j].is_ascii_alphanumeric() && bytes[j] != b'_' && bytes[j] != b'-');
+        boundary && quoted_ok && (after.starts_with('=') || after.starts_with('.') || after.starts_with(']'))
+    })
+}
+
 /// `source:line:column` of a byte span of `text` (columns count bytes, as TOML's errors do).
 fn at(text: &str, source: &str, span: Range<usize>) -> String {
     let before = &text[..span.start.min(text.len())];
@@ -278,10 +321,10 @@ impl StepSpec {
 
     /// The plugin's config as the JSON text plugins receive.
     pub fn config_json(&self) -> String {
-        if self.config.is_empty() {
+        if self.config.get_ref().is_empty() {
             String::new()
         } else {
-            serde_json::to_string(&self.config).unwrap_or_default()
+            serde_json::to_string(self.config.get_ref()).unwrap_or_default()
         }
     }
 }
@@ -297,6 +340,22 @@ mod tests {
         assert_eq!(stages.iter().map(|(name, _)| *name).collect::<Vec<_>>(), ["offload", "summarize"]);
         assert_eq!(stages[0].1[0].plugin.get_ref(), "shake-elide");
         assert!(stages[0].1[0].grants().has(Capability::ArchiveWrite));
+    }
+
+    #[test]
+    fn config_keys_are_located_inline_in_a_table_and_nested() {
+        let path = |keys: &[&str]| keys.iter().map(|k| k.to_string()).collect::<Vec<_>>();
+        let inline = Policy::parse("[[chain]]\nplugin = \"x\"\nconfig = { tokens = 1, min_tokens = 2 }\n", "p.toml").unwrap();
+        // `min_tokens` contains `tokens`, which is not its key.
+        assert_eq!(inline.config_at(&inline.chain[0], &path(&["min_tokens"])), "p.toml:3:24");
+        assert_eq!(inline.config_at(&inline.chain[0], &path(&["tokens"])), "p.toml:3:12");
+        assert_eq!(inline.config_at(&inline.chain[0], &path(&["absent"])), "p.toml:3:10", "else the config itself");
+
+        let table = "[[chain]]\nplugin = \"x\"\n[chain.config]\nlimits = { soft = 1, hard = 2 }\n\"quoted key\" = 3\n[[chain]]\nplugin = \"y\"\n";
+        let table = Policy::parse(table, "p.toml").unwrap();
+        assert_eq!(table.config_at(&table.chain[0], &path(&["limits", "hard"])), "p.toml:4:22");
+        assert_eq!(table.config_at(&table.chain[0], &path(&["quoted key"])), "p.toml:5:2");
+        assert_eq!(table.config_at(&table.chain[1], &path(&["limits"])), "p.toml:7:10", "no config: the step's plugin");
     }
 
     #[test]

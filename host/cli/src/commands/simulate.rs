@@ -160,7 +160,7 @@ fn thresholds(policy: &cairn::CheckedPolicy, window: u64, reserve: u64) -> Vec<T
         .policy()
         .trigger
         .iter()
-        .flat_map(|spec| spec.config.iter())
+        .flat_map(|spec| spec.config.get_ref().iter())
         .filter_map(|(key, value)| {
             let share = value.as_float().filter(|s| *s > 0.0 && *s <= 1.0)?;
             let what = key.strip_suffix("_at")?;
@@ -168,7 +168,7 @@ fn thresholds(policy: &cairn::CheckedPolicy, window: u64, reserve: u64) -> Vec<T
         })
         .collect();
     if found.is_empty() && policy.trigger.is_some() {
-        let reserve = policy.policy().trigger.as_ref().and_then(|t| t.config.get("reserve_tokens")).and_then(|v| v.as_integer()).map_or(reserve, |r| r as u64);
+        let reserve = policy.policy().trigger.as_ref().and_then(|t| t.config.get_ref().get("reserve_tokens")).and_then(|v| v.as_integer()).map_or(reserve, |r| r as u64);
         found.push(Threshold { label: "window − reserve".into(), tokens: window.saturating_sub(reserve) });
     }
     found.sort_by_key(|t| std::cmp::Reverse(t.tokens));

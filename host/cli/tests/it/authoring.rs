@@ -57,7 +57,7 @@ fn plugins_check_passes_a_good_plugin_and_runs_it_on_sample_sessions() {
 }
 
 /// A component built against contract 0.1.0 before 0.2.0 existed still passes, and the check
-/// says which contract it speaks and what a rebuild would change.
+/// says which contract it speaks, that it keeps working, and which SDKs would build 0.2.0.
 #[test]
 fn plugins_check_says_which_contract_a_component_was_built_against() {
     let dir = tempfile::tempdir().unwrap();
@@ -68,7 +68,12 @@ fn plugins_check_says_which_contract_a_component_was_built_against() {
     assert!(ok, "{report:#}");
     assert_eq!(report["contract"], "0.1.0");
     assert_eq!(report["world"], "strategy");
-    assert!(errors(&report).contains("built against contract cairn:compaction@0.1.0") && errors(&report).contains("rebuild with the current SDK"), "{report:#}");
+    let said = errors(&report);
+    assert!(said.contains("built against contract cairn:compaction@0.1.0, which this host links") && said.contains("it keeps working"), "{report:#}");
+    // The fix offered is optional and names the SDKs that build 0.2.0 (not the JavaScript one,
+    // which builds 0.1.0 strategies on purpose): never "rebuild with the current SDK".
+    assert!(said.contains("fix: \"optional:") && said.contains("the Rust and Python SDKs build @0.2.0 strategies") && said.contains("the JavaScript SDK builds @0.1.0 ones for now"), "{said}");
+    assert!(!said.contains("rebuild with the current SDK"), "{said}");
     assert!(report["cases"].as_array().unwrap().iter().all(|c| c["passed"] == true), "{report:#}");
 }
 
@@ -140,6 +145,10 @@ fn cairn_new_rust_projects_test_build_and_check() {
         let checked = cairn_in(&project, &["plugins", "check", &wasm]);
         assert!(checked.status.success(), "{kind}: {}", text(&checked));
         assert!(text(&checked).contains(&format!("exports the `{kind}` world")), "{}", text(&checked));
+        // The scaffold's manifest declares its config's schema: a typo is refused at load.
+        let typo = cairn_in(&project, &["plugins", "check", &wasm, "--config", r#"{"not_a_key": 1}"#]);
+        assert!(!typo.status.success(), "{kind}: {}", text(&typo));
+        assert!(text(&typo).contains(&format!("plugin {name}@0.1.0: config does not match the plugin's config_schema: unknown key `not_a_key` (known: ")), "{kind}: {}", text(&typo));
     }
     // A second project of the same name is refused, not overwritten.
     let again = cairn_in(dir.path(), &["new", "trigger", "my-trigger", "--lang", "rust"]);

@@ -500,6 +500,62 @@ fn bad_input_gets_a_clear_error_naming_the_file_and_line() {
     assert!(err.contains("not found"), "{err}");
 }
 
+/// A typo in a step's `config` (issue 40): the bundled plugins' manifests carry a config
+/// schema, so the policy is refused when it loads — naming the policy's line of the key, the
+/// plugin and the keys it knows — and `compact` exits non-zero instead of the step failing at
+/// run time and the chain falling through to the last resort.
+#[test]
+fn a_typo_in_a_step_config_is_refused_when_the_policy_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let good = dir.path().join("good.jsonl");
+    std::fs::write(&good, formats::write_cairn(&cairn::transcript::sample::coding_session(6))).unwrap();
+    let policy = dir.path().join("policy.toml");
+    let compact = |text: &str| {
+        std::fs::write(&policy, text).unwrap();
+        cairn(&["compact", s(&good), "--home", s(&home), "--policy", s(&policy)])
+    };
+
+    let out = compact("[[chain]]\nplugin = \"shake-elide\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\nconfig = { min_tokens = 200, min_tokns = 5 }\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("policy.toml:4:30: plugin shake-elide@0.1.0: config does not match the plugin's config_schema: unknown key `min_tokns` (known: fence_min_tokens, min_tokens,"), "{err}");
+    assert!(!home.join("conversations").exists(), "nothing ran, nothing was recorded");
+
+    // A wrong type, in a config table of a stage, is named at its key too.
+    let staged = "[[stage]]\nname = \"one\"\n[[stage.chain]]\nplugin = \"shake-elide\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\n[stage.chain.config]\nprotected_tools = [\"todo\"]\nmin_tokens = \"200\"\n";
+    let out = compact(staged);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("policy.toml:8:1: plugin shake-elide@0.1.0: config does not match the plugin's config_schema: `min_tokens`: \"200\" is not of type \"integer\""), "{err}");
+
+    // The trigger's config is checked the same way, and a plugin that takes no config says so.
+    let out = compact("[trigger]\nplugin = \"trigger-default\"\ngrants = [\"log\"]\nconfig = { compact_at = 0.8, advise_evry = 3 }\n[commit]\nplugin = \"commit-turn-boundary\"\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("policy.toml:4:30: plugin trigger-default@0.1.0: config does not match the plugin's config_schema: unknown key `advise_evry`"), "{err}");
+    let out = compact("[commit]\nplugin = \"commit-turn-boundary\"\nconfig = { strict = true }\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("policy.toml:3:12: plugin commit-turn-boundary@0.1.0: config does not match the plugin's config_schema: unknown key `strict` (it takes no config)"), "{err}");
+
+    // A plugin without a schema complains at run time: its message says where the policy
+    // writes the step's config, not a line and column of the JSON the host made of it.
+    let plain = dir.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let shake = cairn_bundle::BUNDLED.iter().find(|p| p.manifest.contains("name = \"shake-elide\"")).unwrap();
+    std::fs::write(plain.join("shake-elide.wasm"), shake.component).unwrap();
+    std::fs::write(plain.join("shake-elide.toml"), &shake.manifest[..shake.manifest.find("[config_schema]").unwrap()]).unwrap();
+    std::fs::write(&policy, "[[chain]]\nplugin = \"shake-elide\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\nconfig = { min_tokns = 5 }\n").unwrap();
+    let report: Value = serde_json::from_str(&ok(&["compact", s(&good), "--json", "--home", s(&home), "--policy", s(&policy), "--plugin-dir", s(&plain)])).unwrap();
+    let message = report["steps"][0]["message"].as_str().unwrap_or_default();
+    assert_eq!(report["steps"][0]["outcome"], "invalid", "{report:#}");
+    assert!(message.contains("unknown field `min_tokns`") && message.contains("(the step's config at ") && message.contains("policy.toml:4:10;"), "{message}");
+    assert!(!message.contains("at line 1 column"), "{message}");
+
+    // What the schema allows still runs.
+    let out = compact("[[chain]]\nplugin = \"shake-elide\"\ngrants = [\"log\", \"tokens\", \"archive:write\"]\nconfig = { min_tokens = 200, protected_tools = [\"todo\"] }\n");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn numbers_at_their_limits_never_panic_the_host() {
     let dir = tempfile::tempdir().unwrap();

@@ -95,17 +95,41 @@ fn an_unknown_scenario_is_named_with_the_known_ones() {
 }
 
 /// Without recorded sessions the scenarios run on the generated session: offline, no files.
-/// The HTML report charts each scenario's cycles.
+/// The HTML report charts each scenario's cycles with a legend naming both lines, shows a
+/// single-cycle scenario as its two figures (no one-point chart), and has a column with the
+/// tokens before the first cycle → after the last.
 #[test]
 fn runs_on_the_generated_session_and_writes_a_report() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("eval.html");
-    let card = eval(&["--scenario", "six-cycles", "--scenario", "protocol-sequence", "--report", report.to_str().unwrap()]);
-    assert_eq!(card["six-cycles"], "pass");
-    assert_eq!(card["protocol-sequence"], "pass");
+    let card = scorecard(&["--scenario", "six-cycles", "--scenario", "protocol-sequence", "--report", report.to_str().unwrap()]);
+    let verdict = verdicts(&card);
+    assert_eq!(verdict["six-cycles"], "pass");
+    assert_eq!(verdict["protocol-sequence"], "pass");
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.contains("<td>six-cycles</td><td>pass</td>"), "{html}");
-    assert_eq!(html.matches("<svg").count(), 2, "a chart per scenario that compacted");
+    assert!(html.contains("<th>tokens, first → last</th>"), "{html}");
+    // A scenario's row, from its name to the next scenario's row (a chart spans lines).
+    let row = |name: &str| {
+        let start = html.find(&format!("<td>{name}</td>")).unwrap_or_else(|| panic!("no row for {name}: {html}"));
+        let end = html[start..].find("<tr class=\"").map_or(html.len(), |n| start + n);
+        html[start..end].to_string()
+    };
+    for scenario in card["scenarios"].as_array().unwrap() {
+        let tokens = scenario["tokens"].as_array().unwrap();
+        let (first, last) = (tokens[0]["before"].as_u64().unwrap(), tokens[tokens.len() - 1]["after"].as_u64().unwrap());
+        let span = format!("<td class=\"span\">{} → {} (", cairn_rules::thousands(first), cairn_rules::thousands(last));
+        assert!(row(scenario["name"].as_str().unwrap()).contains(&span), "{span} in {html}");
+    }
+    // Six cycles: one chart, whose legend names both lines.
+    let six = row("six-cycles");
+    assert_eq!(six.matches("<svg").count(), 1, "{six}");
+    assert!(six.contains("\nbefore compaction\n</text>") && six.contains("\nafter compaction\n</text>"), "the chart's legend: {six}");
+    // One cycle: no empty chart, the two figures instead.
+    let one = row("protocol-sequence");
+    assert_eq!(one.matches("<svg").count(), 0, "no one-point chart: {one}");
+    assert!(one.contains("<table class=\"cycle\"><tr><th>cycle</th><th>before</th><th>after</th></tr>"), "{one}");
+    assert_eq!(html.matches("<svg").count(), 1, "a chart only where there is more than one cycle");
 }
 
 /// The agent probe asks the policy's model each scenario's question over the compacted context

@@ -106,9 +106,64 @@ fn new_projects_test_build_and_check(lang: &str, tests: &[&[&str]]) {
         for command in tests {
             run(Command::new(command[0]).args(&command[1..]).current_dir(&project));
         }
+        // The strategy reaches for what the sandbox does not grant when its config says 7 (one
+        // build serves both the passing check and these cases).
+        let reach = match (lang, kind) {
+            ("python", "strategy") => Some(("app.py", "        config = parse_config(Config, request.config)\n", "        if config.max_chars == 7:\n            open(\"/etc/passwd\").read()\n")),
+            ("js", "strategy") => Some((
+                "src/index.js",
+                "    const config = parseConfig(request.config, { ...DEFAULTS });\n",
+                "    if (config.operator_chars === 7) logInfo(`now: ${Date.now()}`);\n    if (config.operator_chars === 6) logInfo(`now: ${performance.now()}`);\n",
+            )),
+            _ => None,
+        };
+        // The line the reaching code lands on, 1-based.
+        let mut reach_line = 0;
+        if let Some((file, after, added)) = reach {
+            let source = std::fs::read_to_string(project.join(file)).unwrap();
+            assert!(source.contains(after), "{file} changed: {source}");
+            reach_line = source.lines().position(|l| l == after.trim_end()).unwrap() + 2;
+            std::fs::write(project.join(file), source.replacen(after, &format!("{after}{added}"), 1)).unwrap();
+        }
         cairn(&project, &["plugins", "build"]);
         let checked = cairn(&project, &["plugins", "check", &format!("dist/{name}.wasm")]);
         assert!(checked.contains(&format!("exports the `{kind}` world")) && checked.contains("passed"), "{checked}");
+        if lang == "js" && kind == "strategy" {
+            // The JS SDK builds strategies for 0.1.0 on purpose: the check offers no rebuild.
+            assert!(checked.contains("The JavaScript SDK builds strategies for @0.1.0 on purpose") && checked.contains("nothing to rebuild"), "{checked}");
+            assert!(!checked.contains("rebuild with the current SDK"), "{checked}");
+        }
+        if let Some((file, ..)) = reach {
+            let key = if lang == "js" { "operator_chars" } else { "max_chars" };
+            let out =
+                Command::new(env!("CARGO_BIN_EXE_cairn")).args(["plugins", "check", &format!("dist/{name}.wasm"), "--config", &format!("{{\"{key}\": 7}}")]).current_dir(&project).output().unwrap();
+            let said = String::from_utf8_lossy(&out.stdout);
+            assert!(!out.status.success(), "{file}: {said}");
+            if lang == "js" {
+                // `Date.now()` is an error naming the clock, not an opaque `unreachable` trap.
+                assert!(said.contains("Date.now(): a Cairn plugin has no clock (the sandbox grants no WASI clock"), "{said}");
+                // …at the line of the project's source, not of the bundle.
+                assert!(said.contains(&format!("(at src/index.js:{reach_line})")), "line {reach_line}: {said}");
+                assert!(!said.contains("unreachable"), "{said}");
+                // A trap the SDK cannot turn into an error (QuickJS's read-only `performance.now`)
+                // gets the host's word on the stubbed-out WASI.
+                let out =
+                    Command::new(env!("CARGO_BIN_EXE_cairn")).args(["plugins", "check", &format!("dist/{name}.wasm"), "--config", r#"{"operator_chars": 6}"#]).current_dir(&project).output().unwrap();
+                let said = String::from_utf8_lossy(&out.stdout);
+                assert!(
+                    said.contains("trapped: wasm trap: wasm `unreachable` instruction executed (no WASI in a JavaScript plugin's sandbox: a JavaScript plugin traps this way when it reads the clock"),
+                    "{said}"
+                );
+            } else {
+                // `open()` reads as the sandbox's missing filesystem, not a missing file.
+                assert!(said.contains("/etc/passwd") && said.contains("(no filesystem in this sandbox: no directory is open to plugins"), "{said}");
+            }
+        }
+        // The scaffold's manifest declares its config's schema, so a typo is refused when the
+        // policy loads, naming the key and the keys the plugin knows.
+        let typo = Command::new(env!("CARGO_BIN_EXE_cairn")).args(["plugins", "check", &format!("dist/{name}.wasm"), "--config", r#"{"not_a_key": 1}"#]).current_dir(&project).output().unwrap();
+        let said = String::from_utf8_lossy(&typo.stdout);
+        assert!(!typo.status.success() && said.contains(&format!("plugin {name}@0.1.0: config does not match the plugin's config_schema: unknown key `not_a_key` (known: ")), "{kind}: {said}");
     }
 }
 

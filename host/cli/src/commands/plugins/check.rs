@@ -145,7 +145,7 @@ fn check(args: &Args) -> Result<Report> {
     report.world = inspection.world;
     report.contract = inspection.contract.clone();
     report.add(Level::Ok, format!("manifest {manifest_path}: {} `{}`", manifest.kind, manifest.label()), None);
-    check_contract(&mut report, &inspection);
+    check_contract(&mut report, &inspection, &bytes);
     check_world(&mut report, &manifest, &inspection);
     check_imports(&mut report, &manifest, &inspection);
     report.grants = manifest.capabilities.iter().map(|c| grant(c)).collect();
@@ -218,16 +218,34 @@ fn check_world(report: &mut Report, manifest: &Manifest, inspection: &Inspection
     }
 }
 
-/// Which contract version it speaks; the host links each of `CONTRACT_VERSIONS`.
-fn check_contract(report: &mut Report, inspection: &Inspection) {
+/// Which contract version it speaks; the host links each of `CONTRACT_VERSIONS`. An older
+/// contract is never an error, and the fix offered is one that works for the component's
+/// language: the JavaScript SDK builds strategies for 0.1.0 on purpose.
+fn check_contract(report: &mut Report, inspection: &Inspection, bytes: &[u8]) {
     let newest = cairn::CONTRACT_VERSIONS.last().copied().unwrap_or_default();
     match inspection.contract.as_deref() {
         Some(version) if version == newest => report.add(Level::Ok, format!("built against contract cairn:compaction@{version}"), None),
-        Some(version) if cairn::CONTRACT_VERSIONS.contains(&version) => report.add(
-            Level::Warning,
-            format!("built against contract cairn:compaction@{version} (this host also links @{newest}: every entry crosses into the component at each call)"),
-            Some(format!("rebuild with the current SDK to be lent the conversation (@{newest})")),
-        ),
+        Some(version) if cairn::CONTRACT_VERSIONS.contains(&version) => {
+            let supported = format!("built against contract cairn:compaction@{version}, which this host links (as it does @{newest}); it keeps working");
+            let lent = format!("@{newest} lends a strategy the conversation instead of copying every entry into the component at each call");
+            match (inspection.world, cairn::inspect::built_by_quickjs(bytes)) {
+                (Some(World::Strategy), true) => report.add(
+                    Level::Ok,
+                    format!("{supported}. The JavaScript SDK builds strategies for @{version} on purpose ({lent}, but componentize-qjs cannot yet end such a call), so there is nothing to rebuild"),
+                    None,
+                ),
+                (Some(World::Strategy), false) => report.add(
+                    Level::Warning,
+                    format!("{supported}, but every entry crosses into the component at each call"),
+                    Some(format!("optional: {lent}; the Rust and Python SDKs build @{newest} strategies (`cairn plugins build`); the JavaScript SDK builds @{version} ones for now")),
+                ),
+                _ => report.add(
+                    Level::Warning,
+                    supported,
+                    Some(format!("optional: rebuild with the current SDK (Rust, Python and JavaScript all build @{newest} {}s)", inspection.world.map_or("plugin".to_string(), |w| w.to_string()))),
+                ),
+            }
+        }
         Some(version) => report.add(Level::Error, format!("built against contract cairn:compaction@{version}, which this host does not link"), Some(format!("rebuild against wit/{newest}"))),
         None => report.add(Level::Ok, "imports nothing of cairn:compaction (a contract version is not named)", None),
     }
