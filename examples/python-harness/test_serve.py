@@ -264,7 +264,7 @@ class ServeTest(unittest.IsolatedAsyncioTestCase):
             shown = await c.call("show", conversation="tools-openhands")
             self.assertEqual([m["archive_id"] for m in shown["timeline"]["moments"] if m["kind"] == "compaction"], [oh["archive_id"]], "the dry run is not in the record")
             view = (await c.call("show", conversation="tools-openhands", archive_id=oh["archive_id"]))["compaction"]
-            elided = view["elided"]["entries"]
+            elided = [entry for stage in view["stages"] for entry in stage["elided"]["entries"]]
             self.assertTrue(elided and all(e["uris"] for e in elided), "the view names what was elided, with its URIs")
             pinned = await c.call("pin", conversation="tools-openhands", ids=[elided[0]["id"]])
             self.assertEqual(pinned["pinned"], [elided[0]["id"]])

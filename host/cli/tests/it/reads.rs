@@ -47,7 +47,8 @@ fn tree(root: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
 fn compacted_home(dir: &Path, operator_text: Option<&str>) -> String {
     let mut session = sample::coding_session(12);
     if let Some(text) = operator_text {
-        let entry = session.entries.iter_mut().find(|e| e.id == "u9").expect("the sample's second request");
+        // The last request: in the verbatim tail, whose requests `show` lists with their text.
+        let entry = session.entries.iter_mut().rev().find(|e| e.id.starts_with('u')).expect("the sample's last request");
         entry.parts = vec![Part::Text { text: text.to_string() }].into();
     }
     let file = dir.join("c.jsonl");
