@@ -11,6 +11,12 @@
 //! Client: `postgres` (the blocking face of tokio-postgres) with an `r2d2` pool, because every
 //! storage call is blocking code already (the lifecycle runs on tokio's blocking pool); the
 //! async client would need a runtime handle threaded through every caller for no gain.
+//!
+//! Round trips: the client's `query`/`execute` on SQL text prepare the statement first (a round
+//! trip of its own) to learn its parameters' types. Every statement on a compaction's path
+//! names its types instead (`query_typed`, `execute_typed`): parse, bind and execute go out
+//! together, one round trip each. A writer's open (create the conversation, take its lock) is
+//! one statement.
 
 mod migrations;
 
@@ -21,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use postgres::error::SqlState;
+use postgres::types::Type;
 use postgres::NoTls;
 use r2d2_postgres::PostgresConnectionManager;
 use sha2::{Digest, Sha256};
@@ -93,10 +100,11 @@ impl Backend for Postgres {
         let (t, k) = (tenant.as_str(), key.as_str());
         let mut client = self.client()?;
         let writer = if writer {
-            client.execute("INSERT INTO cairn_conversations (tenant, key) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[&t, &k]).with_context(|| format!("creating conversation {shown}"))?;
             let id = lock_id(tenant, key);
             let started = Instant::now();
-            while !client.query_one("SELECT pg_try_advisory_lock($1)", &[&id]).with_context(|| format!("locking {shown}"))?.get::<_, bool>(0) {
+            // Created if new and locked, in one statement (a retry creates nothing).
+            const CREATE_AND_LOCK: &str = "WITH created AS (INSERT INTO cairn_conversations (tenant, key) VALUES ($1, $2) ON CONFLICT DO NOTHING) SELECT pg_try_advisory_lock($3)";
+            while !client.query_typed_one(CREATE_AND_LOCK, &[(&t, Type::TEXT), (&k, Type::TEXT), (&id, Type::INT8)]).with_context(|| format!("creating and locking {shown}"))?.get::<_, bool>(0) {
                 if started.elapsed() >= WRITER_WAIT {
                     return Err(writer_timed_out()).with_context(|| format!("locking {shown}"));
                 }
@@ -104,7 +112,7 @@ impl Backend for Postgres {
             }
             Some(client)
         } else {
-            if client.query_opt("SELECT 1 FROM cairn_conversations WHERE tenant = $1 AND key = $2", &[&t, &k])?.is_none() {
+            if client.query_typed_opt("SELECT 1 FROM cairn_conversations WHERE tenant = $1 AND key = $2", &[(&t, Type::TEXT), (&k, Type::TEXT)])?.is_none() {
                 return Err(crate::error_kinds::NotFound(format!("no conversation {key} in {}", self.location)).into());
             }
             None
@@ -113,12 +121,12 @@ impl Backend for Postgres {
     }
 
     fn conversations(&self, tenant: &Tenant) -> Result<Vec<ConversationKey>> {
-        let rows = self.client()?.query("SELECT key FROM cairn_conversations WHERE tenant = $1 ORDER BY key", &[&tenant.as_str()])?;
+        let rows = self.client()?.query_typed("SELECT key FROM cairn_conversations WHERE tenant = $1 ORDER BY key", &[(&tenant.as_str(), Type::TEXT)])?;
         Ok(rows.iter().filter_map(|row| ConversationKey::parse(row.get(0)).ok()).collect())
     }
 
     fn archive_holders(&self, tenant: &Tenant, archive: &ArchiveId) -> Result<Option<Vec<ConversationKey>>> {
-        let rows = self.client()?.query("SELECT key FROM cairn_archives WHERE tenant = $1 AND archive_id = $2", &[&tenant.as_str(), &archive.as_str()])?;
+        let rows = self.client()?.query_typed("SELECT key FROM cairn_archives WHERE tenant = $1 AND archive_id = $2", &[(&tenant.as_str(), Type::TEXT), (&archive.as_str(), Type::TEXT)])?;
         Ok(Some(rows.iter().filter_map(|row| ConversationKey::parse(row.get(0)).ok()).collect()))
     }
 
@@ -128,7 +136,8 @@ impl Backend for Postgres {
     }
 
     fn token(&self, sha256: &str) -> Result<Option<StoredToken>> {
-        let row = self.client()?.query_opt("SELECT id, tenant, name, sha256, created_at, revoked, scope FROM cairn_tokens WHERE sha256 = $1", &[&sha256])?;
+        // Every authenticated HTTP request: one round trip.
+        let row = self.client()?.query_typed_opt("SELECT id, tenant, name, sha256, created_at, revoked, scope FROM cairn_tokens WHERE sha256 = $1", &[(&sha256, Type::TEXT)])?;
         Ok(row.as_ref().map(token))
     }
 
@@ -208,7 +217,7 @@ impl Drop for PgConversation {
     fn drop(&mut self) {
         if let Some(client) = self.writer.as_mut() {
             // The connection goes back to the pool: it must hold no lock of ours.
-            if let Err(e) = client.execute("SELECT pg_advisory_unlock_all()", &[]) {
+            if let Err(e) = client.batch_execute("SELECT pg_advisory_unlock_all()") {
                 tracing::warn!(conversation = %self.shown, "releasing the writer's lock: {e}");
             }
         }
@@ -231,7 +240,7 @@ impl PgConversation {
         for write in writes {
             match write {
                 Write::Event { seq, body } => {
-                    let inserted = tx.execute("INSERT INTO cairn_events (tenant, key, seq, body) VALUES ($1, $2, $3, $4)", &[&t, &k, seq, body]);
+                    let inserted = tx.execute_typed("INSERT INTO cairn_events (tenant, key, seq, body) VALUES ($1, $2, $3, $4)", &[(&t, Type::TEXT), (&k, Type::TEXT), (seq, Type::INT8), (body, Type::TEXT)]);
                     if let Err(e) = inserted {
                         if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
                             bail!("{shown}: event {seq} was appended by another writer");
@@ -241,10 +250,11 @@ impl PgConversation {
                 }
                 Write::Archive { id, entries, artifacts } => {
                     // A retried attempt (a resumed handover) writes its archive again.
-                    tx.execute("DELETE FROM cairn_archives WHERE tenant = $1 AND key = $2 AND archive_id = $3", &[&t, &k, id])?;
-                    tx.execute(
+                    tx.execute_typed("DELETE FROM cairn_archives WHERE tenant = $1 AND key = $2 AND archive_id = $3", &[(&t, Type::TEXT), (&k, Type::TEXT), (id, Type::TEXT)])?;
+                    let (len, sha256) = (entries.len() as i64, Sha256::digest(entries));
+                    tx.execute_typed(
                         "INSERT INTO cairn_archives (tenant, key, archive_id, entries, entries_len, entries_sha256) VALUES ($1, $2, $3, $4, $5, $6)",
-                        &[&t, &k, id, entries, &(entries.len() as i64), &Sha256::digest(entries).as_slice()],
+                        &[(&t, Type::TEXT), (&k, Type::TEXT), (id, Type::TEXT), (entries, Type::BYTEA), (&len, Type::INT8), (&sha256.as_slice(), Type::BYTEA)],
                     )?;
                     let insert = tx.prepare("INSERT INTO cairn_artifacts (tenant, key, archive_id, idx, content, len, sha256) VALUES ($1, $2, $3, $4, $5, $6, $7)")?;
                     for (n, content) in artifacts.iter().enumerate() {
@@ -253,14 +263,17 @@ impl PgConversation {
                     }
                 }
                 Write::State(state) => {
-                    tx.execute("UPDATE cairn_conversations SET state = $3 WHERE tenant = $1 AND key = $2", &[&t, &k, state])?;
+                    tx.execute_typed("UPDATE cairn_conversations SET state = $3 WHERE tenant = $1 AND key = $2", &[(&t, Type::TEXT), (&k, Type::TEXT), (state, Type::BYTEA)])?;
                 }
                 Write::Notice(notice) => {
-                    new_notices +=
-                        tx.execute("INSERT INTO cairn_notices (tenant, key, id, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", &[&t, &k, &notice.id, &serde_json::to_string(notice)?])?;
+                    let body = serde_json::to_string(notice)?;
+                    new_notices += tx.execute_typed(
+                        "INSERT INTO cairn_notices (tenant, key, id, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                        &[(&t, Type::TEXT), (&k, Type::TEXT), (&notice.id, Type::TEXT), (&body, Type::TEXT)],
+                    )?;
                 }
                 Write::Ack(id) => {
-                    tx.execute("UPDATE cairn_notices SET acked = true WHERE tenant = $1 AND key = $2 AND id = $3", &[&t, &k, id])?;
+                    tx.execute_typed("UPDATE cairn_notices SET acked = true WHERE tenant = $1 AND key = $2 AND id = $3", &[(&t, Type::TEXT), (&k, Type::TEXT), (id, Type::TEXT)])?;
                 }
             }
         }
@@ -287,7 +300,9 @@ impl Conversation for PgConversation {
         let cache = self.shown.clone();
         let kept = KEPT.lock().ok().and_then(|mut kept| kept.remove(&cache));
         let (mut parsed, mut events) = kept.unwrap_or_default();
-        let rows = self.reader()?.query("SELECT seq, body FROM cairn_events WHERE tenant = $1 AND key = $2 AND seq > $3 ORDER BY seq", &[&self.tenant, &self.key, &events])?;
+        let rows = self
+            .reader()?
+            .query_typed("SELECT seq, body FROM cairn_events WHERE tenant = $1 AND key = $2 AND seq > $3 ORDER BY seq", &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT), (&events, Type::INT8)])?;
         for row in rows {
             let seq: i64 = row.get(0);
             if seq != events + 1 {
@@ -334,7 +349,7 @@ impl Conversation for PgConversation {
     }
 
     fn load_state(&self) -> Result<Option<Vec<u8>>> {
-        let row = self.reader()?.query_opt("SELECT state FROM cairn_conversations WHERE tenant = $1 AND key = $2", &[&self.tenant, &self.key])?;
+        let row = self.reader()?.query_typed_opt("SELECT state FROM cairn_conversations WHERE tenant = $1 AND key = $2", &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT)])?;
         Ok(row.and_then(|row| row.get::<_, Option<Vec<u8>>>(0)))
     }
 
@@ -343,7 +358,7 @@ impl Conversation for PgConversation {
     }
 
     fn notices(&self) -> Result<Vec<(Notice, bool)>> {
-        let rows = self.reader()?.query("SELECT body, acked, id FROM cairn_notices WHERE tenant = $1 AND key = $2 ORDER BY queued", &[&self.tenant, &self.key])?;
+        let rows = self.reader()?.query_typed("SELECT body, acked, id FROM cairn_notices WHERE tenant = $1 AND key = $2 ORDER BY queued", &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT)])?;
         rows.iter()
             .map(|row| {
                 let notice = serde_json::from_str(row.get(0)).with_context(|| format!("{}: notice {:?} is not a notice", self.shown, row.get::<_, String>(2)))?;
@@ -364,7 +379,7 @@ impl Conversation for PgConversation {
     }
 
     fn ack_notice(&mut self, id: &str) -> Result<bool> {
-        let exists = self.reader()?.query_opt("SELECT 1 FROM cairn_notices WHERE tenant = $1 AND key = $2 AND id = $3", &[&self.tenant, &self.key, &id])?.is_some();
+        let exists = self.reader()?.query_typed_opt("SELECT 1 FROM cairn_notices WHERE tenant = $1 AND key = $2 AND id = $3", &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT), (&id, Type::TEXT)])?.is_some();
         if exists {
             self.write(Write::Ack(id.to_string()))?;
         }
@@ -400,23 +415,28 @@ impl PgArchives {
         Ok(bytes)
     }
 
-    fn query(&self, sql: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) -> std::io::Result<Option<postgres::Row>> {
+    fn query(&self, sql: &str, params: &[(&(dyn postgres::types::ToSql + Sync), Type)]) -> std::io::Result<Option<postgres::Row>> {
         let io = |e: &dyn std::fmt::Display| std::io::Error::other(e.to_string());
         let mut client = self.pool.get().map_err(|e| io(&e))?;
-        client.query_opt(sql, params).map_err(|e| io(&e))
+        client.query_typed_opt(sql, params).map_err(|e| io(&e))
     }
 }
 
 impl ArchiveReader for PgArchives {
     fn entries(&self, id: &ArchiveId) -> std::io::Result<Option<Vec<u8>>> {
-        let row = self.query("SELECT entries, entries_len, entries_sha256 FROM cairn_archives WHERE tenant = $1 AND key = $2 AND archive_id = $3", &[&self.tenant, &self.key, &id.as_str()])?;
+        let row = self.query(
+            "SELECT entries, entries_len, entries_sha256 FROM cairn_archives WHERE tenant = $1 AND key = $2 AND archive_id = $3",
+            &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT), (&id.as_str(), Type::TEXT)],
+        )?;
         let row = row.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("archive {id} is missing")))?;
         Self::checked(id, "its entries", row.get(0), row.get(1), row.get(2)).map(Some)
     }
 
     fn artifact(&self, id: &ArchiveId, index: u32) -> std::io::Result<Vec<u8>> {
-        let row =
-            self.query("SELECT content, len, sha256 FROM cairn_artifacts WHERE tenant = $1 AND key = $2 AND archive_id = $3 AND idx = $4", &[&self.tenant, &self.key, &id.as_str(), &(index as i32)])?;
+        let row = self.query(
+            "SELECT content, len, sha256 FROM cairn_artifacts WHERE tenant = $1 AND key = $2 AND archive_id = $3 AND idx = $4",
+            &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT), (&id.as_str(), Type::TEXT), (&(index as i32), Type::INT4)],
+        )?;
         let row = row.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("archive {id} has no artifact {index}")))?;
         Self::checked(id, &format!("artifact {index}"), row.get(0), row.get(1), row.get(2))
     }
