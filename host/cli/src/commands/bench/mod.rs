@@ -75,6 +75,7 @@ pub struct Args {
     /// environment's `bin/python`): adds warm compaction through the wheel in Python.
     #[arg(long, value_name = "PYTHON")]
     python: Option<PathBuf>,
+    /// Print one JSON object for scripts.
     #[arg(long)]
     json: bool,
 }
@@ -95,7 +96,7 @@ struct Row {
     goal: &'static str,
     /// Why the baseline is missing and how to get it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    unavailable: Option<&'static str>,
+    unavailable: Option<String>,
 }
 
 /// The addon row runs in node, beside Pi's baseline.
@@ -123,8 +124,8 @@ impl Bench {
 
     /// A host figure whose baseline this build lacks: kept, with `why`, never left out.
     #[allow(clippy::too_many_arguments)]
-    fn unavailable(&mut self, figure: &'static str, file: Option<&str>, unit: &'static str, cairn: Option<f64>, baseline_name: &'static str, goal: &'static str, why: &'static str) {
-        self.rows.push(Row { figure, file: file.map(str::to_string), unit, cairn, baseline_name, baseline: None, ratio: None, goal, unavailable: Some(why) });
+    fn unavailable(&mut self, figure: &'static str, file: Option<&str>, unit: &'static str, cairn: Option<f64>, baseline_name: &'static str, goal: &'static str, why: impl Into<String>) {
+        self.rows.push(Row { figure, file: file.map(str::to_string), unit, cairn, baseline_name, baseline: None, ratio: None, goal, unavailable: Some(why.into()) });
         self.progress.inc(1);
     }
 }
@@ -147,7 +148,7 @@ pub fn run(args: Args) -> Result<()> {
     let iterations = if args.quick { 3 } else { 20 };
     let pi = if args.no_pi { None } else { pi::Baseline::install()? };
     // Rows: per session, peak memory only beside Pi; the host's seven.
-    let per_file = if pi.is_some() { 9 } else { 8 };
+    let per_file = if pi.is_some() { 10 } else { 9 };
     let progress = ProgressBar::new((args.files.len() * per_file + 7) as u64);
     progress.set_style(ProgressStyle::with_template("{spinner} {bar:30} {pos}/{len} {msg}").expect("a valid template"));
     let mut bench = Bench { iterations, progress, rows: Vec::new() };
@@ -258,12 +259,25 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
         (None, _) => bench.unavailable("warm compaction through the Node addon (p50)", Some(name), "ms", None, "Pi warm prepareCompaction", "≤ 1×", NO_NODE),
         (_, None) => bench.unavailable("warm compaction through the Node addon (p50)", Some(name), "ms", None, "Pi warm prepareCompaction", "≤ 1×", NO_ADDON),
     }
+    // In Python, beside LangChain's own compaction: the same session as OpenAI chat messages.
+    const WHEEL: &str = "warm compaction through the Python wheel (p50)";
+    const LANGCHAIN: &str = "the wheel on chat messages vs LangChain's SummarizationMiddleware (p50)";
+    const LANGCHAIN_BASELINE: &str = "LangChain preparing its summary (fake model)";
     match embedded.python {
         Some(python) => {
-            let wheel = python::warm(python, file, bench.iterations, &temp.path().join("python"))?;
-            bench.row("warm compaction through the Python wheel (p50)", Some(name), "ms", wheel, "Pi warm prepareCompaction", pi_warm, "≤ 1×");
+            let messages = temp.path().join("messages.json");
+            std::fs::write(&messages, formats::write_openai(&transcript))?;
+            let wheel = python::warm(python, file, &messages, bench.iterations, &temp.path().join("python"))?;
+            bench.row(WHEEL, Some(name), "ms", wheel.text_ms, "Pi warm prepareCompaction", pi_warm, "≤ 1×");
+            match wheel.langchain_ms {
+                Ok(langchain) => bench.row(LANGCHAIN, Some(name), "ms", wheel.messages_ms, LANGCHAIN_BASELINE, Some(langchain), "≤ 1×"),
+                Err(why) => bench.unavailable(LANGCHAIN, Some(name), "ms", Some(wheel.messages_ms), LANGCHAIN_BASELINE, "≤ 1×", why),
+            }
         }
-        None => bench.unavailable("warm compaction through the Python wheel (p50)", Some(name), "ms", None, "Pi warm prepareCompaction", "≤ 1×", NO_WHEEL),
+        None => {
+            bench.unavailable(WHEEL, Some(name), "ms", None, "Pi warm prepareCompaction", "≤ 1×", NO_WHEEL);
+            bench.unavailable(LANGCHAIN, Some(name), "ms", None, LANGCHAIN_BASELINE, "≤ 1×", NO_WHEEL);
+        }
     }
 
     if pi.is_some() {
@@ -444,7 +458,7 @@ fn print_table(rows: &[Row], iterations: usize) {
         );
     }
     println!("({iterations} iterations per figure; ratios below 1 mean Cairn is ahead; these machines are noisy)");
-    let mut missing: Vec<&str> = rows.iter().filter_map(|r| r.unavailable).collect();
+    let mut missing: Vec<&str> = rows.iter().filter_map(|r| r.unavailable.as_deref()).collect();
     missing.dedup();
     for why in missing {
         println!("({why})");
