@@ -305,3 +305,63 @@ mod tests {
         assert_eq!(directives(Some("info,cranelift_codegen=trace")), set(&["info", "cranelift_codegen=trace"]));
     }
 }
+
+#[cfg(test)]
+mod help_and_json {
+    use clap::CommandFactory;
+
+    /// Every leaf verb with its path (`plugins check`), skipping clap's own `help`.
+    fn verbs(command: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {
+        let children: Vec<_> = command.get_subcommands().filter(|c| c.get_name() != "help").collect();
+        if children.is_empty() {
+            out.push((path, command.clone()));
+            return;
+        }
+        for child in children {
+            let name = if path.is_empty() { child.get_name().to_string() } else { format!("{path} {}", child.get_name()) };
+            verbs(child, name, out);
+        }
+    }
+
+    fn all_verbs() -> Vec<(String, clap::Command)> {
+        let mut cli = super::Cli::command();
+        cli.build(); // propagates global flags (`history --json`) to the verbs under them
+        let mut out = Vec::new();
+        verbs(&cli, String::new(), &mut out);
+        out
+    }
+
+    /// `cairn X --help` explains every flag and argument a person can pass.
+    #[test]
+    fn every_flag_and_argument_has_help_text() {
+        let mut missing = Vec::new();
+        for (verb, command) in all_verbs() {
+            for arg in command.get_arguments() {
+                if matches!(arg.get_id().as_str(), "help" | "version") {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("cairn {verb}: {}", arg.get_long().map(|l| format!("--{l}")).unwrap_or_else(|| arg.get_id().to_string())));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "flags without help text:\n{}", missing.join("\n"));
+    }
+
+    /// Verbs whose output is not a report: a byte stream, a server, an agent's hook protocol,
+    /// or a file they write.
+    const NOT_REPORTS: &[&str] =
+        &["serve", "artifact", "claude-code pre-compact", "claude-code session-start", "codex pre-compact", "codex session-start", "gemini pre-compress", "gemini before-agent"];
+
+    /// Scripts read any verb's report with `--json`; people read the same report without it.
+    #[test]
+    fn every_verb_that_reports_has_a_json_form() {
+        let missing: Vec<String> = all_verbs()
+            .into_iter()
+            .filter(|(verb, _)| !NOT_REPORTS.contains(&verb.as_str()))
+            .filter(|(_, command)| !command.get_arguments().any(|arg| arg.get_long() == Some("json")))
+            .map(|(verb, _)| format!("cairn {verb}"))
+            .collect();
+        assert!(missing.is_empty(), "verbs without --json:\n{}", missing.join("\n"));
+    }
+}

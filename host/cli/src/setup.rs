@@ -106,18 +106,8 @@ pub fn host(plugin_dirs: &[PathBuf]) -> Result<Cairn> {
     Ok(cairn)
 }
 
-/// Compiles the bundled plugins into the code cache and says so on one line (stdout), or
-/// warns (stderr) when it could not: every `cairn <agent> install` ends with it, so the agent's
-/// first `cairn serve` and hooks load the plugins in milliseconds instead of compiling them
-/// (seconds, while an agent such as Codex does not wait). Never fails the install.
-pub fn warm_cache() {
-    match compile_bundled_into_cache() {
-        Ok(done) => println!("{done}"),
-        Err(problem) => eprintln!("warning: {problem}; Cairn compiles them when it starts instead"),
-    }
-}
-
-fn compile_bundled_into_cache() -> Result<String, String> {
+/// Compiles the bundled plugins into the code cache: what it did in one line, or why it could not.
+pub fn compile_bundled_into_cache() -> Result<String, String> {
     let started = std::time::Instant::now();
     let dir = cairn::cache_dir().ok_or("the compiled-code cache is off (CAIRN_CACHE_DIR is empty): the bundled plugins were not compiled ahead")?;
     let cairn = host(&[]).map_err(|error| format!("compiling the bundled plugins into the cache at {} failed: {error:#}", dir.display()))?;

@@ -12,6 +12,7 @@ use crate::setup;
 pub struct Args {
     /// `artifact://<archive-id>/<n>`
     uri: String,
+    /// Cairn's home (default: $CAIRN_HOME, else ~/.local/share/cairn).
     #[arg(long)]
     home: Option<PathBuf>,
     /// Look only in this conversation.

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use cairn::lifecycle::{AgentRequest, BoundaryReport, RequestKind, Usage};
+use cairn::lifecycle::{Action, AgentRequest, BoundaryOutcome, BoundaryReport, RequestKind, Usage};
 use cairn::storage::{ConversationKey, Home};
 use cairn::transcript::formats;
 use cairn::Lifecycle;
@@ -101,6 +101,9 @@ pub struct BoundaryArgs {
     /// still written.
     #[arg(long)]
     dry_run: bool,
+    /// Print one JSON object for scripts (what the MCP `boundary` tool answers).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn boundary(args: BoundaryArgs) -> Result<()> {
@@ -132,19 +135,61 @@ pub fn boundary(args: BoundaryArgs) -> Result<()> {
     if let Some(out) = &args.out {
         std::fs::write(out, formats::write_cairn(&outcome.transcript)).with_context(|| format!("writing {}", out.display()))?;
     }
-    let mut value = serde_json::to_value(&outcome)?;
-    value["unrecognized"] = serde_json::json!(unrecognized);
-    if args.dry_run {
-        value["dry_run"] = serde_json::json!(true);
+    if args.json {
+        let mut value = serde_json::to_value(&outcome)?;
+        value["unrecognized"] = serde_json::json!(unrecognized);
+        if args.dry_run {
+            value["dry_run"] = serde_json::json!(true);
+        }
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print_outcome(&outcome, &args, lifecycle.home());
     }
-    println!("{}", serde_json::to_string_pretty(&value)?);
     Ok(())
+}
+
+/// The boundary for a person: what happened and why, then what the harness should do.
+fn print_outcome(outcome: &BoundaryOutcome, args: &BoundaryArgs, home: &Home) {
+    let dry = if args.dry_run { " (dry run: nothing written)" } else { "" };
+    let usage = match outcome.usage {
+        Some(tokens) => format!("{tokens} of {} tokens (window {} less reserve {})", args.window.saturating_sub(args.reserve), args.window, args.reserve),
+        None => "usage unknown".to_string(),
+    };
+    let what = match &outcome.action {
+        Action::None => "nothing to do".to_string(),
+        Action::Advised => "advised the agent".to_string(),
+        Action::Compacted => "compacted".to_string(),
+        Action::HandedOver => "handed over to a fresh session".to_string(),
+        Action::Deferred(reason) => format!("deferred — {reason}"),
+        Action::Paused => "paused: automatic maintenance stopped after passes that freed too little (`cairn notices --resume` lifts it)".to_string(),
+        Action::Failed => "maintenance ran and committed nothing".to_string(),
+    };
+    let why = outcome.why.as_deref().map(|why| format!(" — {why}")).unwrap_or_default();
+    say!("turn {}: {what}{why}{dry}; {usage}", outcome.turn);
+    if let Some(advice) = &outcome.advice {
+        say!("  advice for the agent: {advice}");
+    }
+    if let Some(report) = &outcome.report {
+        super::compact::print_report(report, &args.file.display().to_string(), home);
+    }
+    for file in &outcome.stale_files {
+        say!("  {} since the last compaction described it: {}", file.change.word(), file.path);
+    }
+    if !outcome.notices.is_empty() {
+        say!("  notices queued: {} (read them with `cairn notices --conversation {}`)", outcome.notices.join(", "), args.common.conversation);
+    }
+    match &args.out {
+        Some(out) => say!("the working context after this boundary: {}", out.display()),
+        None if outcome.before.is_some() => say!("the working context changed: `--out FILE` writes it, or `cairn context --conversation {}`", args.common.conversation),
+        None => {}
+    }
 }
 
 #[derive(clap::Args)]
 pub struct RequestArgs {
     #[command(flatten)]
     common: Common,
+    /// What the agent asks for: a compaction or a handover to a fresh session.
     #[arg(value_enum)]
     kind: Kind,
     /// What must survive.
@@ -153,6 +198,9 @@ pub struct RequestArgs {
     /// How to resume afterwards.
     #[arg(long, default_value = "")]
     resume: String,
+    /// Print one JSON object for scripts.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -168,14 +216,24 @@ pub fn request(args: RequestArgs) -> Result<()> {
         Kind::Handover => RequestKind::Handover,
     };
     lifecycle.request_blocking(&key, AgentRequest { kind, preserve: args.preserve, resume: args.resume })?;
-    println!("request recorded; it runs at the next boundary the cooldown allows");
+    let word = match kind {
+        RequestKind::Compact => "compact",
+        RequestKind::Handover => "handover",
+    };
+    if args.json {
+        println!("{}", serde_json::json!({ "conversation": key.to_string(), "recorded": word }));
+    } else {
+        say!("{word} request recorded for conversation {key}; it runs at the next boundary the cooldown allows");
+    }
     Ok(())
 }
 
 #[derive(clap::Args)]
 pub struct NoticesArgs {
+    /// Cairn's home (default: $CAIRN_HOME, else ~/.local/share/cairn).
     #[arg(long)]
     home: Option<PathBuf>,
+    /// The conversation's key in the home (as `cairn compact` or the agent's hook named it).
     #[arg(long)]
     conversation: String,
     /// Acknowledge these notice ids (they are not delivered again).
@@ -184,6 +242,9 @@ pub struct NoticesArgs {
     /// Lift an automatic pause of maintenance first (a notice says so).
     #[arg(long)]
     resume: bool,
+    /// Print one JSON object for scripts.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Prints the notices not yet acknowledged, after moving owed ones to the outbox.
@@ -202,6 +263,33 @@ pub fn notices(args: NoticesArgs) -> Result<()> {
             store.ack_notice(id)?;
         }
     }
-    println!("{}", serde_json::to_string_pretty(&cairn::lifecycle::take_notices(&home, &key)?)?);
+    let notices = cairn::lifecycle::take_notices(&home, &key)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&notices)?);
+        return Ok(());
+    }
+    if args.resume {
+        say!("automatic maintenance resumed for conversation {key}");
+    }
+    if !args.ack.is_empty() {
+        say!("acknowledged: {}", args.ack.join(", "));
+    }
+    match setup::missing_conversation(&home, &key)? {
+        // A person who mistyped the key is told so, with the keys the home holds.
+        Some(missing) => say!("no notices: {missing}"),
+        None => print_notices(&key, &notices),
+    }
     Ok(())
+}
+
+/// The notices for a person: one line each, oldest first, with the id `--ack` takes.
+fn print_notices(key: &ConversationKey, notices: &[cairn::record::Notice]) {
+    if notices.is_empty() {
+        say!("no notices for conversation {key}");
+        return;
+    }
+    for notice in notices {
+        say!("{}  {:<13} {}  {}", crate::commands::show::when(notice.at), notice.kind, notice.id, notice.text);
+    }
+    say!("acknowledge them with `cairn notices --conversation {key} --ack ID` (they are not delivered again)");
 }

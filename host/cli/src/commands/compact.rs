@@ -142,10 +142,10 @@ pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
     } else if report.degraded {
         eprintln!("warning: no strategy could compact {name}; the host's last resort dropped the oldest entries (kept in archive {})", report.archive_id);
     }
-    println!("{name}: {} → {} tokens ({})", report.tokens_before, report.tokens_after, percent(report));
+    say!("{name}: {} → {} tokens ({})", report.tokens_before, report.tokens_after, percent(report));
     if !report.left_out.is_empty() {
         let list: Vec<String> = report.left_out.iter().map(|(section, n)| format!("{n} {section}")).collect();
-        println!("  left out of the checkpoint for the budget (the record keeps them): {}", list.join(", "));
+        say!("  left out of the checkpoint for the budget (the record keeps them): {}", list.join(", "));
     }
     for step in &report.steps {
         // A step run without an optional capability its policy does not grant says so
@@ -153,13 +153,13 @@ pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
         let note = cairn::show::StepView::of(step).note;
         let message = step.message.iter().chain(&note).map(String::as_str).collect::<Vec<_>>().join("; ");
         let message = if message.is_empty() { message } else { format!(" — {message}") };
-        println!("  {:<24} {:<12} {:>6} ms{message}", step.plugin, step.outcome.to_string(), step.millis);
+        say!("  {:<24} {:<12} {:>6} ms{message}", step.plugin, step.outcome.to_string(), step.millis);
     }
     match &report.committed_by {
         Some(plugin) if report.dry_run => {
-            println!("would commit {plugin}: {} entries replaced, {} artifacts set aside (conversation {})", report.replaced, report.artifacts.len(), report.conversation)
+            say!("would commit {plugin}: {} entries replaced, {} artifacts set aside (conversation {})", report.replaced, report.artifacts.len(), report.conversation)
         }
-        Some(plugin) => println!(
+        Some(plugin) => say!(
             "committed {plugin}: {} entries replaced, {} artifacts set aside in archive {} (conversation {}, home {})",
             report.replaced,
             report.artifacts.len(),
@@ -167,14 +167,14 @@ pub fn print_report(report: &CompactionReport, name: &str, home: &Home) {
             report.conversation,
             home.path().display()
         ),
-        None => println!("nothing committed, no archive written: {}; the transcript is unchanged", report.not_committed.as_deref().unwrap_or("every step failed")),
+        None => say!("nothing committed, no archive written: {}; the transcript is unchanged", report.not_committed.as_deref().unwrap_or("every step failed")),
     }
 }
 
 /// What a dry run would have done beyond the report's lines: what the context would replace,
 /// and what rewriting the provider's prompt cache would cost.
 pub fn print_dry_run(report: &CompactionReport) {
-    println!("dry run: nothing written");
+    say!("dry run: nothing written");
     if report.committed {
         // Of the replaced entries, those the context would no longer hold (summarized or
         // dropped); the others stay, elided or verbatim.
@@ -182,11 +182,11 @@ pub fn print_dry_run(report: &CompactionReport) {
         let shown: Vec<&str> = gone.iter().take(12).map(String::as_str).collect();
         let more = if gone.len() > shown.len() { format!(", … {} more", gone.len() - shown.len()) } else { String::new() };
         let listed = if shown.is_empty() { String::new() } else { format!(": {}{more}", shown.join(", ")) };
-        println!("  would replace {} entries, {} of them summarized or dropped{listed}", report.replaced, gone.len());
+        say!("  would replace {} entries, {} of them summarized or dropped{listed}", report.replaced, gone.len());
     }
     for cost in &report.cache_rewrite {
         let even = cost.break_even_calls.map(|n| format!("pays back after {n} calls")).unwrap_or_else(|| "never pays back".into());
-        println!("  cache rewrite {:<24} next call ${:.4} (uncompacted ${:.4}), {even}", cost.model, cost.next_call_usd, cost.next_call_uncompacted_usd);
+        say!("  cache rewrite {:<24} next call ${:.4} (uncompacted ${:.4}), {even}", cost.model, cost.next_call_usd, cost.next_call_uncompacted_usd);
     }
 }
 

@@ -24,6 +24,9 @@ pub struct Args {
     /// Accepted for scripts written before the home was always kept.
     #[arg(long, hide = true)]
     keep: bool,
+    /// Print one JSON object for scripts: the folder, the figures and the next commands.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The file that marks a folder as a demo's, so that a second run may replace it.
@@ -57,33 +60,55 @@ pub fn run(args: Args) -> Result<()> {
     let home_path = dir.join("home");
     let home = Home::open(&home_path)?;
     let mut store = home.conversation(&ConversationKey::parse("demo")?)?;
-    println!("Generated a coding session: {} entries over {} operator turns ({}).\n", transcript.entries.len(), args.turns, input_path.display());
     let report = cairn.compact(&cairn.default_policy()?, &mut store, &transcript, "demo session")?;
-    super::compact::print_report(&report, "demo session", &home);
     let h = quote(&home_path.display().to_string());
-
     let elided = first_elision(&transcript, &report.transcript);
+    if let Some((before, _, uri)) = &elided {
+        let stored = home.find_artifact(&uri.parse::<ArtifactUri>()?)?;
+        ensure!(stored == before.as_bytes(), "the stored artifact differs from the original");
+    }
+    // Every one of these is run by a test (`cli::the_demo_s_next_commands_work`).
+    let mut next = vec![format!("cairn show --home {h} --conversation demo"), format!("cairn show --home {h} --conversation demo {}", report.archive_id)];
+    if let Some((_, _, uri)) = &elided {
+        next.push(format!("cairn artifact {uri} --home {h}"));
+    }
+    next.extend([
+        format!("cairn context --home {h} --conversation demo --out-format openai"),
+        format!("cairn history --home {h} --conversation demo search journal"),
+        format!("cairn undo --home {h} --conversation demo"),
+        format!("cairn ui --home {h}"),
+    ]);
+
+    if args.json {
+        let value = serde_json::json!({
+            "dir": dir.display().to_string(),
+            "session": input_path.display().to_string(),
+            "home": home_path.display().to_string(),
+            "conversation": "demo",
+            "entries": transcript.entries.len(),
+            "tokens_before": report.tokens_before,
+            "tokens_after": report.tokens_after,
+            "committed_by": report.committed_by,
+            "archive_id": report.archive_id,
+            "artifact": elided.as_ref().map(|(_, _, uri)| uri),
+            "next": next,
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    println!("Generated a coding session: {} entries over {} operator turns ({}).\n", transcript.entries.len(), args.turns, input_path.display());
+    super::compact::print_report(&report, "demo session", &home);
     if let Some((before, after, uri)) = &elided {
         println!("\nBefore — a tool output early in the session ({} chars):\n{}", before.len(), indent(&excerpt(before)));
         println!("After — what the model sees now:\n{}", indent(after));
-        let stored = home.find_artifact(&uri.parse::<ArtifactUri>()?)?;
-        ensure!(stored == before.as_bytes(), "the stored artifact differs from the original");
-        println!("`cairn artifact {uri} --home {h}` returns the original, byte for byte ({} bytes).", stored.len());
+        println!("`cairn artifact {uri} --home {h}` returns the original, byte for byte ({} bytes).", before.len());
     }
     let recent = report.transcript.entries.last().map(|e| e.model_text()).unwrap_or_default();
     println!("\nThe recent tail stays verbatim; the last entry still reads:\n{}", indent(&excerpt(&recent)));
-
-    // Every line here is run by a test (`cli::the_demo_s_next_commands_work`).
     println!("\nThe home stays at {h} (the next `cairn demo` replaces it). Look further:");
-    println!("  cairn show --home {h} --conversation demo");
-    println!("  cairn show --home {h} --conversation demo {}", report.archive_id);
-    if let Some((_, _, uri)) = &elided {
-        println!("  cairn artifact {uri} --home {h}");
+    for command in &next {
+        println!("  {command}");
     }
-    println!("  cairn context --home {h} --conversation demo --out-format openai");
-    println!("  cairn history --home {h} --conversation demo search journal");
-    println!("  cairn undo --home {h} --conversation demo");
-    println!("  cairn ui --home {h}");
     Ok(())
 }
 

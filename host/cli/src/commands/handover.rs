@@ -15,6 +15,7 @@ pub struct Args {
     /// Write the new session's starting transcript (protected head + seed) here, as Cairn JSONL.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Print one JSON object for scripts.
     #[arg(long)]
     json: bool,
 }

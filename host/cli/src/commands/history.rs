@@ -42,6 +42,7 @@ enum Read {
     },
     /// Read an archive's entries in bounded slices.
     Page {
+        /// The archive's id (`a-…`, as the summary and search list them).
         archive_id: String,
         /// Skip this many entries of the archive.
         #[arg(long, default_value_t = 0)]
@@ -86,14 +87,6 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// `println!` for human output: the record's text (previews, messages, ids from a transcript)
-/// has its control characters escaped, so a transcript cannot drive the terminal.
-macro_rules! say {
-    ($($arg:tt)*) => {
-        println!("{}", cairn::echo::terminal(&format!($($arg)*)))
-    };
 }
 
 fn print_human(answer: &Value) {

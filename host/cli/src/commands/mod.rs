@@ -1,5 +1,13 @@
 //! One module per CLI verb; the agents' verbs (`cairn claude-code …`) under `agents/`.
 
+/// `println!` for human output: the record's text (previews, messages, ids from a transcript)
+/// has its control characters escaped, so a transcript cannot drive the terminal.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        println!("{}", cairn::echo::terminal(&format!($($arg)*)))
+    };
+}
+
 pub mod agents;
 pub mod artifact;
 pub mod bench;

@@ -45,11 +45,13 @@ pub struct Args {
     kind: World,
     /// The plugin's name: 1-64 characters of a-z 0-9 -, starting with a letter.
     name: String,
+    /// The language of the project: its SDK, build and test commands.
     #[arg(long, value_enum)]
     lang: Lang,
     /// Where to create it [default: ./NAME].
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Print one JSON object for scripts.
     #[arg(long)]
     json: bool,
 }

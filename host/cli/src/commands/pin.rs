@@ -13,6 +13,7 @@ use crate::setup;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The conversation's key in the home (as `cairn compact` or the agent's hook named it).
     #[arg(long)]
     conversation: String,
     /// Entry ids (as the transcript or `cairn show` names them).
@@ -26,6 +27,7 @@ pub struct Args {
     /// is created if needed).
     #[arg(long)]
     transcript: Option<PathBuf>,
+    /// Cairn's home (default: $CAIRN_HOME, else ~/.local/share/cairn).
     #[arg(long)]
     home: Option<PathBuf>,
     /// Print one JSON object for scripts.

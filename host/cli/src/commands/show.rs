@@ -11,10 +11,12 @@ use crate::setup;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The conversation's key in the home (as `cairn compact` or the agent's hook named it).
     #[arg(long)]
     conversation: String,
     /// One compaction's archive id (`a-…`, as the timeline lists them); without it, the timeline.
     archive: Option<String>,
+    /// Cairn's home (default: $CAIRN_HOME, else ~/.local/share/cairn).
     #[arg(long)]
     home: Option<PathBuf>,
     /// Print one JSON object for scripts.
@@ -48,21 +50,13 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 /// Milliseconds since the epoch as `YYYY-MM-DD HH:MM:SS`.
-fn when(millis: u64) -> String {
+pub fn when(millis: u64) -> String {
     let iso = cairn::transcript::formats::iso8601(millis);
     format!("{} {}", &iso[..10], &iso[11..19])
 }
 
 fn word<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
-}
-
-/// `println!` for human output: the record's text (previews, messages, ids from a transcript)
-/// has its control characters escaped, so a transcript cannot drive the terminal.
-macro_rules! say {
-    ($($arg:tt)*) => {
-        println!("{}", cairn::echo::terminal(&format!($($arg)*)))
-    };
 }
 
 fn print_timeline(timeline: &Timeline) {

@@ -15,19 +15,24 @@ use crate::setup;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The session to replay (any format `cairn compact` reads).
     file: PathBuf,
     /// The model's context window in tokens.
     #[arg(long)]
     window: u64,
+    /// Tokens of the window kept free for the model's answer: the trigger reads the window less this.
     #[arg(long, default_value_t = 16_384)]
     reserve: u64,
+    /// Policy file (TOML); the embedded default when absent.
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// A folder of plugins (`.wasm` beside a `.toml` manifest) to load beside the bundled ones.
     #[arg(long)]
     plugin_dir: Vec<PathBuf>,
     /// Keep the simulation's records here [default: a temporary home].
     #[arg(long)]
     home: Option<PathBuf>,
+    /// Print one JSON object for scripts.
     #[arg(long)]
     json: bool,
     /// Draw context size per turn, thresholds and events as an SVG chart.

@@ -21,6 +21,7 @@ use crate::setup;
     after_help = "Cooldown: after an undo the lifecycle starts its cooldown again at the next boundary (`cooldown_turns` turns with no automatic maintenance), so the restored context is not compacted again at once. A handover cannot be undone."
 )]
 pub struct Args {
+    /// The conversation's key in the home (as `cairn compact` or the agent's hook named it).
     #[arg(long)]
     conversation: String,
     /// The compaction to take back (its archive id, as `cairn show` lists them) [default: the latest].

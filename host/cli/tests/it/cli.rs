@@ -436,6 +436,11 @@ fn the_demo_s_next_commands_work() {
             assert!(!said.contains("no archived entry"), "the printed search finds something: {said}");
         }
     }
+    // A script gets the same from --json (a new run replaces the demo's folder).
+    let json: Value = serde_json::from_str(&ok(&["demo", "--turns", "12", "--dir", s(&dir.path().join("demo")), "--json"])).unwrap();
+    let verbs: Vec<&str> = json["next"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().split_whitespace().nth(1).unwrap()).collect();
+    assert_eq!(verbs, ["show", "show", "artifact", "context", "history", "undo", "ui"], "{json:#}");
+    assert!(json["tokens_after"].as_u64() < json["tokens_before"].as_u64() && json["artifact"].as_str().is_some_and(|a| a.starts_with("artifact://")), "{json:#}");
 }
 
 #[test]
@@ -568,7 +573,7 @@ fn numbers_at_their_limits_never_panic_the_host() {
     let out = cairn(&["history", "--home", s(&home), "--conversation", "limits", "page", "a-0123456789abcdef", "--offset", &max, "--char-offset", &max]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&out.stderr));
     let turn = u32::MAX.to_string();
-    let out = ok(&["boundary", s(&session), "--home", s(&home), "--conversation", "limits", "--turn", &turn, "--window", &max, "--reported-tokens", &max]);
+    let out = ok(&["boundary", s(&session), "--home", s(&home), "--conversation", "limits", "--turn", &turn, "--window", &max, "--reported-tokens", &max, "--json"]);
     assert!(out.contains("\"usage\""), "{out}");
     ok(&["boundary", s(&session), "--home", s(&home), "--conversation", "limits", "--turn", &turn, "--window", "1000", "--reported-tokens", &max]);
 }
@@ -721,4 +726,36 @@ fn show_tells_a_two_stage_compaction_stage_by_stage() {
     assert!(t(&view["stages"][0]["elided"]) > 0 && t(&view["stages"][1]["tail"]) > 0, "elided and verbatim parts are not zero");
     let dry = ok(&["compact", s(&file), "--home", s(&dir.path().join("other")), "--policy", s(&policy), "--dry-run"]);
     assert!(dry.contains("offline by policy") && dry.contains("would replace"), "{dry}");
+}
+
+/// Each agent's `install` and `uninstall` tell a script, with `--json`, every file they looked
+/// at and what they did to it: added, then unchanged on a second install, then removed.
+#[test]
+fn every_agent_s_install_and_uninstall_report_each_file_as_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let opencode = dir.path().join("opencode-project");
+    std::fs::create_dir_all(&opencode).unwrap();
+    let (claude, gemini, codex) = (dir.path().join(".claude/settings.json"), dir.path().join(".gemini/settings.json"), dir.path().join("codex-home"));
+    let agents: [(&str, [&str; 2], &Path); 4] = [
+        ("claude-code", ["--settings", s(&claude)], &claude),
+        ("gemini", ["--settings", s(&gemini)], &gemini),
+        ("codex", ["--codex-home", s(&codex)], &codex.join("config.toml")),
+        ("opencode", ["--project", s(&opencode)], &opencode.join("opencode.json")),
+    ];
+    for (agent, where_, file) in agents {
+        let run = |verb: &str| -> Value {
+            let mut args = vec![agent, verb, "--json"];
+            args.extend(where_);
+            serde_json::from_str(&ok(&args)).unwrap_or_else(|e| panic!("cairn {args:?}: not JSON ({e})"))
+        };
+        let changes = |report: &Value| -> Vec<String> { report["files"].as_array().unwrap().iter().map(|f| f["change"].as_str().unwrap().to_string()).collect() };
+        let installed = run("install");
+        assert_eq!((installed["agent"].as_str(), installed["verb"].as_str()), (Some(agent), Some("install")), "{installed:#}");
+        assert!(installed["files"].as_array().unwrap().iter().any(|f| f["path"] == s(file) && f["change"] == "added"), "{agent}: {installed:#}");
+        assert!(file.is_file(), "{agent}: {} written", file.display());
+        let again = run("install");
+        assert!(changes(&again).iter().all(|c| c == "unchanged"), "{agent}: {again:#}");
+        let removed = run("uninstall");
+        assert!(changes(&removed).contains(&"removed".to_string()), "{agent}: {removed:#}");
+    }
 }

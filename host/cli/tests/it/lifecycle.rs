@@ -88,7 +88,7 @@ fn crash_and_restart(kind: &str, point: &str, home: &str) {
     let (h, c) = (home, context.to_str().unwrap());
     let common = ["--home", h, "--conversation", "crash"];
     let boundary = |turn: &str| -> Vec<String> {
-        let mut args: Vec<String> = ["boundary", c, "--turn", turn, "--window", "60000", "--count"].iter().map(|s| s.to_string()).collect();
+        let mut args: Vec<String> = ["boundary", c, "--turn", turn, "--window", "60000", "--count", "--json"].iter().map(|s| s.to_string()).collect();
         args.extend(common.iter().map(|s| s.to_string()));
         args
     };
@@ -130,7 +130,7 @@ fn crash_and_restart(kind: &str, point: &str, home: &str) {
     }
 
     // Exactly one notice for the attempt, with the same id every time until acknowledged.
-    let mut list = vec!["notices", "--home", h, "--conversation", "crash"];
+    let mut list = vec!["notices", "--home", h, "--conversation", "crash", "--json"];
     let first = ok(&list);
     let again = ok(&list);
     assert_eq!(first, again, "{kind} at {point}");
@@ -185,7 +185,7 @@ fn boundary_from_transcript_uses_the_billed_usage() {
             .map(|l| ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"].iter().map(|k| l["message"]["usage"][k].as_u64().unwrap_or(0)).sum())
             .unwrap();
         let run = |usage: &str| -> u64 {
-            let args = ["boundary", file.to_str().unwrap(), "--turn", "1", "--window", "200000", usage, "--home", home.to_str().unwrap(), "--conversation", "billed"];
+            let args = ["boundary", file.to_str().unwrap(), "--turn", "1", "--window", "200000", usage, "--home", home.to_str().unwrap(), "--conversation", "billed", "--json"];
             ok(&args)["usage"].as_u64().unwrap()
         };
         let (recorded, counted) = (run("--from-transcript"), run("--count"));
@@ -207,11 +207,11 @@ fn a_file_changed_after_compaction_is_reported_stale() {
     std::fs::write(&file, formats::write_cairn(&sample::coding_session(12))).unwrap();
     let (h, w, f) = (home.to_str().unwrap(), ws.to_str().unwrap(), file.to_str().unwrap());
     ok(&["compact", f, "--home", h, "--conversation", "ws", "--workspace", w, "--json"]);
-    let quiet = ok(&["boundary", f, "--turn", "13", "--window", "1000000", "--count", "--home", h, "--conversation", "ws", "--workspace", w]);
+    let quiet = ok(&["boundary", f, "--turn", "13", "--window", "1000000", "--count", "--home", h, "--conversation", "ws", "--workspace", w, "--json"]);
     assert!(quiet.get("stale_files").is_none(), "{quiet}");
     std::fs::write(ws.join("src/ledger.rs"), "// rewritten\n").unwrap();
     std::fs::remove_file(ws.join("src/journal.rs")).unwrap();
-    let out = ok(&["boundary", f, "--turn", "14", "--window", "1000000", "--count", "--home", h, "--conversation", "ws", "--workspace", w]);
+    let out = ok(&["boundary", f, "--turn", "14", "--window", "1000000", "--count", "--home", h, "--conversation", "ws", "--workspace", w, "--json"]);
     let mut stale: Vec<(String, String)> = out["stale_files"].as_array().unwrap().iter().map(|s| (s["path"].as_str().unwrap().into(), s["change"].as_str().unwrap().into())).collect();
     stale.sort();
     assert_eq!(stale, [("src/journal.rs".to_string(), "deleted".to_string()), ("src/ledger.rs".into(), "changed".into())]);
@@ -227,7 +227,7 @@ fn a_boundary_that_does_nothing_says_why() {
     let (f, h) = (file.to_str().unwrap(), dir.path().join("home"));
     let h = h.to_str().unwrap();
     let boundary = |turn: &str, window: &str, usage: &[&str]| {
-        let mut args = vec!["boundary", f, "--turn", turn, "--window", window, "--home", h, "--conversation", "why"];
+        let mut args = vec!["boundary", f, "--turn", turn, "--window", window, "--home", h, "--conversation", "why", "--json"];
         args.extend_from_slice(usage);
         ok(&args)
     };
@@ -244,4 +244,26 @@ fn a_boundary_that_does_nothing_says_why() {
     let held = boundary("4", "30000", &["--count", "--reserve", "1000"]);
     assert_eq!(held["action"]["kind"], "none", "{held:#}");
     assert!(held["why"].as_str().unwrap_or_default().starts_with("cooldown: 4 turns left"), "{held:#}");
+
+    // A person reads the same without --json: what happened, why, and the usage against the window.
+    let human = |args: &[&str]| {
+        let out = cairn(args, None);
+        assert!(out.status.success(), "cairn {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = human(&["boundary", f, "--turn", "4", "--window", "30000", "--count", "--reserve", "1000", "--home", h, "--conversation", "why", "--dry-run"]);
+    assert!(text.starts_with("turn 4: nothing to do — cooldown: 4 turns left"), "{text}");
+    assert!(text.contains(" of 29000 tokens (window 30000 less reserve 1000)"), "{text}");
+
+    // The compaction queued a notice: listed with the id `--ack` takes; acknowledged, it is gone.
+    let notices = human(&["notices", "--home", h, "--conversation", "why"]);
+    assert!(notices.contains(" compacted ") && notices.contains("--ack ID"), "{notices}");
+    // `DATE TIME KIND ID TEXT`, one line per notice.
+    let ids: Vec<&str> = notices.lines().filter(|l| !l.starts_with("acknowledge")).filter_map(|l| l.split_whitespace().nth(3)).collect();
+    let mut ack = vec!["notices", "--home", h, "--conversation", "why"];
+    ack.extend(ids.iter().flat_map(|id| ["--ack", id]));
+    let acked = human(&ack);
+    assert!(acked.contains(&format!("acknowledged: {}", ids.join(", "))) && acked.contains("no notices for conversation why"), "{acked}");
+    let typo = human(&["notices", "--home", h, "--conversation", "wyh"]);
+    assert!(typo.starts_with("no notices: no conversation wyh in home") && typo.contains("conversations here: why"), "{typo}");
 }

@@ -284,7 +284,7 @@ fn a_dry_run_writes_nothing_to_the_home() {
     assert!(human.contains("dry run: nothing written") && human.contains("would commit") && human.contains("would replace"), "{human}");
 
     let tokens = parse_file(&file).entries.len();
-    let boundary = ok_json(&["boundary", s(&file), "--home", s(&home), "--conversation", k, "--turn", "100", "--window", "40000", "--reserve", "0", "--count", "--dry-run"]);
+    let boundary = ok_json(&["boundary", s(&file), "--home", s(&home), "--conversation", k, "--turn", "100", "--window", "40000", "--reserve", "0", "--count", "--dry-run", "--json"]);
     assert_eq!(boundary["dry_run"], true, "{boundary:#}");
     assert_eq!(boundary["action"]["kind"], "compacted", "({tokens} entries) {boundary:#}");
     assert_eq!(boundary["report"]["dry_run"], true, "{boundary:#}");
@@ -293,7 +293,7 @@ fn a_dry_run_writes_nothing_to_the_home() {
     // A conversation the home does not hold is not created; a home that does not exist neither.
     let fresh = ok_json(&["compact", s(&file), "--home", s(&home), "--conversation", "never", "--json", "--dry-run"]);
     assert_eq!(fresh["committed"], true, "{fresh:#}");
-    ok_json(&["boundary", s(&file), "--home", s(&home), "--conversation", "never", "--turn", "3", "--window", "40000", "--reserve", "0", "--count", "--dry-run"]);
+    ok_json(&["boundary", s(&file), "--home", s(&home), "--conversation", "never", "--turn", "3", "--window", "40000", "--reserve", "0", "--count", "--dry-run", "--json"]);
     assert!(tree(&home) == before, "a dry run created a conversation");
     let nowhere = dir.path().join("no-home");
     ok_json(&["compact", s(&file), "--home", s(&nowhere), "--json", "--dry-run"]);

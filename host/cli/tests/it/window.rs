@@ -133,7 +133,7 @@ fn a_recent_three_megabyte_tool_output_is_held_to_the_window_at_the_boundary_and
     let c = case(&with_recent_giant(&log));
 
     // The lifecycle: the usable window is the window less the reserve.
-    let outcome = ok_json(&["boundary", s(&c.file), "--turn", "3", "--window", &WINDOW.to_string(), "--count", "--home", s(&c.home), "--conversation", "boundary"]);
+    let outcome = ok_json(&["boundary", s(&c.file), "--turn", "3", "--window", &WINDOW.to_string(), "--count", "--home", s(&c.home), "--conversation", "boundary", "--json"]);
     let report = &outcome["report"];
     let usage = outcome["usage"].as_u64().unwrap();
     let (before, after) = (report["tokens_before"].as_u64().unwrap(), report["tokens_after"].as_u64().unwrap());

@@ -21,6 +21,7 @@ pub struct Args {
     /// Where to write the plugin [default: DIR/dist].
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Print one JSON object for scripts.
     #[arg(long)]
     json: bool,
 }

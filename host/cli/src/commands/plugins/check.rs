@@ -31,6 +31,7 @@ pub struct Args {
     /// The step's deadline, as in a policy.
     #[arg(long, default_value_t = 10_000)]
     timeout_ms: u64,
+    /// Print one JSON object for scripts.
     #[arg(long)]
     json: bool,
 }

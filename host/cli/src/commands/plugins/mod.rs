@@ -12,8 +12,10 @@ use anyhow::Result;
 pub enum Command {
     /// Bundled plugins and those in --plugin-dir, with kind, version and imports.
     List {
+        /// A folder of plugins (`.wasm` beside a `.toml` manifest) to list beside the bundled ones.
         #[arg(long)]
         plugin_dir: Vec<PathBuf>,
+        /// Print one JSON object for scripts.
         #[arg(long)]
         json: bool,
     },

@@ -45,6 +45,7 @@ const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'un
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Cairn's home (default: $CAIRN_HOME, else ~/.local/share/cairn).
     #[arg(long)]
     home: Option<PathBuf>,
     /// Where to listen: a loopback address only (127.0.0.1, ::1); port 0 picks a free one.

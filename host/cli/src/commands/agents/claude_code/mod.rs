@@ -30,11 +30,15 @@ pub enum Command {
 pub fn run(command: Command) -> Result<()> {
     match command {
         Command::Install(args) => {
-            settings::install(args)?;
-            crate::setup::warm_cache();
-            Ok(())
+            let json = args.json;
+            let mut report = settings::install(args)?;
+            report.warm_cache();
+            report.print(json)
         }
-        Command::Uninstall(args) => settings::uninstall(args),
+        Command::Uninstall(args) => {
+            let json = args.json;
+            settings::uninstall(args)?.print(json)
+        }
         Command::PreCompact(args) => hooks::pre_compact(args, std::io::stdin().lock()),
         Command::SessionStart(args) => hooks::session_start(args, std::io::stdin().lock()),
     }

@@ -32,6 +32,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
+use crate::commands::agents::shared::report::{Change, SetupReport};
+
 use super::super::shared::settings::{add_server, quote, remove_server, server_args, user_home, Hook, Hooks, JsonFile, SERVER};
 
 #[derive(clap::Args)]
@@ -55,6 +57,9 @@ pub struct Args {
     /// `.claude/`; in `~/.claude.json` for the user's settings. Uninstall removes it either way.
     #[arg(long)]
     mcp: bool,
+    /// Print one JSON object for scripts: each file and what changed in it.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `SessionStart` only after a compaction.
@@ -127,7 +132,8 @@ fn disable_server(settings: &mut JsonFile) -> bool {
     removed
 }
 
-pub fn install(args: Args) -> Result<()> {
+pub fn install(args: Args) -> Result<SetupReport> {
+    let mut report = SetupReport::new("claude-code", "install");
     let path = args.path()?;
     let mut settings = JsonFile::read(&path)?;
     let exe = crate::setup::cairn_exe().context("locating the cairn binary")?;
@@ -169,23 +175,24 @@ pub fn install(args: Args) -> Result<()> {
         file.write(*new_mode)?;
     }
     if added.is_empty() {
-        println!("Cairn's hooks are already in {}", path.display());
+        report.file(&path, Change::Unchanged, format!("Cairn's hooks are already in {}", path.display()));
     } else {
-        println!("Added Cairn's {} hooks to {}", added.join(" and "), path.display());
+        report.file(&path, Change::Added, format!("Added Cairn's {} hooks to {}", added.join(" and "), path.display()));
     }
     if let Some((file, _)) = &server_file {
-        println!("Registered Cairn's MCP server (the agent's session_history) in {}", file.path.display());
+        report.file(&file.path, Change::Added, format!("Registered Cairn's MCP server (the agent's session_history) in {}", file.path.display()));
     } else if let Some(file) = server_path {
-        println!("Cairn's MCP server is already registered in {}", file.display());
+        report.file(&file, Change::Unchanged, format!("Cairn's MCP server is already registered in {}", file.display()));
     } else {
         let scope = if project.is_some() { "--scope project " } else { "" };
         let words: Vec<String> = server.iter().map(|w| quote(w)).collect();
-        println!("Give the agent its recall tools too (or install with --mcp):  claude mcp add {scope}{SERVER} -- {} {}", quote(&exe.display().to_string()), words.join(" "));
+        report.note(format!("Give the agent its recall tools too (or install with --mcp):  claude mcp add {scope}{SERVER} -- {} {}", quote(&exe.display().to_string()), words.join(" ")));
     }
-    Ok(())
+    Ok(report)
 }
 
-pub fn uninstall(args: Args) -> Result<()> {
+pub fn uninstall(args: Args) -> Result<SetupReport> {
+    let mut report = SetupReport::new("claude-code", "uninstall");
     let path = args.path()?;
     let mut removed = Vec::new();
     if path.exists() {
@@ -194,7 +201,7 @@ pub fn uninstall(args: Args) -> Result<()> {
         let enabled = disable_server(&mut settings);
         if hooks > 0 || enabled {
             settings.write_or_delete()?;
-            removed.push(path.display().to_string());
+            removed.push(path.clone());
         }
     }
     let server_file = match args.mcp_scope()? {
@@ -206,13 +213,14 @@ pub fn uninstall(args: Args) -> Result<()> {
         let mut config = JsonFile::read(&file)?;
         if remove_server(&mut config) {
             config.write_or_delete()?;
-            removed.push(file.display().to_string());
+            removed.push(file);
         }
     }
     if removed.is_empty() {
-        println!("No Cairn hooks or MCP server in {}", path.display());
-    } else {
-        println!("Removed Cairn's entries from {}", removed.join(" and "));
+        report.file(&path, Change::LeftAlone, format!("No Cairn hooks or MCP server in {}", path.display()));
     }
-    Ok(())
+    for file in removed {
+        report.file(&file, Change::Removed, format!("Removed Cairn's entries from {}", file.display()));
+    }
+    Ok(report)
 }

@@ -31,6 +31,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
+use crate::commands::agents::shared::report::{Change, SetupReport};
+
 use super::super::shared::settings::quote;
 
 #[derive(clap::Args)]
@@ -50,6 +52,9 @@ pub struct Args {
     /// in, the session's, as the hooks derive it from the session's `cwd`).
     #[arg(long)]
     project: Option<PathBuf>,
+    /// Print one JSON object for scripts: each file and what changed in it.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The block's first line; with [`NEWLINE_ADDED`] appended when the file did not end with a
@@ -210,7 +215,8 @@ fn parse(text: &str, path: &Path) -> Result<toml::Table> {
     })
 }
 
-pub fn install(args: Args) -> Result<()> {
+pub fn install(args: Args) -> Result<SetupReport> {
+    let mut report = SetupReport::new("codex", "install");
     let config_path = args.codex_home()?.join("config.toml");
     let text = read(&config_path)?;
     let (user, reinstall) = without_block(&text, &config_path)?;
@@ -248,33 +254,35 @@ pub fn install(args: Args) -> Result<()> {
         }
     }
     if new_text == text {
-        println!("Cairn is already in {}", config_path.display());
-        return Ok(());
+        report.file(&config_path, Change::Unchanged, format!("Cairn is already in {}", config_path.display()));
+        return Ok(report);
     }
     crate::setup::write_atomically(&config_path, &new_text, 0o666)?;
-    println!(
-        "{} Cairn in {}: the MCP server `{SERVER}` (session_history, approved) and the PreCompact and SessionStart (compact) hooks, trusted",
-        if reinstall { "Updated" } else { "Added" },
-        config_path.display()
+    let (change, word) = if reinstall { (Change::Updated, "Updated") } else { (Change::Added, "Added") };
+    report.file(
+        &config_path,
+        change,
+        format!("{word} Cairn in {}: the MCP server `{SERVER}` (session_history, approved) and the PreCompact and SessionStart (compact) hooks, trusted", config_path.display()),
     );
-    Ok(())
+    Ok(report)
 }
 
-pub fn uninstall(args: Args) -> Result<()> {
+pub fn uninstall(args: Args) -> Result<SetupReport> {
+    let mut report = SetupReport::new("codex", "uninstall");
     let config_path = args.codex_home()?.join("config.toml");
     let text = read(&config_path)?;
     let (rest, found) = without_block(&text, &config_path)?;
     if !found {
-        println!("No Cairn block in {}", config_path.display());
-        return Ok(());
+        report.file(&config_path, Change::LeftAlone, format!("No Cairn block in {}", config_path.display()));
+        return Ok(report);
     }
     if rest.is_empty() {
         std::fs::remove_file(&config_path).with_context(|| format!("deleting {}", config_path.display()))?;
     } else {
         crate::setup::write_atomically(&config_path, &rest, 0o666)?;
     }
-    println!("Removed Cairn's block from {}", config_path.display());
-    Ok(())
+    report.file(&config_path, Change::Removed, format!("Removed Cairn's block from {}", config_path.display()));
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -35,11 +35,15 @@ pub enum Command {
 pub fn run(command: Command) -> Result<()> {
     match command {
         Command::Install(args) => {
-            config::install(args)?;
-            crate::setup::warm_cache();
-            Ok(())
+            let json = args.json;
+            let mut report = config::install(args)?;
+            report.warm_cache();
+            report.print(json)
         }
-        Command::Uninstall(args) => config::uninstall(args),
+        Command::Uninstall(args) => {
+            let json = args.json;
+            config::uninstall(args)?.print(json)
+        }
         Command::PreCompact(args) => hooks::pre_compact(args, std::io::stdin().lock()),
         Command::SessionStart(args) => hooks::session_start(args, std::io::stdin().lock()),
         Command::Compact(args) => writer::compact(args),

@@ -30,6 +30,9 @@ pub struct Args {
     /// Policy file (TOML): the compaction chain; the embedded default when absent.
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// Print one JSON object for scripts.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The rollout's lines, parsed, with their numbers (1-based).
@@ -129,7 +132,12 @@ pub fn compact(args: Args) -> Result<()> {
     let mut file = std::fs::OpenOptions::new().append(true).open(path).with_context(|| format!("opening {}", path.display()))?;
     let separator = if text.ends_with('\n') { "" } else { "\n" };
     std::io::Write::write_all(&mut file, format!("{separator}{line}\n").as_bytes()).with_context(|| format!("appending to {}", path.display()))?;
-    println!("Compacted {} ({} → {} tokens, archive {}): Codex resumes it from Cairn's context", path.display(), report.tokens_before, report.tokens_after, report.archive_id);
+    if args.json {
+        let value = json!({"rollout": path.display().to_string(), "conversation": report.conversation, "tokens_before": report.tokens_before, "tokens_after": report.tokens_after, "committed_by": report.committed_by, "archive_id": report.archive_id});
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!("Compacted {} ({} → {} tokens, archive {}): Codex resumes it from Cairn's context", path.display(), report.tokens_before, report.tokens_after, report.archive_id);
+    }
     Ok(())
 }
 

@@ -30,11 +30,15 @@ pub enum Command {
 pub fn run(command: Command) -> Result<()> {
     match command {
         Command::Install(args) => {
-            settings::install(args)?;
-            crate::setup::warm_cache();
-            Ok(())
+            let json = args.json;
+            let mut report = settings::install(args)?;
+            report.warm_cache();
+            report.print(json)
         }
-        Command::Uninstall(args) => settings::uninstall(args),
+        Command::Uninstall(args) => {
+            let json = args.json;
+            settings::uninstall(args)?.print(json)
+        }
         Command::PreCompress(args) => hooks::pre_compress(args, std::io::stdin().lock()),
         Command::BeforeAgent(args) => hooks::before_agent(args, std::io::stdin().lock()),
     }

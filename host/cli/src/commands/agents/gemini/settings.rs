@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::json;
 
+use crate::commands::agents::shared::report::{Change, SetupReport};
+
 use super::super::shared::settings::{add_server, remove_server, server_args, user_home, Hook, Hooks, JsonFile};
 
 #[derive(clap::Args)]
@@ -44,6 +46,9 @@ pub struct Args {
     /// the hooks).
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// Print one JSON object for scripts: each file and what changed in it.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Every handler named, for Gemini CLI's `/hooks` list.
@@ -86,7 +91,8 @@ fn gemini_home() -> Result<PathBuf> {
     }
 }
 
-pub fn install(args: Args) -> Result<()> {
+pub fn install(args: Args) -> Result<SetupReport> {
+    let mut report = SetupReport::new("gemini", "install");
     let path = args.path()?;
     let mut settings = JsonFile::read(&path)?;
     let exe = crate::setup::cairn_exe().context("locating the cairn binary")?;
@@ -107,19 +113,20 @@ pub fn install(args: Args) -> Result<()> {
         settings.write(0o666)?;
     }
     if added.is_empty() {
-        println!("Cairn's hooks are already in {}", path.display());
+        report.file(&path, Change::Unchanged, format!("Cairn's hooks are already in {}", path.display()));
     } else {
-        println!("Added Cairn's {} hooks to {}", added.join(" and "), path.display());
+        report.file(&path, Change::Added, format!("Added Cairn's {} hooks to {}", added.join(" and "), path.display()));
     }
     if registered {
-        println!("Registered Cairn's MCP server (the agent's mcp_cairn_session_history, trusted) in {}", path.display());
+        report.file(&path, Change::Added, format!("Registered Cairn's MCP server (the agent's mcp_cairn_session_history, trusted) in {}", path.display()));
     } else {
-        println!("Cairn's MCP server is already registered in {}", path.display());
+        report.file(&path, Change::Unchanged, format!("Cairn's MCP server is already registered in {}", path.display()));
     }
-    Ok(())
+    Ok(report)
 }
 
-pub fn uninstall(args: Args) -> Result<()> {
+pub fn uninstall(args: Args) -> Result<SetupReport> {
+    let mut report = SetupReport::new("gemini", "uninstall");
     let path = args.path()?;
     if path.exists() {
         let mut settings = JsonFile::read(&path)?;
@@ -133,10 +140,10 @@ pub fn uninstall(args: Args) -> Result<()> {
                     let _ = std::fs::remove_dir(dir);
                 }
             }
-            println!("Removed Cairn's hooks and MCP server from {}", path.display());
-            return Ok(());
+            report.file(&path, Change::Removed, format!("Removed Cairn's hooks and MCP server from {}", path.display()));
+            return Ok(report);
         }
     }
-    println!("No Cairn hooks or MCP server in {}", path.display());
-    Ok(())
+    report.file(&path, Change::LeftAlone, format!("No Cairn hooks or MCP server in {}", path.display()));
+    Ok(report)
 }

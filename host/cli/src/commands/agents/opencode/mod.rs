@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
+use crate::commands::agents::shared::report::{Change, SetupReport};
+
 /// The plugin OpenCode loads, embedded so the binary is self-contained.
 pub const PLUGIN: &str = include_str!("../../../../../../examples/opencode-plugin/src/cairn.ts");
 
@@ -45,6 +47,9 @@ pub struct Args {
     /// The policy the server uses (checked now; its absolute path goes into the command).
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// Print one JSON object for scripts: each file and what changed in it.
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl Args {
@@ -60,11 +65,15 @@ impl Args {
 pub fn run(command: Command) -> Result<()> {
     match command {
         Command::Install(args) => {
-            install(args)?;
-            crate::setup::warm_cache();
-            Ok(())
+            let json = args.json;
+            let mut report = install(args)?;
+            report.warm_cache();
+            report.print(json)
         }
-        Command::Uninstall(args) => uninstall(args),
+        Command::Uninstall(args) => {
+            let json = args.json;
+            uninstall(args)?.print(json)
+        }
     }
 }
 
@@ -91,7 +100,8 @@ fn is_cairn_plugin(text: &str) -> bool {
     text.starts_with("/**\n * Cairn for OpenCode")
 }
 
-fn install(args: Args) -> Result<()> {
+fn install(args: Args) -> Result<SetupReport> {
+    let mut report = SetupReport::new("opencode", "install");
     let project = args.project()?;
     let paths = Paths::of(&project);
     let exe = crate::setup::cairn_exe().context("locating the cairn binary")?;
@@ -128,9 +138,9 @@ fn install(args: Args) -> Result<()> {
     };
     let plugin_state = match std::fs::read_to_string(&paths.plugin) {
         Ok(text) if text == PLUGIN => None,
-        Ok(text) if is_cairn_plugin(&text) => Some("updated"),
+        Ok(text) if is_cairn_plugin(&text) => Some(Change::Updated),
         Ok(_) => bail!("{} exists and is not Cairn's plugin", paths.plugin.display()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("added"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(Change::Added),
         Err(e) => return Err(e).with_context(|| format!("reading {}", paths.plugin.display())),
     };
 
@@ -138,22 +148,23 @@ fn install(args: Args) -> Result<()> {
         let dir = paths.plugin.parent().expect("a folder");
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         crate::setup::write_atomically(&paths.plugin, PLUGIN, 0o666)?;
-        println!("Cairn's plugin {state}: {}", paths.plugin.display());
+        report.file(&paths.plugin, state, format!("Cairn's plugin {}: {}", if matches!(state, Change::Added) { "added" } else { "updated" }, paths.plugin.display()));
     } else {
-        println!("Cairn's plugin is already in {}", paths.plugin.display());
+        report.file(&paths.plugin, Change::Unchanged, format!("Cairn's plugin is already in {}", paths.plugin.display()));
     }
     match new_config {
         Some(text) => {
             crate::setup::write_atomically(&paths.config, &text, 0o666)?;
-            println!("Registered Cairn's MCP server (the agent's session_history) in {}", paths.config.display());
+            report.file(&paths.config, Change::Added, format!("Registered Cairn's MCP server (the agent's session_history) in {}", paths.config.display()));
         }
-        None => println!("Cairn's MCP server is already registered in {}", paths.config.display()),
+        None => report.file(&paths.config, Change::Unchanged, format!("Cairn's MCP server is already registered in {}", paths.config.display())),
     }
-    println!("Conversation: {conversation}. OpenCode's next compaction in this project is Cairn's.");
-    Ok(())
+    report.note(format!("Conversation: {conversation}. OpenCode's next compaction in this project is Cairn's."));
+    Ok(report)
 }
 
-fn uninstall(args: Args) -> Result<()> {
+fn uninstall(args: Args) -> Result<SetupReport> {
+    let mut report = SetupReport::new("opencode", "uninstall");
     let project = args.project()?;
     let paths = Paths::of(&project);
     let mut removed = Vec::new();
@@ -164,7 +175,7 @@ fn uninstall(args: Args) -> Result<()> {
                 None => std::fs::remove_file(&paths.config).with_context(|| format!("deleting {}", paths.config.display()))?,
                 Some(rest) => crate::setup::write_atomically(&paths.config, &rest, 0o666)?,
             }
-            removed.push(paths.config.display().to_string());
+            removed.push(paths.config.clone());
         }
     }
     match std::fs::read_to_string(&paths.plugin) {
@@ -176,15 +187,16 @@ fn uninstall(args: Args) -> Result<()> {
             if std::fs::remove_dir(plugin_dir).is_ok() {
                 let _ = std::fs::remove_dir(plugin_dir.parent().expect("a folder"));
             }
-            removed.push(paths.plugin.display().to_string());
+            removed.push(paths.plugin.clone());
         }
-        Ok(_) => println!("{} is not Cairn's plugin; left as it is", paths.plugin.display()),
+        Ok(_) => report.file(&paths.plugin, Change::LeftAlone, format!("{} is not Cairn's plugin; left as it is", paths.plugin.display())),
         Err(_) => {}
     }
     if removed.is_empty() {
-        println!("No Cairn plugin or MCP server in {}", project.display());
-    } else {
-        println!("Removed Cairn from {}", removed.join(" and "));
+        report.note(format!("No Cairn plugin or MCP server in {}", project.display()));
     }
-    Ok(())
+    for file in removed {
+        report.file(&file, Change::Removed, format!("Removed Cairn from {}", file.display()));
+    }
+    Ok(report)
 }

@@ -2,6 +2,7 @@
 //! Gemini CLI send the same payload), and the installers' JSON settings files.
 
 pub(crate) mod hooks;
+pub(crate) mod report;
 pub(crate) mod settings;
 
 use std::path::PathBuf;
