@@ -5,7 +5,7 @@
 // - `no_componentize_py`, `no_npm`: the Python and JavaScript plugin toolchains;
 // - `no_python_mcp`: the official `mcp` Python package (the MCP client of the serve tests).
 
-fn main() {
+pub fn main() {
     let ci = std::env::var("CI").as_deref() == Ok("true");
     let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/transcripts");
     println!("cargo:rerun-if-env-changed=CI");

@@ -10,11 +10,14 @@ pub struct LogCapability {
     lines: u32,
     /// Lines over the budget, reported once the call ends.
     pub dropped: u32,
+    /// The last error-level line: an SDK logs an uncaught exception (with the author's source
+    /// lines) before the call traps, and the trap's message carries it.
+    pub last_error: Option<String>,
 }
 
 impl LogCapability {
     pub fn new(gate: Gate) -> Self {
-        LogCapability { gate, lines: 0, dropped: 0 }
+        LogCapability { gate, lines: 0, dropped: 0, last_error: None }
     }
 
     pub fn gate(&self) -> &Gate {
@@ -38,7 +41,10 @@ impl LogCapability {
             tracing::Level::DEBUG => tracing::debug!(plugin, "{message}"),
             tracing::Level::INFO => tracing::info!(plugin, "{message}"),
             tracing::Level::WARN => tracing::warn!(plugin, "{message}"),
-            _ => tracing::error!(plugin, "{message}"),
+            _ => {
+                tracing::error!(plugin, "{message}");
+                self.last_error = Some(message.to_string());
+            }
         }
     }
 }

@@ -30,5 +30,14 @@ pub fn classify(error: &wasmtime::Error, state: &CallState) -> CallFailure {
     // The root cause (e.g. "wasm trap: wasm `unreachable` instruction executed") is stable
     // and short; the backtrace goes to the debug log.
     tracing::debug!(plugin = %state.plugin, "trap detail: {error:?}");
-    CallFailure::Trap(error.root_cause().to_string())
+    let trap = error.root_cause().to_string();
+    // A trap says only where the machine stopped; the guest's last words say why (an SDK logs
+    // an uncaught exception with the author's source lines, a runtime writes it to stderr).
+    // Their lines are joined and control characters blanked: the message reaches terminals.
+    let printable = |text: &str| text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" | ").replace(char::is_control, " ");
+    match (&state.log.last_error, state.stderr_tail()) {
+        (Some(logged), _) => CallFailure::Trap(format!("{trap} — it logged: {}", printable(logged))),
+        (None, Some(stderr)) => CallFailure::Trap(format!("{trap} — its stderr ended: {}", printable(&stderr))),
+        (None, None) => CallFailure::Trap(trap),
+    }
 }

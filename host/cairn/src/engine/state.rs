@@ -51,6 +51,9 @@ pub struct CallState {
     pub archive: ArchiveCapability,
     /// When the call must be over; host calls that could block stop by then.
     pub deadline: Instant,
+    /// What the guest wrote to stderr (a runtime's last words before a trap: a Python
+    /// traceback, a Rust panic message), bounded like stdout.
+    stderr: MemoryOutputPipe,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -60,13 +63,8 @@ impl CallState {
         let plugin: Arc<str> = plugin.into();
         let gate = || Gate::new(plugin.clone(), grants.clone());
         // Deny-all WASI: no preopens, env, args or network; output captured, bounded.
-        let wasi = WasiCtx::builder()
-            .stdout(MemoryOutputPipe::new(CAPTURED_OUTPUT_BYTES))
-            .stderr(MemoryOutputPipe::new(CAPTURED_OUTPUT_BYTES))
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .build();
+        let stderr = MemoryOutputPipe::new(CAPTURED_OUTPUT_BYTES);
+        let wasi = WasiCtx::builder().stdout(MemoryOutputPipe::new(CAPTURED_OUTPUT_BYTES)).stderr(stderr.clone()).allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false).build();
         CallState {
             memory: MemoryCap::new(memory_bytes),
             log: LogCapability::new(gate()),
@@ -75,6 +73,7 @@ impl CallState {
             archive: ArchiveCapability::new(gate(), services.archive_id, services.artifacts_before, services.archive, services.originals),
             deadline: services.deadline,
             plugin,
+            stderr,
             wasi,
             table: ResourceTable::new(),
         }
@@ -97,6 +96,16 @@ impl CallState {
     pub fn give_back(&mut self, history: Resource<LentHistory>) -> wasmtime::Result<()> {
         self.table.delete(history)?;
         Ok(())
+    }
+
+    /// The last few lines the guest wrote to stderr, if any.
+    pub fn stderr_tail(&self) -> Option<String> {
+        const LINES: usize = 4;
+        let written = self.stderr.contents();
+        let text = String::from_utf8_lossy(&written);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = lines[lines.len().saturating_sub(LINES)..].join("\n");
+        (!tail.is_empty()).then(|| cairn_rules::clip_chars(&tail, 1_000).to_string())
     }
 
     /// Every capability call refused during this call, in capability order.

@@ -234,6 +234,20 @@ fn a_wasi_component_gets_a_deny_all_sandbox() {
 }
 
 #[test]
+fn a_trap_carries_what_the_plugin_wrote_to_stderr_before_it() {
+    // A trap alone says only `unreachable`; Rust's panic message (on WASI, written to stderr)
+    // says why and where.
+    let policy = format!("[[chain]]\nplugin = \"wasi-probe\"\nconfig = {{ mode = \"panic\" }}\n{SHAKE}");
+    let (report, _dir) = compact(&policy);
+    assert_eq!(report.steps[0].outcome, OutcomeClass::Trap, "{:#?}", report.steps);
+    let said = report.steps[0].message.as_deref().unwrap();
+    assert!(said.starts_with("plugin wasi-probe@0.1.0: trapped: wasm trap: wasm `unreachable` instruction executed — its stderr ended: "), "{said}");
+    assert!(said.contains("wasi-probe/src/lib.rs:") && said.contains("the probe panics on purpose"), "{said}");
+    assert!(!said.contains('\n'), "one line: {said}");
+    assert_eq!(report.steps[1].outcome, OutcomeClass::Ok);
+}
+
+#[test]
 fn every_capability_refusal_is_recorded_alike_naming_plugin_and_capability() {
     // misbehave must have `archive`; `log`, `tokens` and `model` are optional, so a policy may
     // leave them out and the plugin's calls are refused at run time.

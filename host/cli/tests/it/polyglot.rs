@@ -110,6 +110,10 @@ fn new_projects_test_build_and_check(lang: &str, tests: &[&[&str]]) {
         // build serves both the passing check and these cases).
         let reach = match (lang, kind) {
             ("python", "strategy") => Some(("app.py", "        config = parse_config(Config, request.config)\n", "        if config.max_chars == 7:\n            open(\"/etc/passwd\").read()\n")),
+            // A trigger has no error channel: an uncaught exception traps the call.
+            ("python", "trigger") => {
+                Some(("app.py", "    requested = pending_request_decision(input)\n", "    if config.compact_at == 7:\n        raise ValueError(\"compact_at 7 is not a share\")\n"))
+            }
             ("js", "strategy") => Some((
                 "src/index.js",
                 "    const config = parseConfig(request.config, { ...DEFAULTS });\n",
@@ -134,7 +138,11 @@ fn new_projects_test_build_and_check(lang: &str, tests: &[&[&str]]) {
             assert!(!checked.contains("rebuild with the current SDK"), "{checked}");
         }
         if let Some((file, ..)) = reach {
-            let key = if lang == "js" { "operator_chars" } else { "max_chars" };
+            let key = match (lang, kind) {
+                ("js", _) => "operator_chars",
+                (_, "trigger") => "compact_at",
+                _ => "max_chars",
+            };
             let out =
                 Command::new(env!("CARGO_BIN_EXE_cairn")).args(["plugins", "check", &format!("dist/{name}.wasm"), "--config", &format!("{{\"{key}\": 7}}")]).current_dir(&project).output().unwrap();
             let said = String::from_utf8_lossy(&out.stdout);
@@ -154,6 +162,10 @@ fn new_projects_test_build_and_check(lang: &str, tests: &[&[&str]]) {
                     said.contains("trapped: wasm trap: wasm `unreachable` instruction executed (no WASI in a JavaScript plugin's sandbox: a JavaScript plugin traps this way when it reads the clock"),
                     "{said}"
                 );
+            } else if kind == "trigger" {
+                // The trap carries the exception and the author's line, not only `unreachable`.
+                assert!(said.contains("trapped: wasm trap: wasm `unreachable` instruction executed — it logged: Plugin raised ValueError: compact_at 7 is not a share | app.py:"), "{said}");
+                assert!(said.contains(&format!("app.py:{} in decide", reach_line + 1)), "line {}: {said}", reach_line + 1);
             } else {
                 // `open()` reads as the sandbox's missing filesystem, not a missing file.
                 assert!(said.contains("/etc/passwd") && said.contains("(no filesystem in this sandbox: no directory is open to plugins"), "{said}");

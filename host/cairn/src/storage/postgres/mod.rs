@@ -240,7 +240,8 @@ impl PgConversation {
         for write in writes {
             match write {
                 Write::Event { seq, body } => {
-                    let inserted = tx.execute_typed("INSERT INTO cairn_events (tenant, key, seq, body) VALUES ($1, $2, $3, $4)", &[(&t, Type::TEXT), (&k, Type::TEXT), (seq, Type::INT8), (body, Type::TEXT)]);
+                    let inserted =
+                        tx.execute_typed("INSERT INTO cairn_events (tenant, key, seq, body) VALUES ($1, $2, $3, $4)", &[(&t, Type::TEXT), (&k, Type::TEXT), (seq, Type::INT8), (body, Type::TEXT)]);
                     if let Err(e) = inserted {
                         if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
                             bail!("{shown}: event {seq} was appended by another writer");
@@ -300,9 +301,10 @@ impl Conversation for PgConversation {
         let cache = self.shown.clone();
         let kept = KEPT.lock().ok().and_then(|mut kept| kept.remove(&cache));
         let (mut parsed, mut events) = kept.unwrap_or_default();
-        let rows = self
-            .reader()?
-            .query_typed("SELECT seq, body FROM cairn_events WHERE tenant = $1 AND key = $2 AND seq > $3 ORDER BY seq", &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT), (&events, Type::INT8)])?;
+        let rows = self.reader()?.query_typed(
+            "SELECT seq, body FROM cairn_events WHERE tenant = $1 AND key = $2 AND seq > $3 ORDER BY seq",
+            &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT), (&events, Type::INT8)],
+        )?;
         for row in rows {
             let seq: i64 = row.get(0);
             if seq != events + 1 {
@@ -379,7 +381,10 @@ impl Conversation for PgConversation {
     }
 
     fn ack_notice(&mut self, id: &str) -> Result<bool> {
-        let exists = self.reader()?.query_typed_opt("SELECT 1 FROM cairn_notices WHERE tenant = $1 AND key = $2 AND id = $3", &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT), (&id, Type::TEXT)])?.is_some();
+        let exists = self
+            .reader()?
+            .query_typed_opt("SELECT 1 FROM cairn_notices WHERE tenant = $1 AND key = $2 AND id = $3", &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT), (&id, Type::TEXT)])?
+            .is_some();
         if exists {
             self.write(Write::Ack(id.to_string()))?;
         }
