@@ -6,7 +6,9 @@
 //! Warm compaction through `cairn serve` (MCP over stdio), through the Node addon (the package
 //! in `host/node`, with the addon `.ci/run` builds) and through the Python wheel (`.ci/run`
 //! builds it; installed into a virtual environment here) are rows of each session too, and so is
-//! the wheel beside LangChain's own `SummarizationMiddleware` on the same chat messages.
+//! the wheel beside LangChain's own `SummarizationMiddleware` on the same chat messages. Each
+//! session's timed figures stand beside its floor as well: reading, parsing and counting it once
+//! and one synced write.
 
 use crate::support::{self, node_packages, python_wheel};
 
@@ -48,6 +50,7 @@ fn bench_prints_every_figure_beside_its_baseline() {
         let name = file.file_name().unwrap().to_str().unwrap();
         let per_session = figures(Some(name));
         for figure in [
+            "the floor: read, parse, count once, one synced write",
             "cold compaction",
             "warm compaction",
             "per-turn replay",
@@ -82,6 +85,9 @@ fn bench_prints_every_figure_beside_its_baseline() {
         if !row["baseline"].is_null() {
             assert!(row["ratio"].as_f64().unwrap() > 0.0, "a baseline without its ratio: {row}");
         }
+        // Every timed figure of a session stands beside that session's floor.
+        let timed_session_figure = !row["file"].is_null() && row["unit"] == "ms" && !row["cairn"].is_null() && !row["figure"].as_str().unwrap().starts_with("the floor");
+        assert_eq!(timed_session_figure, row["floor_ratio"].as_f64().is_some_and(|r| r > 0.0), "{row}");
     }
     let exact = rows.iter().find(|r| r["figure"] == tiktoken[1]).unwrap();
     if cfg!(feature = "tiktoken-baseline") {

@@ -97,6 +97,9 @@ struct Row {
     /// Why the baseline is missing and how to get it.
     #[serde(skip_serializing_if = "Option::is_none")]
     unavailable: Option<String>,
+    /// The figure over its session's floor (what no compaction of it can beat here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    floor_ratio: Option<f64>,
 }
 
 /// The addon row runs in node, beside Pi's baseline.
@@ -118,14 +121,14 @@ impl Bench {
     #[allow(clippy::too_many_arguments)]
     fn row(&mut self, figure: &'static str, file: Option<&str>, unit: &'static str, cairn: f64, baseline_name: &'static str, baseline: Option<f64>, goal: &'static str) {
         let ratio = baseline.filter(|b| *b > 0.0).map(|b| cairn / b);
-        self.rows.push(Row { figure, file: file.map(str::to_string), unit, cairn: Some(cairn), baseline_name, baseline, ratio, goal, unavailable: None });
+        self.rows.push(Row { figure, file: file.map(str::to_string), unit, cairn: Some(cairn), baseline_name, baseline, ratio, goal, unavailable: None, floor_ratio: None });
         self.progress.inc(1);
     }
 
     /// A host figure whose baseline this build lacks: kept, with `why`, never left out.
     #[allow(clippy::too_many_arguments)]
     fn unavailable(&mut self, figure: &'static str, file: Option<&str>, unit: &'static str, cairn: Option<f64>, baseline_name: &'static str, goal: &'static str, why: impl Into<String>) {
-        self.rows.push(Row { figure, file: file.map(str::to_string), unit, cairn, baseline_name, baseline: None, ratio: None, goal, unavailable: Some(why.into()) });
+        self.rows.push(Row { figure, file: file.map(str::to_string), unit, cairn, baseline_name, baseline: None, ratio: None, goal, unavailable: Some(why.into()), floor_ratio: None });
         self.progress.inc(1);
     }
 }
@@ -148,7 +151,7 @@ pub fn run(args: Args) -> Result<()> {
     let iterations = if args.quick { 3 } else { 20 };
     let pi = if args.no_pi { None } else { pi::Baseline::install()? };
     // Rows: per session, peak memory only beside Pi; the host's seven.
-    let per_file = if pi.is_some() { 10 } else { 9 };
+    let per_file = if pi.is_some() { 11 } else { 10 };
     let progress = ProgressBar::new((args.files.len() * per_file + 7) as u64);
     progress.set_style(ProgressStyle::with_template("{spinner} {bar:30} {pos}/{len} {msg}").expect("a valid template"));
     let mut bench = Bench { iterations, progress, rows: Vec::new() };
@@ -180,6 +183,9 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
     let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let exe = crate::setup::cairn_exe()?;
     let temp = tempfile::tempdir()?;
+    let first_row = bench.rows.len();
+    let floor = floor_ms(bench.iterations, file, name, temp.path())?;
+    bench.row(FLOOR, Some(name), "ms", floor, "—", None, "");
 
     // Cold: one whole process each (the code cache warm, as after the first run).
     let cold = (0..bench.iterations.min(5)).map(|i| cold_cairn(&exe, file, temp.path(), &format!("cold-{i}"))).collect::<Result<Vec<_>>>()?;
@@ -287,7 +293,36 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
     // shake-elide: the Wasm component (as the chain calls it) against the same crate natively.
     let (wasm, native) = shake_elide_wasm_vs_native(bench.iterations, &cairn, &policy, transcript)?;
     bench.row("shake-elide: Wasm component vs native build", Some(name), "ms", wasm, "the same crate, native", Some(native), "≤ 1.3×");
+
+    for row in bench.rows[first_row..].iter_mut().filter(|r| r.unit == "ms" && r.figure != FLOOR) {
+        row.floor_ratio = row.cairn.map(|ms| ms / floor);
+    }
     Ok(())
+}
+
+const FLOOR: &str = "the floor: read, parse, count once, one synced write";
+
+/// What no compaction of the session can beat on this machine (median ms): reading and parsing
+/// it once, counting its tokens once (none kept from earlier counts), and one synced write of
+/// its entries as the record stores them.
+fn floor_ms(iterations: usize, file: &Path, name: &str, temp: &Path) -> Result<f64> {
+    let tokenizer = cairn::tokenizer::Tokenizer::default();
+    tokenizer.load();
+    let record = temp.join("floor.json");
+    let samples = (0..iterations)
+        .map(|_| {
+            let started = Instant::now();
+            let text = std::fs::read_to_string(file)?;
+            let (transcript, _) = formats::parse(&text, name)?;
+            let tokens: u64 = transcript.entries.iter().map(|e| u64::from(tokenizer.count_afresh(&e.model_text()))).sum();
+            anyhow::ensure!(tokens > 0, "{name}: nothing to count");
+            let mut out = std::fs::File::create(&record)?;
+            serde_json::to_writer(&mut out, &transcript.entries)?;
+            out.sync_data()?;
+            Ok(ms(started.elapsed()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(median(samples))
 }
 
 fn host_figures(bench: &mut Bench) -> Result<()> {
@@ -443,17 +478,19 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn print_table(rows: &[Row], iterations: usize) {
-    println!("{:<52} {:<28} {:>12} {:>12}  {:<28} {:>7}  goal", "figure", "session", "cairn", "baseline", "baseline is", "ratio");
+    println!("{:<52} {:<28} {:>12} {:>12}  {:<28} {:>7} {:>8}  goal", "figure", "session", "cairn", "baseline", "baseline is", "ratio", "× floor");
     for row in rows {
         let value = |v: f64| format!("{v:.2} {}", row.unit);
+        let ratio = |r: Option<f64>| r.map(|r| format!("{r:.2}×")).unwrap_or_else(|| "—".into());
         println!(
-            "{:<52} {:<28} {:>12} {:>12}  {:<28} {:>7}  {}",
+            "{:<52} {:<28} {:>12} {:>12}  {:<28} {:>7} {:>8}  {}",
             row.figure,
             row.file.as_deref().unwrap_or(""),
             row.cairn.map(value).unwrap_or_else(|| "—".into()),
             row.baseline.map(value).unwrap_or_else(|| "—".into()),
             row.baseline_name,
-            row.ratio.map(|r| format!("{r:.2}×")).unwrap_or_else(|| "—".into()),
+            ratio(row.ratio),
+            ratio(row.floor_ratio),
             row.goal
         );
     }
