@@ -103,11 +103,6 @@ pub struct Report {
     /// A dry run's prompt-cache rewrite cost per priced model.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cache_rewrite: Vec<CacheRewrite>,
-    /// The transcript is an original this conversation's standing compaction (this archive)
-    /// already took in: nothing ran or was written, and the context is the record's. A retried
-    /// call is answered this way instead of stacking a second compaction of the same original.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub already_compacted_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -452,35 +447,6 @@ impl From<&CompactionReport> for Report {
                 .iter()
                 .map(|c| CacheRewrite { model: c.model.to_string(), next_call_usd: c.next_call_usd, next_call_uncompacted_usd: c.next_call_uncompacted_usd, break_even_calls: c.break_even_calls })
                 .collect(),
-            already_compacted_by: None,
-        }
-    }
-}
-
-impl Report {
-    /// The answer to an original handed in again: `earlier` took it in; nothing ran.
-    pub(super) fn already_compacted(earlier: &crate::record::CompactionEvent) -> Self {
-        Report {
-            tokens_before: earlier.tokens_before,
-            tokens_after: earlier.tokens_after,
-            steps: Vec::new(),
-            committed_by: None,
-            degraded: false,
-            committed: false,
-            archive_id: None,
-            not_committed: Some(format!("already compacted by {}: this original was handed in before; the context is the record's", earlier.archive_id)),
-            over_window: None,
-            left_out: BTreeMap::new(),
-            artifacts: Vec::new(),
-            replaced: 0,
-            forgotten: Vec::new(),
-            rejected: None,
-            seed: None,
-            pinned: Vec::new(),
-            pins_refused: Vec::new(),
-            dry_run: false,
-            cache_rewrite: Vec::new(),
-            already_compacted_by: Some(earlier.archive_id.clone()),
         }
     }
 }

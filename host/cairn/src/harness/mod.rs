@@ -69,14 +69,6 @@ impl Harness {
         let dry_run = request.dry_run.unwrap_or(false);
         let home = self.lifecycle.home();
         let mut store = if dry_run { home.preview(&conversation)? } else { home.conversation(&conversation)? };
-        if !handover {
-            if let Some(earlier) = store.already_compacted(&transcript.entries) {
-                let report = Report::already_compacted(earlier);
-                let context = Transcript::new(store.context()?);
-                let (format, text) = write(&context, format, request.include_transcript);
-                return Ok(Compacted { report, format, transcript: text, first_kept_entry_id: None, prefix_summary: String::new(), unrecognized: UnrecognizedKinds::of(&transcript) });
-            }
-        }
         let options = RunOptions {
             preserve: request.preserve.as_deref(),
             resume: request.resume.as_deref(),

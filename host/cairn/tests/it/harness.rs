@@ -54,26 +54,6 @@ fn a_compaction_answers_in_the_callers_format_and_undo_restores_it() {
     assert!(message.contains("no compaction to undo"), "{message}");
 }
 
-/// A harness that retries a compaction (its answer was lost to a timeout) hands in the same
-/// original again: the answer is the first one's context, and nothing stacks on the record.
-#[test]
-fn the_same_original_handed_in_again_is_answered_from_the_record_not_compacted_twice() {
-    let home = tempfile::tempdir().unwrap();
-    let harness = harness(home.path());
-    let sent = formats::write_openai(&sample::coding_session(30));
-    let first = harness.compact(compact("app", sent.clone())).unwrap();
-    let archive = first.report.archive_id.clone().unwrap();
-
-    let again = harness.compact(compact("app", sent)).unwrap();
-    assert_eq!(again.report.already_compacted_by.as_deref(), Some(archive.as_str()));
-    assert!(!again.report.committed && again.report.archive_id.is_none(), "{:?}", again.report);
-    assert!(again.report.not_committed.as_deref().is_some_and(|why| why.contains("already compacted")), "{:?}", again.report.not_committed);
-    assert_eq!((again.format, formats::parse(&again.transcript, "again").unwrap().0.entries), (first.format, formats::parse(&first.transcript, "first").unwrap().0.entries));
-    let timeline = harness.show(ShowRequest { conversation: "app".into(), archive_id: None }).unwrap();
-    let compactions = serde_json::to_value(&timeline).unwrap().to_string().matches("\"kind\":\"compaction\"").count();
-    assert_eq!(compactions, 1, "{}", serde_json::to_value(&timeline).unwrap());
-}
-
 #[test]
 fn every_failure_carries_the_code_of_its_kind() {
     let home = tempfile::tempdir().unwrap();

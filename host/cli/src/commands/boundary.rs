@@ -152,7 +152,7 @@ pub fn boundary(args: BoundaryArgs) -> Result<()> {
 fn print_outcome(outcome: &BoundaryOutcome, args: &BoundaryArgs, home: &Home) {
     let dry = if args.dry_run { " (dry run: nothing written)" } else { "" };
     let usage = match outcome.usage {
-        Some(tokens) => format!("{tokens} of {} tokens (window {} less reserve {})", args.window.saturating_sub(args.reserve), args.window, args.reserve),
+        Some(tokens) => format!("{tokens} of {} usable tokens (window {} less reserve {})", args.window.saturating_sub(args.reserve), args.window, args.reserve),
         None => "usage unknown".to_string(),
     };
     let what = match &outcome.action {
@@ -165,7 +165,8 @@ fn print_outcome(outcome: &BoundaryOutcome, args: &BoundaryArgs, home: &Home) {
         Action::Failed => "maintenance ran and committed nothing".to_string(),
     };
     let why = outcome.why.as_deref().map(|why| format!(" — {why}")).unwrap_or_default();
-    say!("turn {}: {what}{why}{dry}; {usage}", outcome.turn);
+    say!("turn {}: {what}{why}{dry}", outcome.turn);
+    say!("  context: {usage}");
     if let Some(advice) = &outcome.advice {
         say!("  advice for the agent: {advice}");
     }

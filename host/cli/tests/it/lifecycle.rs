@@ -253,7 +253,7 @@ fn a_boundary_that_does_nothing_says_why() {
     };
     let text = human(&["boundary", f, "--turn", "4", "--window", "30000", "--count", "--reserve", "1000", "--home", h, "--conversation", "why", "--dry-run"]);
     assert!(text.starts_with("turn 4: nothing to do — cooldown: 4 turns left"), "{text}");
-    assert!(text.contains(" of 29000 tokens (window 30000 less reserve 1000)"), "{text}");
+    assert!(text.contains("\n  context: ") && text.contains(" of 29000 usable tokens (window 30000 less reserve 1000)"), "{text}");
 
     // The compaction queued a notice: listed with the id `--ack` takes; acknowledged, it is gone.
     let notices = human(&["notices", "--home", h, "--conversation", "why"]);
