@@ -100,12 +100,7 @@ impl CallState {
 
     /// The last few lines the guest wrote to stderr, if any.
     pub fn stderr_tail(&self) -> Option<String> {
-        const LINES: usize = 4;
-        let written = self.stderr.contents();
-        let text = String::from_utf8_lossy(&written);
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        let tail = lines[lines.len().saturating_sub(LINES)..].join("\n");
-        (!tail.is_empty()).then(|| cairn_rules::clip_chars(&tail, 1_000).to_string())
+        last_lines(&String::from_utf8_lossy(&self.stderr.contents()))
     }
 
     /// Every capability call refused during this call, in capability order.
@@ -117,6 +112,20 @@ impl CallState {
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// The last four non-blank lines of `text`, at most their last 1,000 characters: the end matters
+/// most (a panic's location, an exception's own line), so a longer tail loses its start.
+fn last_lines(text: &str) -> Option<String> {
+    const LINES: usize = 4;
+    const MAX_CHARS: usize = 1_000;
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(LINES)..].join("\n");
+    match tail.char_indices().rev().nth(MAX_CHARS - 1).map_or(0, |(at, _)| at) {
+        _ if tail.is_empty() => None,
+        0 => Some(tail),
+        start => Some(format!("…{}", &tail[start..])),
     }
 }
 
@@ -183,6 +192,16 @@ impl ResourceLimiter for MemoryCap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_the_guest_wrote_last_survives_the_clip() {
+        assert_eq!(last_lines("\n  \n"), None);
+        assert_eq!(last_lines("one\n\ntwo\nthree\nfour\nfive\n").as_deref(), Some("two\nthree\nfour\nfive"));
+        let long = format!("{}\npanicked at src/lib.rs:12:5: no closing brace\n", "é".repeat(3_000));
+        let tail = last_lines(&long).unwrap();
+        assert!(tail.starts_with('…') && tail.ends_with("src/lib.rs:12:5: no closing brace"), "{tail}");
+        assert_eq!(tail.chars().count(), 1_001, "the clip counts characters, not bytes");
+    }
 
     #[test]
     fn the_cap_covers_every_memory_and_table_of_the_call_together() {

@@ -7,7 +7,8 @@
 //! in `host/node`, with the addon `.ci/run` builds) and through the Python wheel (`.ci/run`
 //! builds it; installed into a virtual environment here) are rows of each session too, and so is
 //! the wheel beside LangChain's own `SummarizationMiddleware` on the same chat messages. Each
-//! session's timed figures stand beside its floor as well: reading, parsing and counting it once
+//! session's timed figures stand beside its floor as well (the compaction at an incremental
+//! boundary among them, which fails the bench unless that boundary compacts): reading, parsing and counting it once
 //! and one synced write.
 
 use crate::support::{self, node_packages, python_wheel};
@@ -53,6 +54,7 @@ fn bench_prints_every_figure_beside_its_baseline() {
             "the floor: read, parse, count once, one synced write",
             "cold compaction",
             "warm compaction",
+            "warm compaction at an incremental boundary",
             "per-turn replay",
             "peak memory",
             "shake-elide",

@@ -36,9 +36,7 @@ pub fn run(command: Command) -> Result<()> {
     match command {
         Command::Install(args) => {
             let json = args.json;
-            let mut report = config::install(args)?;
-            report.warm_cache();
-            report.print(json)
+            config::install(args)?.finish_install(json)
         }
         Command::Uninstall(args) => {
             let json = args.json;

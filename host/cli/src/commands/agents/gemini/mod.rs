@@ -31,9 +31,7 @@ pub fn run(command: Command) -> Result<()> {
     match command {
         Command::Install(args) => {
             let json = args.json;
-            let mut report = settings::install(args)?;
-            report.warm_cache();
-            report.print(json)
+            settings::install(args)?.finish_install(json)
         }
         Command::Uninstall(args) => {
             let json = args.json;

@@ -56,11 +56,17 @@ impl SetupReport {
     /// first `cairn serve` and hooks load them in milliseconds instead of compiling them
     /// (seconds, while an agent such as Codex does not wait). Never fails the install: a
     /// problem is a warning on stderr.
-    pub fn warm_cache(&mut self) {
+    fn warm_cache(&mut self) {
         match crate::setup::compile_bundled_into_cache() {
             Ok(done) => self.cache = Some(done),
             Err(problem) => eprintln!("warning: {problem}; Cairn compiles them when it starts instead"),
         }
+    }
+
+    /// An install's end: the cache warmed, then the report printed.
+    pub fn finish_install(mut self, json: bool) -> Result<()> {
+        self.warm_cache();
+        self.print(json)
     }
 
     pub fn print(&self, json: bool) -> Result<()> {
