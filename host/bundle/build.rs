@@ -7,6 +7,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use sha2::{Digest, Sha256};
+
 const TARGET: &str = "wasm32-unknown-unknown";
 /// Plugins whose Cargo.toml says `[package.metadata.cairn] target = "wasm32-wasip1"` are built
 /// for WASI and adapted to WASI 0.2 (test fixtures of the host's WASI sandbox).
@@ -37,8 +39,14 @@ fn main() {
             let target = if plugin.wasi { WASI_TARGET } else { TARGET };
             let core = out.join("plugins-target").join(target).join("release").join(format!("{}.wasm", plugin.crate_name.replace('-', "_")));
             let component = out.join(format!("{}.component.wasm", plugin.crate_name));
-            fs::write(&component, componentize(&core, plugin.wasi)).unwrap();
-            code.push_str(&format!("    BundledPlugin {{ manifest: include_str!({:?}), component: include_bytes!({:?}) }},\n", plugin.manifest.display(), component.display()));
+            let bytes = componentize(&core, plugin.wasi);
+            let sha256: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+            fs::write(&component, bytes).unwrap();
+            code.push_str(&format!(
+                "    BundledPlugin {{ manifest: include_str!({:?}), component: include_bytes!({:?}), sha256: {sha256:?} }},\n",
+                plugin.manifest.display(),
+                component.display()
+            ));
         }
         code.push_str("];\n");
     }

@@ -92,7 +92,7 @@ pub fn read_transcript(path: &Path) -> Result<(Transcript, Format)> {
 pub fn host(plugin_dirs: &[PathBuf]) -> Result<Cairn> {
     let mut cairn = Cairn::new()?;
     for bundled in cairn_bundle::BUNDLED {
-        cairn.add_plugin(bundled.manifest, bundled.component, "bundled")?;
+        cairn.add_bundled_plugin(bundled.manifest, bundled.component, bundled.sha256)?;
     }
     for dir in plugin_dirs {
         if cairn.load_plugin_dir(dir)? == 0 {

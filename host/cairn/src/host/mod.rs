@@ -63,7 +63,14 @@ impl Cairn {
     }
 
     pub fn add_plugin(&mut self, manifest: &str, component: &[u8], source: &str) -> Result<&Plugin> {
-        let plugin = self.registry.add(manifest, component, source)?;
+        let plugin = self.registry.add(manifest, component, None, source)?;
+        Ok(self.registry.get(&plugin.manifest.name).expect("just added"))
+    }
+
+    /// A plugin built into this binary, whose component's hex SHA-256 the build computed from
+    /// the same bytes: hashing them again at every start would cost milliseconds for nothing.
+    pub fn add_bundled_plugin(&mut self, manifest: &str, component: &'static [u8], sha256: &str) -> Result<&Plugin> {
+        let plugin = self.registry.add(manifest, component, Some(sha256), "bundled")?;
         Ok(self.registry.get(&plugin.manifest.name).expect("just added"))
     }
 

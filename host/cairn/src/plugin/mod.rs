@@ -77,10 +77,10 @@ impl Plugin {
     }
 
     /// Compiles and checks a component against its manifest: hash, world, declared imports.
-    pub fn load(engine: &Engine, linkers: &Linkers, manifest: Manifest, bytes: &[u8], source: String) -> Result<Self> {
+    pub fn load(engine: &Engine, linkers: &Linkers, manifest: Manifest, bytes: &[u8], sha256: Option<&str>, source: String) -> Result<Self> {
         let label = manifest.label();
         let context = |what: String| format!("plugin {label} ({source}): {what}");
-        let sha256 = hex_sha256(bytes);
+        let sha256 = sha256.map_or_else(|| hex_sha256(bytes), str::to_string);
         if let Some(expected) = &manifest.sha256 {
             if !expected.eq_ignore_ascii_case(&sha256) {
                 bail!(context(format!("sha256 mismatch: manifest says {expected}, the component is {sha256}")));
@@ -194,4 +194,15 @@ fn capability_imports(engine: &Engine, component: &Component) -> Result<(Vec<Int
 
 pub fn hex_sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    /// A bundled plugin's hash is taken on trust at start-up: it must be its bytes' own.
+    #[test]
+    fn every_bundled_plugin_carries_its_components_own_sha256() {
+        for plugin in cairn_bundle::BUNDLED.iter().chain(cairn_bundle::FIXTURES) {
+            assert_eq!(plugin.sha256, super::hex_sha256(plugin.component), "{}", plugin.manifest.lines().next().unwrap_or_default());
+        }
+    }
 }

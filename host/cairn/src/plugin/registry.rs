@@ -28,13 +28,14 @@ impl Registry {
         &self.engine
     }
 
-    /// Adds a plugin from its manifest text and component bytes.
-    pub fn add(&mut self, manifest: &str, component: &[u8], source: &str) -> Result<Arc<Plugin>> {
+    /// Adds a plugin from its manifest text and component bytes (whose hex SHA-256 is `sha256`
+    /// when the caller knows it, else computed).
+    pub fn add(&mut self, manifest: &str, component: &[u8], sha256: Option<&str>, source: &str) -> Result<Arc<Plugin>> {
         let manifest = Manifest::parse(manifest, source)?;
         if [LAST_RESORT, SEED_STEP].contains(&manifest.name.as_str()) {
             bail!("{source}: the name `{}` is reserved for the host's own steps", manifest.name);
         }
-        let plugin = Arc::new(Plugin::load(&self.engine, &self.linkers, manifest, component, source.to_string())?);
+        let plugin = Arc::new(Plugin::load(&self.engine, &self.linkers, manifest, component, sha256, source.to_string())?);
         self.plugins.insert(plugin.manifest.name.clone(), plugin.clone());
         Ok(plugin)
     }
@@ -54,7 +55,7 @@ impl Registry {
             let manifest = read_regular(&manifest_path, MAX_MANIFEST_BYTES).with_context(|| format!("{}: every plugin needs a manifest at {}", wasm.display(), manifest_path.display()))?;
             let manifest = String::from_utf8(manifest).with_context(|| format!("{}: not UTF-8", manifest_path.display()))?;
             let bytes = read_regular(&wasm, MAX_COMPONENT_BYTES).with_context(|| format!("reading {}", wasm.display()))?;
-            self.add(&manifest, &bytes, &wasm.display().to_string())?;
+            self.add(&manifest, &bytes, None, &wasm.display().to_string())?;
             loaded += 1;
         }
         Ok(loaded)
