@@ -42,11 +42,7 @@ fn main() {
             let bytes = componentize(&core, plugin.wasi);
             let sha256: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
             fs::write(&component, bytes).unwrap();
-            code.push_str(&format!(
-                "    BundledPlugin {{ manifest: include_str!({:?}), component: include_bytes!({:?}), sha256: {sha256:?} }},\n",
-                plugin.manifest.display(),
-                component.display()
-            ));
+            code.push_str(&format!("    BundledPlugin {{ manifest: include_str!({:?}), component: include_bytes!({:?}), sha256: {sha256:?} }},\n", plugin.manifest.display(), component.display()));
         }
         code.push_str("];\n");
     }
