@@ -7,8 +7,8 @@
 
 use crate::transcript::Transcript;
 
-/// Free to make and copy: the BPE tables (~35 MB of heap, ~40 ms to build) are built once per
-/// process at the first count, so a command that never counts (`plugins list`, `ui` before a
+/// Free to make and copy: the BPE tables (~35 MB of heap, ~40 ms to build; the dictionary they
+/// are built from released once they are) are built once per process at the first count, so a command that never counts (`plugins list`, `ui` before a
 /// page asks) never builds them.
 #[derive(Clone, Copy, Default)]
 pub struct Tokenizer {
@@ -20,10 +20,80 @@ fn bpe() -> &'static bpe_openai::Tokenizer {
     static TABLES: std::sync::LazyLock<&'static bpe_openai::Tokenizer> = std::sync::LazyLock::new(|| {
         let started = std::time::Instant::now();
         let tables = bpe_openai::o200k_base();
-        tracing::debug!(ms = started.elapsed().as_millis() as u64, "tokenizer tables built");
+        let released = release_clean_read_only_pages();
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, released_mib = released >> 20, "tokenizer tables built");
         tables
     });
     *TABLES
+}
+
+/// The tables are built from a 32 MiB dictionary embedded in this binary (or library), read
+/// once; its pages would stay resident for the life of the process beside the tables. Once the
+/// tables are built, every private read-only mapping of this object file that holds only the
+/// file's own pages — none anonymous, i.e. none copied on a write, so never the relocated RELRO
+/// data — is dropped with `MADV_DONTNEED`: its pages are unmapped (the page cache keeps them)
+/// and a page touched again maps the same bytes back. Returns the bytes released; a failure
+/// only leaves the pages resident.
+#[cfg(target_os = "linux")]
+fn release_clean_read_only_pages() -> usize {
+    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else { return 0 };
+    let mappings = Mapping::all(&smaps);
+    let here = release_clean_read_only_pages as fn() -> usize as usize;
+    let Some(object) = mappings.iter().find(|m| (m.start..m.end).contains(&here)).map(|m| m.path).filter(|p| !p.is_empty()) else { return 0 };
+    let mut released = 0;
+    for m in mappings.iter().filter(|m| m.droppable(object)) {
+        // SAFETY: the range is a whole private, read-only file mapping of this object with no
+        // anonymous page (nothing copied on a write): dropping it loses nothing, and a read
+        // maps the same bytes back from the file.
+        if unsafe { rustix::mm::madvise(m.start as *mut std::ffi::c_void, m.end - m.start, rustix::mm::Advice::LinuxDontNeed) }.is_ok() {
+            released += m.end - m.start;
+        }
+    }
+    released
+}
+
+#[cfg(not(target_os = "linux"))]
+fn release_clean_read_only_pages() -> usize {
+    0
+}
+
+/// One mapping of `/proc/self/smaps`: its range, permissions, file and how much of it is
+/// anonymous (pages copied on a write, kB).
+#[cfg(target_os = "linux")]
+struct Mapping<'a> {
+    start: usize,
+    end: usize,
+    perms: &'a str,
+    path: &'a str,
+    anonymous_kib: u64,
+}
+
+#[cfg(target_os = "linux")]
+impl<'a> Mapping<'a> {
+    /// A private read-only mapping of `object` holding only the file's own pages.
+    fn droppable(&self, object: &str) -> bool {
+        self.path == object && self.perms == "r--p" && self.anonymous_kib == 0
+    }
+
+    fn all(smaps: &'a str) -> Vec<Mapping<'a>> {
+        let mut mappings: Vec<Mapping> = Vec::new();
+        for line in smaps.lines() {
+            let mut fields = line.split_whitespace();
+            let Some(first) = fields.next() else { continue };
+            if let Some((start, end)) = first.split_once('-').and_then(|(s, e)| Some((usize::from_str_radix(s, 16).ok()?, usize::from_str_radix(e, 16).ok()?))) {
+                let perms = fields.next().unwrap_or_default();
+                let path = fields.nth(3).unwrap_or_default();
+                mappings.push(Mapping { start, end, perms, path, anonymous_kib: 0 });
+            } else if first == "Anonymous:" {
+                // Unreadable: as good as anonymous, never dropped.
+                let kib = fields.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(u64::MAX);
+                if let Some(last) = mappings.last_mut() {
+                    last.anonymous_kib = kib;
+                }
+            }
+        }
+        mappings
+    }
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -206,6 +276,44 @@ fn cut_point(text: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The dictionary's pages go once the tables are built, and what else lives in the same
+    /// mapping (the bundled plugins' bytes) reads back intact.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_dictionary_is_released_once_the_tables_are_built_and_the_binary_reads_back_intact() {
+        let text = "fn main() {\n    println!(\"hello, world\");\n}\n";
+        let counted = Tokenizer::default().count_afresh(text);
+        assert!(release_clean_read_only_pages() > 16 << 20, "the 32 MiB dictionary is in a read-only mapping of this binary with no page of its own");
+        assert_eq!(Tokenizer::default().count_afresh(text), counted);
+        for plugin in cairn_bundle::BUNDLED {
+            assert_eq!(crate::plugin::hex_sha256(plugin.component), plugin.sha256);
+        }
+    }
+
+    /// Only a mapping of this file with no anonymous page (none copied on a write, as the
+    /// relocated RELRO data is) may be dropped.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_mapping_with_anonymous_pages_is_never_a_candidate() {
+        let smaps = "\
+55aa00000000-55aa00100000 r--p 00000000 fe:00 42   /usr/bin/cairn
+Rss:                 1024 kB
+Private_Dirty:       1024 kB
+Anonymous:              0 kB
+55aa00100000-55aa00200000 r--p 00100000 fe:00 42   /usr/bin/cairn
+Anonymous:             12 kB
+55aa00200000-55aa00300000 r--p 00200000 fe:00 42   /usr/bin/cairn
+Anonymous:         garbled
+7f0000000000-7f0000001000 rw-p 00000000 00:00 0
+Anonymous:              4 kB
+";
+        let mappings = Mapping::all(smaps);
+        let found: Vec<(usize, &str, &str, u64)> = mappings.iter().map(|m| (m.end - m.start, m.perms, m.path, m.anonymous_kib)).collect();
+        assert_eq!(found, [(0x100000, "r--p", "/usr/bin/cairn", 0), (0x100000, "r--p", "/usr/bin/cairn", 12), (0x100000, "r--p", "/usr/bin/cairn", u64::MAX), (0x1000, "rw-p", "", 4)]);
+        let droppable: Vec<bool> = mappings.iter().map(|m| m.droppable("/usr/bin/cairn")).collect();
+        assert_eq!(droppable, [true, false, false, false]);
+    }
 
     /// The reference: tiktoken-rs's o200k_base, whole text at once.
     fn tiktoken(text: &str) -> u32 {

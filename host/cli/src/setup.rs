@@ -49,6 +49,10 @@ impl SessionArgs {
     /// `dry_run`: the conversation opened to read, or an empty one in memory (see [`preview`]).
     pub fn open_as(&self, dry_run: bool) -> Result<Session> {
         let name = self.file.display().to_string();
+        // Every command on a session counts it: the tokenizer's tables are built first, while
+        // little else is resident, and the dictionary they come from is released once built
+        // (`tokenizer::bpe`), so the process never holds both beside the session and plugins.
+        cairn::tokenizer::Tokenizer::default().load();
         let (transcript, format) = read_transcript(&self.file)?;
         let (cairn, policy) = host_and_policy(&self.plugin_dir, self.policy.as_deref())?;
         let key = match &self.conversation {
