@@ -63,8 +63,10 @@ impl Engine {
         let mut config = wasmtime::Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
-        // Plugins are small; a modest reservation keeps many concurrent stores cheap.
-        config.memory_reservation(1 << 30);
+        // wasmtime's default reservation for a 32-bit memory (4 GiB and a guard region) lets
+        // compiled guest code leave out its bounds checks: the guard pages trap instead. A
+        // reservation is address space, not memory (the cap is `MemoryCap`'s); the 1 GiB one
+        // this replaced made shake-elide 1.1–1.25× slower (`cairn bench`, alternated runs).
         // `CAIRN_PROFILE=perfmap`: guest functions named in /tmp/perf-<pid>.map for `perf report`.
         if std::env::var("CAIRN_PROFILE").as_deref() == Ok("perfmap") {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
