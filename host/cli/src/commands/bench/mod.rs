@@ -202,7 +202,7 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
     let lifecycle = Lifecycle::new(replay_host, Home::open(&temp.path().join("replay"))?, replay_policy);
     let started = Instant::now();
     let key = ConversationKey::derive(&format!("replay-{name}"));
-    crate::commands::simulate::replay(&lifecycle, &key, &transcript, name.to_string(), 128_000, 16_384, |_| {})?;
+    crate::commands::simulate::replay(&lifecycle, &key, &transcript, name.to_string(), 128_000, RESERVE, |_| {})?;
     let replay_ms = ms(started.elapsed());
     let pi_replay = pi.map(|p| p.replay(file)).transpose()?;
     bench.row("per-turn replay (simulate, window 128k)", Some(name), "ms", replay_ms, "Pi turn-by-turn replay", pi_replay, "≤ 1×");
