@@ -210,23 +210,18 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
     let cairn = setup::host(&[])?;
     let policy = cairn.default_policy()?;
     let home = Home::open(&temp.path().join("warm"))?;
-    let mut samples = Vec::new();
-    for i in 0..=bench.iterations {
+    let warm = warm_p50(bench.iterations, |i| {
         let started = Instant::now();
         let (transcript, _) = formats::parse(&text, name)?;
         let mut store = home.conversation(&ConversationKey::parse(&format!("warm-{i}"))?)?;
         cairn.compact(&policy, &mut store, &transcript, name)?;
-        // The first run warms caches.
-        if i > 0 {
-            samples.push(ms(started.elapsed()));
-        }
-    }
+        Ok(ms(started.elapsed()))
+    })?;
     let pi_warm = pi.map(|p| p.warm(file, bench.iterations)).transpose()?;
-    bench.row("warm compaction, end to end from text (p50)", Some(name), "ms", median(samples), "Pi warm prepareCompaction", pi_warm, "≤ 1×");
+    bench.row("warm compaction, end to end from text (p50)", Some(name), "ms", warm, "Pi warm prepareCompaction", pi_warm, "≤ 1×");
     // The same, of a conversation its boundaries have recorded already (a harness on `cairn
     // serve` or the hooks): the parse and the compaction timed, the earlier snapshot not.
-    let mut samples = Vec::new();
-    for i in 0..=bench.iterations {
+    let recorded = warm_p50(bench.iterations, |i| {
         let started = Instant::now();
         let (transcript, _) = formats::parse(&text, name)?;
         let parsed = started.elapsed();
@@ -236,11 +231,9 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
         store.record_snapshot("boundary", &counted.entries)?;
         let started = Instant::now();
         cairn.compact(&policy, &mut store, &transcript, name)?;
-        if i > 0 {
-            samples.push(ms(parsed + started.elapsed()));
-        }
-    }
-    bench.row("warm compaction of a recorded conversation (p50)", Some(name), "ms", median(samples), "Pi warm prepareCompaction", pi_warm, "≤ 1×");
+        Ok(ms(parsed + started.elapsed()))
+    })?;
+    bench.row("warm compaction of a recorded conversation (p50)", Some(name), "ms", recorded, "Pi warm prepareCompaction", pi_warm, "≤ 1×");
     let incremental = incremental_boundary_ms(bench.iterations, &text, name, &temp.path().join("incremental"))?;
     bench.row("warm compaction at an incremental boundary (p50)", Some(name), "ms", incremental, "Pi warm prepareCompaction", pi_warm, "≤ 1×");
 
@@ -249,16 +242,13 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
     // (the text and the answer across Node-API) and the Python wheel in Python. A fresh
     // conversation per call, as above.
     let mut server = long::Server::start(&exe, &temp.path().join("mcp"), &[])?;
-    let mut samples = Vec::new();
-    for i in 0..=bench.iterations {
+    let through_serve = warm_p50(bench.iterations, |i| {
         let started = Instant::now();
         server.tool("compact", serde_json::json!({"conversation": format!("mcp-{i}"), "transcript": text}))?;
-        if i > 0 {
-            samples.push(ms(started.elapsed()));
-        }
-    }
+        Ok(ms(started.elapsed()))
+    })?;
     server.stop()?;
-    bench.row("warm compaction through `cairn serve` (MCP over stdio, p50)", Some(name), "ms", median(samples), "Pi warm prepareCompaction", pi_warm, "≤ 1×");
+    bench.row("warm compaction through `cairn serve` (MCP over stdio, p50)", Some(name), "ms", through_serve, "Pi warm prepareCompaction", pi_warm, "≤ 1×");
     match (pi, embedded.node_package) {
         (Some(pi), Some(package)) => {
             let addon = pi.addon(file, bench.iterations, package, &temp.path().join("addon"))?;
@@ -342,8 +332,7 @@ fn incremental_boundary_ms(iterations: usize, text: &str, name: &str, home: &Pat
             since,
         })
     };
-    let mut samples = Vec::new();
-    for i in 0..=iterations {
+    warm_p50(iterations, |i| {
         let conversation = format!("incremental-{i}");
         let recorded = boundary(&conversation, 1, earlier.clone(), 1 << 40, None)?;
         let since = recorded.acknowledged.with_context(|| format!("{name}: the first boundary acknowledged no entry"))?;
@@ -351,12 +340,14 @@ fn incremental_boundary_ms(iterations: usize, text: &str, name: &str, home: &Pat
         let answer = boundary(&conversation, 2, last.clone(), window, Some(since))?;
         let elapsed = ms(started.elapsed());
         anyhow::ensure!(answer.action.kind == "compacted", "{name}: the incremental boundary did not compact ({}: {})", answer.action.kind, answer.action.reason.unwrap_or_default());
-        // The first run warms caches.
-        if i > 0 {
-            samples.push(elapsed);
-        }
-    }
-    Ok(median(samples))
+        Ok(elapsed)
+    })
+}
+
+/// The median of `run(i)`'s figures (ms) for i in 1..=iterations, after run(0) warms the caches.
+fn warm_p50(iterations: usize, mut run: impl FnMut(usize) -> Result<f64>) -> Result<f64> {
+    run(0)?;
+    Ok(median((1..=iterations).map(&mut run).collect::<Result<_>>()?))
 }
 
 /// Tokens kept free for the reply, as harnesses report by default.
