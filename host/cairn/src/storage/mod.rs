@@ -976,6 +976,44 @@ mod tests {
         assert_eq!(s.notices(false).unwrap().len(), 1);
     }
 
+    /// A unit's events and an archive's artifacts go to PostgreSQL as one statement each: every
+    /// artifact still reads back at its own index, byte for byte, large ones compressed; and a
+    /// run of events that collides with another writer's names the run and leaves nothing.
+    #[test]
+    fn many_artifacts_and_events_in_one_unit_read_back_in_order() {
+        for place in places() {
+            let home = place.home();
+            let mut s = home.conversation(&key("c1")).unwrap();
+            s.begin().unwrap();
+            s.record_snapshot("a", &[entry("e1")]).unwrap();
+            let id = ArchiveId::generate(s.key());
+            let artifacts: Vec<Artifact> = (1..=40).map(|n| format!("tool output {n}: {}", "ünïcode ".repeat(n * 100)).into()).collect();
+            let uris = s.write_archive(&id, &[entry("e1")], &artifacts).unwrap();
+            s.record_compaction(committed_compaction(&id, uris.clone())).unwrap();
+            s.commit().unwrap();
+            drop(s);
+            for (n, uri) in uris.iter().enumerate() {
+                assert_eq!(home.find_artifact(&uri.parse().unwrap()).unwrap(), artifacts[n].as_bytes(), "artifact {} in {}", n + 1, home.path().display());
+            }
+            assert_eq!(home.existing_conversation(&key("c1")).unwrap().events().len(), 2);
+            let Place::Database(db) = &place else { continue };
+            let mut client = ::postgres::Client::connect(&db.url, ::postgres::NoTls).unwrap();
+            let method: Option<String> = client.query_one("SELECT pg_column_compression(content) FROM cairn_artifacts WHERE idx = 40", &[]).unwrap().get(0);
+            assert_eq!(method.as_deref(), Some("lz4"), "a large artifact is stored compressed");
+            // Another writer (here: by hand, past the lock) appended event 4 meanwhile.
+            let mut s = home.conversation(&key("c1")).unwrap();
+            s.begin().unwrap();
+            s.record_snapshot("a", &[entry("e1"), entry("e2")]).unwrap();
+            s.record_pins(vec!["e2".into()], true).unwrap();
+            client.execute("INSERT INTO cairn_events (tenant, key, seq, body) SELECT tenant, key, 4, body FROM cairn_events WHERE seq = 1", &[]).unwrap();
+            let err = s.commit().unwrap_err();
+            assert!(format!("{err:#}").contains("events 3–4: appended by another writer"), "{err:#}");
+            drop(s);
+            let n: i64 = client.query_one("SELECT count(*) FROM cairn_events", &[]).unwrap().get(0);
+            assert_eq!(n, 3, "the colliding unit left nothing");
+        }
+    }
+
     /// An archive altered in the database after it was written is refused, not served.
     #[test]
     fn a_tampered_archive_on_postgres_is_refused() {

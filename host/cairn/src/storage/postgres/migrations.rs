@@ -4,7 +4,12 @@
 use anyhow::{bail, Context, Result};
 
 /// Version, SQL. Append only: a released migration never changes.
-const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("migrations/0001_initial.sql")), (2, include_str!("migrations/0002_documents.sql")), (3, include_str!("migrations/0003_token_scope.sql"))];
+const MIGRATIONS: &[(i32, &str)] = &[
+    (1, include_str!("migrations/0001_initial.sql")),
+    (2, include_str!("migrations/0002_documents.sql")),
+    (3, include_str!("migrations/0003_token_scope.sql")),
+    (4, include_str!("migrations/0004_lz4.sql")),
+];
 
 /// An arbitrary constant naming "Cairn's migrations" among the database's advisory locks.
 const MIGRATION_LOCK: i64 = 0x6361_6972_6e5f_6d67;

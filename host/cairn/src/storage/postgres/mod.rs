@@ -237,16 +237,31 @@ impl PgConversation {
         let client = self.writer.as_mut().expect("only a writer writes");
         let mut tx = client.transaction()?;
         let mut new_notices = 0;
-        for write in writes {
+        let mut writes = writes.iter().peekable();
+        while let Some(write) = writes.next() {
             match write {
                 Write::Event { seq, body } => {
-                    let inserted =
-                        tx.execute_typed("INSERT INTO cairn_events (tenant, key, seq, body) VALUES ($1, $2, $3, $4)", &[(&t, Type::TEXT), (&k, Type::TEXT), (seq, Type::INT8), (body, Type::TEXT)]);
+                    // A run of events is one statement: one round trip and one parse, not one each.
+                    let (mut seqs, mut bodies) = (vec![*seq], vec![body.as_str()]);
+                    while let Some(Write::Event { seq, body }) = writes.peek() {
+                        seqs.push(*seq);
+                        bodies.push(body.as_str());
+                        writes.next();
+                    }
+                    let inserted = tx.execute_typed(
+                        "INSERT INTO cairn_events (tenant, key, seq, body) SELECT $1, $2, seq, body FROM unnest($3::bigint[], $4::text[]) AS e(seq, body)",
+                        &[(&t, Type::TEXT), (&k, Type::TEXT), (&seqs, Type::INT8_ARRAY), (&bodies, Type::TEXT_ARRAY)],
+                    );
+                    let shown_seqs = match seqs.as_slice() {
+                        [one] => format!("event {one}"),
+                        [first, .., last] => format!("events {first}–{last}"),
+                        [] => unreachable!("a run holds its first event"),
+                    };
                     if let Err(e) = inserted {
                         if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
-                            bail!("{shown}: event {seq} was appended by another writer");
+                            bail!("{shown}: {shown_seqs}: appended by another writer");
                         }
-                        return Err(e).with_context(|| format!("{shown}: appending event {seq}"));
+                        return Err(e).with_context(|| format!("{shown}: appending {shown_seqs}"));
                     }
                 }
                 Write::Archive { id, entries, artifacts } => {
@@ -257,10 +272,16 @@ impl PgConversation {
                         "INSERT INTO cairn_archives (tenant, key, archive_id, entries, entries_len, entries_sha256) VALUES ($1, $2, $3, $4, $5, $6)",
                         &[(&t, Type::TEXT), (&k, Type::TEXT), (id, Type::TEXT), (entries, Type::BYTEA), (&len, Type::INT8), (&sha256.as_slice(), Type::BYTEA)],
                     )?;
-                    let insert = tx.prepare("INSERT INTO cairn_artifacts (tenant, key, archive_id, idx, content, len, sha256) VALUES ($1, $2, $3, $4, $5, $6, $7)")?;
-                    for (n, content) in artifacts.iter().enumerate() {
-                        let bytes = content.as_bytes();
-                        tx.execute(&insert, &[&t, &k, id, &(n as i32 + 1), &bytes, &(bytes.len() as i64), &Sha256::digest(bytes).as_slice()])?;
+                    if !artifacts.is_empty() {
+                        // Every artifact in one statement: a compaction sets aside dozens.
+                        let contents: Vec<&[u8]> = artifacts.iter().map(|a| a.as_bytes()).collect();
+                        let lens: Vec<i64> = contents.iter().map(|c| c.len() as i64).collect();
+                        let hashes: Vec<Vec<u8>> = contents.iter().map(|c| Sha256::digest(c).to_vec()).collect();
+                        tx.execute_typed(
+                            "INSERT INTO cairn_artifacts (tenant, key, archive_id, idx, content, len, sha256) \
+                             SELECT $1, $2, $3, idx::integer, content, len, sha256 FROM unnest($4::bytea[], $5::bigint[], $6::bytea[]) WITH ORDINALITY AS a(content, len, sha256, idx)",
+                            &[(&t, Type::TEXT), (&k, Type::TEXT), (id, Type::TEXT), (&contents, Type::BYTEA_ARRAY), (&lens, Type::INT8_ARRAY), (&hashes, Type::BYTEA_ARRAY)],
+                        )?;
                     }
                 }
                 Write::State(state) => {
