@@ -1011,6 +1011,15 @@ mod tests {
             drop(s);
             let n: i64 = client.query_one("SELECT count(*) FROM cairn_events", &[]).unwrap().get(0);
             assert_eq!(n, 3, "the colliding unit left nothing");
+            // The pool's connections (and the statements they prepared) serve the next unit.
+            client.execute("DELETE FROM cairn_events WHERE seq = 4", &[]).unwrap();
+            let mut s = home.conversation(&key("c1")).unwrap();
+            s.begin().unwrap();
+            s.record_snapshot("a", &[entry("e1"), entry("e2")]).unwrap();
+            s.record_pins(vec!["e2".into()], true).unwrap();
+            s.commit().unwrap();
+            drop(s);
+            assert_eq!(home.existing_conversation(&key("c1")).unwrap().pinned_ids().into_iter().collect::<Vec<_>>(), ["e2"]);
         }
     }
 

@@ -12,12 +12,12 @@
 //! storage call is blocking code already (the lifecycle runs on tokio's blocking pool); the
 //! async client would need a runtime handle threaded through every caller for no gain.
 //!
-//! Round trips: the client's `query`/`execute` on SQL text prepare the statement first (a round
-//! trip of its own) to learn its parameters' types. Every statement on a compaction's path
-//! names its types instead (`query_typed`, `execute_typed`): parse, bind and execute go out
-//! together, one round trip each. A writer's open (create the conversation, take its lock) is
-//! one statement.
+//! Round trips: every statement is prepared once per pooled connection with its parameters'
+//! types named (`connection`), then only bound and executed: one round trip each, no parse. A
+//! writer's open (create the conversation, take its lock) is one statement; a unit's events, and
+//! an archive's artifacts, are one statement each (arrays through `unnest`).
 
+mod connection;
 mod migrations;
 
 use std::collections::HashMap;
@@ -28,9 +28,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use postgres::error::SqlState;
 use postgres::types::Type;
-use postgres::NoTls;
-use r2d2_postgres::PostgresConnectionManager;
 use sha2::{Digest, Sha256};
+
+use connection::Manager;
 
 use super::backend::{writer_timed_out, ArchiveEntries, ArchiveReader, Backend, Conversation, DocumentChange, DocumentName, Parsed, WRITER_WAIT};
 use super::location::{for_client, shown};
@@ -40,8 +40,8 @@ use super::{ArchiveId, ConversationKey, Tenant};
 use crate::record::{Event, Notice};
 use crate::transcript::Artifact;
 
-type Pool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
-type Connection = r2d2::PooledConnection<PostgresConnectionManager<NoTls>>;
+type Pool = r2d2::Pool<Manager>;
+type Connection = r2d2::PooledConnection<Manager>;
 
 /// Connections per node (`CAIRN_POSTGRES_POOL`): a writer holds one for its whole call.
 const DEFAULT_POOL: u32 = 16;
@@ -67,14 +67,9 @@ impl Postgres {
         let config: postgres::Config = for_client(url).parse().map_err(|_| anyhow::anyhow!("{location}: not a PostgreSQL URL"))?;
         let size = std::env::var("CAIRN_POSTGRES_POOL").ok().and_then(|n| n.parse().ok()).unwrap_or(DEFAULT_POOL);
         // One connection of its own first: an unreachable server is an error at once, naming it.
-        let mut client = config.connect(NoTls).with_context(|| format!("cannot reach PostgreSQL at {location}"))?;
+        let mut client = config.connect(postgres::NoTls).with_context(|| format!("cannot reach PostgreSQL at {location}"))?;
         migrations::apply(&mut client).with_context(|| format!("migrating the schema of {location}"))?;
-        let pool = r2d2::Pool::builder()
-            .max_size(size)
-            .min_idle(Some(1))
-            .connection_timeout(Duration::from_secs(30))
-            .error_handler(Box::new(r2d2::NopErrorHandler))
-            .build_unchecked(PostgresConnectionManager::new(config, NoTls));
+        let pool = r2d2::Pool::builder().max_size(size).min_idle(Some(1)).connection_timeout(Duration::from_secs(30)).error_handler(Box::new(r2d2::NopErrorHandler)).build_unchecked(Manager(config));
         pools.insert(url.to_string(), pool.clone());
         Ok(Postgres { pool, location })
     }
@@ -104,7 +99,7 @@ impl Backend for Postgres {
             let started = Instant::now();
             // Created if new and locked, in one statement (a retry creates nothing).
             const CREATE_AND_LOCK: &str = "WITH created AS (INSERT INTO cairn_conversations (tenant, key) VALUES ($1, $2) ON CONFLICT DO NOTHING) SELECT pg_try_advisory_lock($3)";
-            while !client.query_typed_one(CREATE_AND_LOCK, &[(&t, Type::TEXT), (&k, Type::TEXT), (&id, Type::INT8)]).with_context(|| format!("creating and locking {shown}"))?.get::<_, bool>(0) {
+            while !client.query_one(CREATE_AND_LOCK, &[(&t, Type::TEXT), (&k, Type::TEXT), (&id, Type::INT8)]).with_context(|| format!("creating and locking {shown}"))?.get::<_, bool>(0) {
                 if started.elapsed() >= WRITER_WAIT {
                     return Err(writer_timed_out()).with_context(|| format!("locking {shown}"));
                 }
@@ -112,7 +107,7 @@ impl Backend for Postgres {
             }
             Some(client)
         } else {
-            if client.query_typed_opt("SELECT 1 FROM cairn_conversations WHERE tenant = $1 AND key = $2", &[(&t, Type::TEXT), (&k, Type::TEXT)])?.is_none() {
+            if client.query_opt("SELECT 1 FROM cairn_conversations WHERE tenant = $1 AND key = $2", &[(&t, Type::TEXT), (&k, Type::TEXT)])?.is_none() {
                 return Err(crate::error_kinds::NotFound(format!("no conversation {key} in {}", self.location)).into());
             }
             None
@@ -121,12 +116,12 @@ impl Backend for Postgres {
     }
 
     fn conversations(&self, tenant: &Tenant) -> Result<Vec<ConversationKey>> {
-        let rows = self.client()?.query_typed("SELECT key FROM cairn_conversations WHERE tenant = $1 ORDER BY key", &[(&tenant.as_str(), Type::TEXT)])?;
+        let rows = self.client()?.query("SELECT key FROM cairn_conversations WHERE tenant = $1 ORDER BY key", &[(&tenant.as_str(), Type::TEXT)])?;
         Ok(rows.iter().filter_map(|row| ConversationKey::parse(row.get(0)).ok()).collect())
     }
 
     fn archive_holders(&self, tenant: &Tenant, archive: &ArchiveId) -> Result<Option<Vec<ConversationKey>>> {
-        let rows = self.client()?.query_typed("SELECT key FROM cairn_archives WHERE tenant = $1 AND archive_id = $2", &[(&tenant.as_str(), Type::TEXT), (&archive.as_str(), Type::TEXT)])?;
+        let rows = self.client()?.query("SELECT key FROM cairn_archives WHERE tenant = $1 AND archive_id = $2", &[(&tenant.as_str(), Type::TEXT), (&archive.as_str(), Type::TEXT)])?;
         Ok(Some(rows.iter().filter_map(|row| ConversationKey::parse(row.get(0)).ok()).collect()))
     }
 
@@ -137,24 +132,33 @@ impl Backend for Postgres {
 
     fn token(&self, sha256: &str) -> Result<Option<StoredToken>> {
         // Every authenticated HTTP request: one round trip.
-        let row = self.client()?.query_typed_opt("SELECT id, tenant, name, sha256, created_at, revoked, scope FROM cairn_tokens WHERE sha256 = $1", &[(&sha256, Type::TEXT)])?;
+        let row = self.client()?.query_opt("SELECT id, tenant, name, sha256, created_at, revoked, scope FROM cairn_tokens WHERE sha256 = $1", &[(&sha256, Type::TEXT)])?;
         Ok(row.as_ref().map(token))
     }
 
     fn add_token(&self, t: &StoredToken) -> Result<()> {
         self.client()?.execute(
             "INSERT INTO cairn_tokens (id, tenant, name, sha256, created_at, revoked, scope) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            &[&t.id, &t.tenant, &t.name, &t.sha256, &(t.created_at as i64), &t.revoked, &t.scope.as_str()],
+            &[
+                (&t.id, Type::TEXT),
+                (&t.tenant, Type::TEXT),
+                (&t.name, Type::TEXT),
+                (&t.sha256, Type::TEXT),
+                (&(t.created_at as i64), Type::INT8),
+                (&t.revoked, Type::BOOL),
+                (&t.scope.as_str(), Type::TEXT),
+            ],
         )?;
         Ok(())
     }
 
     fn revoke_token(&self, id: &str) -> Result<bool> {
-        Ok(self.client()?.execute("UPDATE cairn_tokens SET revoked = true WHERE id = $1", &[&id])? > 0)
+        Ok(self.client()?.execute("UPDATE cairn_tokens SET revoked = true WHERE id = $1", &[(&id, Type::TEXT)])? > 0)
     }
 
     fn document(&self, name: &DocumentName) -> Result<Option<Vec<u8>>> {
-        let row = self.client()?.query_opt("SELECT body FROM cairn_documents WHERE name = $1", &[&name.as_str()]).with_context(|| format!("reading {}#{}", self.location, name.as_str()))?;
+        let row =
+            self.client()?.query_opt("SELECT body FROM cairn_documents WHERE name = $1", &[(&name.as_str(), Type::TEXT)]).with_context(|| format!("reading {}#{}", self.location, name.as_str()))?;
         Ok(row.map(|row| row.get(0)))
     }
 
@@ -164,10 +168,10 @@ impl Backend for Postgres {
         let mut tx = client.transaction()?;
         // One changer at a time, even while the row does not exist yet (FOR UPDATE locks none).
         let lock = i64::from_le_bytes(Sha256::digest(format!("cairn-document\0{}", name.as_str()))[..8].try_into().expect("8 bytes"));
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock]).with_context(|| format!("locking {shown}"))?;
-        let current: Option<Vec<u8>> = tx.query_opt("SELECT body FROM cairn_documents WHERE name = $1", &[&name.as_str()])?.map(|row| row.get(0));
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[(&lock, Type::INT8)]).with_context(|| format!("locking {shown}"))?;
+        let current: Option<Vec<u8>> = tx.query_opt("SELECT body FROM cairn_documents WHERE name = $1", &[(&name.as_str(), Type::TEXT)])?.map(|row| row.get(0));
         if let Some(bytes) = change(current.as_deref())? {
-            tx.execute("INSERT INTO cairn_documents (name, body) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET body = excluded.body", &[&name.as_str(), &bytes])
+            tx.execute("INSERT INTO cairn_documents (name, body) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET body = excluded.body", &[(&name.as_str(), Type::TEXT), (&bytes, Type::BYTEA)])
                 .with_context(|| format!("replacing {shown}"))?;
         }
         tx.commit().with_context(|| format!("replacing {shown}"))
@@ -248,7 +252,7 @@ impl PgConversation {
                         bodies.push(body.as_str());
                         writes.next();
                     }
-                    let inserted = tx.execute_typed(
+                    let inserted = tx.execute(
                         "INSERT INTO cairn_events (tenant, key, seq, body) SELECT $1, $2, seq, body FROM unnest($3::bigint[], $4::text[]) AS e(seq, body)",
                         &[(&t, Type::TEXT), (&k, Type::TEXT), (&seqs, Type::INT8_ARRAY), (&bodies, Type::TEXT_ARRAY)],
                     );
@@ -266,9 +270,9 @@ impl PgConversation {
                 }
                 Write::Archive { id, entries, artifacts } => {
                     // A retried attempt (a resumed handover) writes its archive again.
-                    tx.execute_typed("DELETE FROM cairn_archives WHERE tenant = $1 AND key = $2 AND archive_id = $3", &[(&t, Type::TEXT), (&k, Type::TEXT), (id, Type::TEXT)])?;
+                    tx.execute("DELETE FROM cairn_archives WHERE tenant = $1 AND key = $2 AND archive_id = $3", &[(&t, Type::TEXT), (&k, Type::TEXT), (id, Type::TEXT)])?;
                     let (len, sha256) = (entries.len() as i64, Sha256::digest(entries));
-                    tx.execute_typed(
+                    tx.execute(
                         "INSERT INTO cairn_archives (tenant, key, archive_id, entries, entries_len, entries_sha256) VALUES ($1, $2, $3, $4, $5, $6)",
                         &[(&t, Type::TEXT), (&k, Type::TEXT), (id, Type::TEXT), (entries, Type::BYTEA), (&len, Type::INT8), (&sha256.as_slice(), Type::BYTEA)],
                     )?;
@@ -277,7 +281,7 @@ impl PgConversation {
                         let contents: Vec<&[u8]> = artifacts.iter().map(|a| a.as_bytes()).collect();
                         let lens: Vec<i64> = contents.iter().map(|c| c.len() as i64).collect();
                         let hashes: Vec<Vec<u8>> = contents.iter().map(|c| Sha256::digest(c).to_vec()).collect();
-                        tx.execute_typed(
+                        tx.execute(
                             "INSERT INTO cairn_artifacts (tenant, key, archive_id, idx, content, len, sha256) \
                              SELECT $1, $2, $3, idx::integer, content, len, sha256 FROM unnest($4::bytea[], $5::bigint[], $6::bytea[]) WITH ORDINALITY AS a(content, len, sha256, idx)",
                             &[(&t, Type::TEXT), (&k, Type::TEXT), (id, Type::TEXT), (&contents, Type::BYTEA_ARRAY), (&lens, Type::INT8_ARRAY), (&hashes, Type::BYTEA_ARRAY)],
@@ -285,17 +289,17 @@ impl PgConversation {
                     }
                 }
                 Write::State(state) => {
-                    tx.execute_typed("UPDATE cairn_conversations SET state = $3 WHERE tenant = $1 AND key = $2", &[(&t, Type::TEXT), (&k, Type::TEXT), (state, Type::BYTEA)])?;
+                    tx.execute("UPDATE cairn_conversations SET state = $3 WHERE tenant = $1 AND key = $2", &[(&t, Type::TEXT), (&k, Type::TEXT), (state, Type::BYTEA)])?;
                 }
                 Write::Notice(notice) => {
                     let body = serde_json::to_string(notice)?;
-                    new_notices += tx.execute_typed(
+                    new_notices += tx.execute(
                         "INSERT INTO cairn_notices (tenant, key, id, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
                         &[(&t, Type::TEXT), (&k, Type::TEXT), (&notice.id, Type::TEXT), (&body, Type::TEXT)],
                     )?;
                 }
                 Write::Ack(id) => {
-                    tx.execute_typed("UPDATE cairn_notices SET acked = true WHERE tenant = $1 AND key = $2 AND id = $3", &[(&t, Type::TEXT), (&k, Type::TEXT), (id, Type::TEXT)])?;
+                    tx.execute("UPDATE cairn_notices SET acked = true WHERE tenant = $1 AND key = $2 AND id = $3", &[(&t, Type::TEXT), (&k, Type::TEXT), (id, Type::TEXT)])?;
                 }
             }
         }
@@ -322,10 +326,9 @@ impl Conversation for PgConversation {
         let cache = self.shown.clone();
         let kept = KEPT.lock().ok().and_then(|mut kept| kept.remove(&cache));
         let (mut parsed, mut events) = kept.unwrap_or_default();
-        let rows = self.reader()?.query_typed(
-            "SELECT seq, body FROM cairn_events WHERE tenant = $1 AND key = $2 AND seq > $3 ORDER BY seq",
-            &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT), (&events, Type::INT8)],
-        )?;
+        let rows = self
+            .reader()?
+            .query("SELECT seq, body FROM cairn_events WHERE tenant = $1 AND key = $2 AND seq > $3 ORDER BY seq", &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT), (&events, Type::INT8)])?;
         for row in rows {
             let seq: i64 = row.get(0);
             if seq != events + 1 {
@@ -372,7 +375,7 @@ impl Conversation for PgConversation {
     }
 
     fn load_state(&self) -> Result<Option<Vec<u8>>> {
-        let row = self.reader()?.query_typed_opt("SELECT state FROM cairn_conversations WHERE tenant = $1 AND key = $2", &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT)])?;
+        let row = self.reader()?.query_opt("SELECT state FROM cairn_conversations WHERE tenant = $1 AND key = $2", &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT)])?;
         Ok(row.and_then(|row| row.get::<_, Option<Vec<u8>>>(0)))
     }
 
@@ -381,7 +384,7 @@ impl Conversation for PgConversation {
     }
 
     fn notices(&self) -> Result<Vec<(Notice, bool)>> {
-        let rows = self.reader()?.query_typed("SELECT body, acked, id FROM cairn_notices WHERE tenant = $1 AND key = $2 ORDER BY queued", &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT)])?;
+        let rows = self.reader()?.query("SELECT body, acked, id FROM cairn_notices WHERE tenant = $1 AND key = $2 ORDER BY queued", &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT)])?;
         rows.iter()
             .map(|row| {
                 let notice = serde_json::from_str(row.get(0)).with_context(|| format!("{}: notice {:?} is not a notice", self.shown, row.get::<_, String>(2)))?;
@@ -402,10 +405,8 @@ impl Conversation for PgConversation {
     }
 
     fn ack_notice(&mut self, id: &str) -> Result<bool> {
-        let exists = self
-            .reader()?
-            .query_typed_opt("SELECT 1 FROM cairn_notices WHERE tenant = $1 AND key = $2 AND id = $3", &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT), (&id, Type::TEXT)])?
-            .is_some();
+        let exists =
+            self.reader()?.query_opt("SELECT 1 FROM cairn_notices WHERE tenant = $1 AND key = $2 AND id = $3", &[(&self.tenant, Type::TEXT), (&self.key, Type::TEXT), (&id, Type::TEXT)])?.is_some();
         if exists {
             self.write(Write::Ack(id.to_string()))?;
         }
@@ -441,10 +442,10 @@ impl PgArchives {
         Ok(bytes)
     }
 
-    fn query(&self, sql: &str, params: &[(&(dyn postgres::types::ToSql + Sync), Type)]) -> std::io::Result<Option<postgres::Row>> {
+    fn query(&self, sql: &'static str, params: &connection::Params<'_>) -> std::io::Result<Option<postgres::Row>> {
         let io = |e: &dyn std::fmt::Display| std::io::Error::other(e.to_string());
         let mut client = self.pool.get().map_err(|e| io(&e))?;
-        client.query_typed_opt(sql, params).map_err(|e| io(&e))
+        client.query_opt(sql, params).map_err(|e| io(&e))
     }
 }
 
