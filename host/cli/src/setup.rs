@@ -116,7 +116,7 @@ pub fn compile_bundled_into_cache() -> Result<String, String> {
     let dir = cairn::cache_dir().ok_or("the compiled-code cache is off (CAIRN_CACHE_DIR is empty): the bundled plugins were not compiled ahead")?;
     let cairn = host(&[]).map_err(|error| format!("compiling the bundled plugins into the cache at {} failed: {error:#}", dir.display()))?;
     let bundled = cairn_bundle::BUNDLED.len();
-    let uncached = cairn_bundle::BUNDLED.iter().filter(|plugin| !cairn.is_compiled_in_cache(plugin.component)).count();
+    let uncached = cairn_bundle::BUNDLED.iter().filter(|plugin| !cairn.is_compiled_in_cache(plugin.sha256)).count();
     if uncached > 0 {
         return Err(format!("{uncached} of the {bundled} bundled plugins could not be written to the cache at {} (the log says why)", dir.display()));
     }

@@ -88,10 +88,11 @@ impl Cairn {
         crate::plugin::inspect::inspect(self.registry.engine(), bytes)
     }
 
-    /// Whether `component`'s compiled code is in the code cache for this host's engine: adding
-    /// it would load in milliseconds rather than compile (seconds for a Python or JS plugin).
-    pub fn is_compiled_in_cache(&self, component: &[u8]) -> bool {
-        self.registry.engine().holds_compiled(&crate::plugin::hex_sha256(component))
+    /// Whether the compiled code of the component whose bytes hash to `sha256` (hex, as
+    /// `BundledPlugin::sha256` carries it) is in the code cache for this host's engine: adding it
+    /// would load in milliseconds rather than compile (seconds for a Python or JS plugin).
+    pub fn is_compiled_in_cache(&self, sha256: &str) -> bool {
+        self.registry.engine().holds_compiled(sha256)
     }
 
     pub fn plugins(&self) -> impl Iterator<Item = &Plugin> {

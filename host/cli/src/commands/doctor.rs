@@ -495,7 +495,7 @@ fn cache(checks: &mut Checks, cold: Result<usize>) {
 /// (looked up, never compiled).
 fn cold_bundled_plugins() -> Result<usize> {
     let cairn = cairn::Cairn::new()?;
-    Ok(cairn_bundle::BUNDLED.iter().filter(|plugin| !cairn.is_compiled_in_cache(plugin.component)).count())
+    Ok(cairn_bundle::BUNDLED.iter().filter(|plugin| !cairn.is_compiled_in_cache(plugin.sha256)).count())
 }
 
 fn failures(checks: &mut Checks, homes: &[PathBuf]) {
