@@ -25,13 +25,19 @@ pub use cairn_rules::intent::CHECKPOINT_TITLE;
 /// weightiest first (newest first among equals).
 pub fn extract(cp: &mut Checkpoint, messages: &[String], budget: u32, count: &dyn Fn(&str) -> u32) {
     let mut current: Vec<Statement> = Vec::new();
+    // Each statement's normalized text, beside it: normalized once, not once per comparison.
+    let mut normalized: Vec<String> = Vec::new();
     for statement in messages.iter().flat_map(|m| operator_statements(m)) {
-        if let Some(same) = current.iter().position(|s| normalize(&s.text) == normalize(&statement.text)) {
+        let key = normalize(&statement.text);
+        if let Some(same) = normalized.iter().position(|n| *n == key) {
             current.remove(same); // restated: it stands where it was said last
+            normalized.remove(same);
         } else if let Some(old) = superseded_by(&statement.text, current.iter().map(|s| s.text.as_str())) {
             cp.overridden.push(current.remove(old).text);
+            normalized.remove(old);
         }
         current.push(statement);
+        normalized.push(key);
     }
     // The budget keeps the weightiest statements; the kept ones stay in conversation order.
     let mut order: Vec<usize> = (0..current.len()).collect();
