@@ -59,6 +59,7 @@ fn bench_prints_every_figure_beside_its_baseline() {
             "peak memory",
             "shake-elide",
             "warm compaction through `cairn serve`",
+            "warm compaction at an incremental boundary through `cairn serve`",
             "warm compaction through the Node addon",
             "warm compaction through the Python wheel",
             "the wheel on chat messages vs LangChain's SummarizationMiddleware",

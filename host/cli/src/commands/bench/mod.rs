@@ -19,6 +19,7 @@ mod native;
 mod pi;
 mod python;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -234,7 +235,9 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
         Ok(ms(parsed + started.elapsed()))
     })?;
     bench.row("warm compaction of a recorded conversation (p50)", Some(name), "ms", recorded, "Pi warm prepareCompaction", pi_warm, "≤ 1×");
-    let incremental = incremental_boundary_ms(bench.iterations, &text, name, &temp.path().join("incremental"))?;
+    let (in_process, in_process_policy) = setup::host_and_policy(&[], None)?;
+    let harness = cairn::harness::Harness::new(Lifecycle::new(in_process, Home::open(&temp.path().join("incremental"))?, in_process_policy));
+    let incremental = incremental_boundary_ms(bench.iterations, &text, name, |boundary| boundary.in_process(&harness))?;
     bench.row("warm compaction at an incremental boundary (p50)", Some(name), "ms", incremental, "Pi warm prepareCompaction", pi_warm, "≤ 1×");
 
     // As a harness outside this process calls it: `cairn serve` over MCP (JSON-RPC on a child's
@@ -247,8 +250,10 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
         server.tool("compact", serde_json::json!({"conversation": format!("mcp-{i}"), "transcript": text}))?;
         Ok(ms(started.elapsed()))
     })?;
+    let serve_incremental = incremental_boundary_ms(bench.iterations, &text, name, |boundary| boundary.through_serve(&mut server))?;
     server.stop()?;
     bench.row("warm compaction through `cairn serve` (MCP over stdio, p50)", Some(name), "ms", through_serve, "Pi warm prepareCompaction", pi_warm, "≤ 1×");
+    bench.row("warm compaction at an incremental boundary through `cairn serve` (MCP over stdio, p50)", Some(name), "ms", serve_incremental, "Pi warm prepareCompaction", pi_warm, "≤ 1×");
     match (pi, embedded.node_package) {
         (Some(pi), Some(package)) => {
             let addon = pi.addon(file, bench.iterations, package, &temp.path().join("addon"))?;
@@ -296,12 +301,11 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
 /// holds the session when one compacts. Per conversation, the session up to its last user
 /// message is reported whole (untimed, a window nothing fills); then the boundary that sends only
 /// the last turn's entries (`since` the entry acknowledged) in a window the session fills to 80 %
-/// (the default trigger compacts at 75 %) is timed, through the harness API as `cairn serve` and
-/// the packages call it, the compacted context written back.
-fn incremental_boundary_ms(iterations: usize, text: &str, name: &str, home: &Path) -> Result<f64> {
-    let (cairn, policy) = setup::host_and_policy(&[], None)?;
+/// (the default trigger compacts at 75 %) is timed until the compacted context is back, through
+/// `send` (the harness API in this process, or `cairn serve`'s `boundary` tool over MCP).
+fn incremental_boundary_ms(iterations: usize, text: &str, name: &str, mut send: impl FnMut(Boundary) -> Result<Answered>) -> Result<f64> {
     let (mut whole, _) = formats::parse(text, name)?;
-    cairn.tokenizer().count_transcript(&mut whole);
+    cairn::tokenizer::Tokenizer::default().count_transcript(&mut whole);
     let window = (whole.total_tokens() as f64 / 0.8) as u64;
     // Sent as Cairn's own JSONL (every entry with its id, whatever version of Pi wrote the
     // file): the context up to its last user message, then that last turn.
@@ -313,15 +317,43 @@ fn incremental_boundary_ms(iterations: usize, text: &str, name: &str, home: &Pat
         .with_context(|| format!("{name}: no user message after the first entry, so no turn to report incrementally"))?;
     let part = |entries: &[cairn::transcript::Entry]| formats::write_cairn(&Transcript { entries: entries.to_vec(), ..Transcript::default() });
     let (earlier, last) = (part(&whole.entries[..last_turn]), part(&whole.entries[last_turn..]));
+    warm_p50(iterations, |i| {
+        let conversation = format!("incremental-{i}");
+        let recorded = send(Boundary { conversation: conversation.clone(), turn: 1, transcript: earlier.clone(), window: 1 << 40, since: None })?;
+        let since = recorded.acknowledged.with_context(|| format!("{name}: the first boundary acknowledged no entry"))?;
+        let started = Instant::now();
+        let answer = send(Boundary { conversation, turn: 2, transcript: last.clone(), window, since: Some(since) })?;
+        let elapsed = ms(started.elapsed());
+        anyhow::ensure!(answer.kind == "compacted", "{name}: the incremental boundary did not compact ({}: {})", answer.kind, answer.reason);
+        Ok(elapsed)
+    })
+}
 
-    let harness = cairn::harness::Harness::new(Lifecycle::new(cairn, Home::open(home)?, policy));
-    let boundary = |conversation: &str, turn: u32, transcript: String, window: u64, since: Option<String>| {
-        harness.boundary(cairn::harness::BoundaryRequest {
-            conversation: conversation.to_string(),
-            turn,
-            transcript: Some(transcript),
+/// One boundary as `incremental_boundary_ms` reports it, and what it reads of the answer.
+struct Boundary {
+    conversation: String,
+    turn: u32,
+    transcript: String,
+    window: u64,
+    since: Option<String>,
+}
+
+struct Answered {
+    acknowledged: Option<String>,
+    /// The action's kind and its reason ("" when it gave none).
+    kind: String,
+    reason: String,
+}
+
+impl Boundary {
+    /// Through the harness API in this process, as the packages call it.
+    fn in_process(self, harness: &cairn::harness::Harness) -> Result<Answered> {
+        let answer = harness.boundary(cairn::harness::BoundaryRequest {
+            conversation: self.conversation,
+            turn: self.turn,
+            transcript: Some(self.transcript),
             path: None,
-            window,
+            window: self.window,
             reserve: Some(RESERVE),
             usage: None,
             turn_complete: None,
@@ -329,19 +361,21 @@ fn incremental_boundary_ms(iterations: usize, text: &str, name: &str, home: &Pat
             include_transcript: None,
             dry_run: None,
             format: None,
-            since,
-        })
-    };
-    warm_p50(iterations, |i| {
-        let conversation = format!("incremental-{i}");
-        let recorded = boundary(&conversation, 1, earlier.clone(), 1 << 40, None)?;
-        let since = recorded.acknowledged.with_context(|| format!("{name}: the first boundary acknowledged no entry"))?;
-        let started = Instant::now();
-        let answer = boundary(&conversation, 2, last.clone(), window, Some(since))?;
-        let elapsed = ms(started.elapsed());
-        anyhow::ensure!(answer.action.kind == "compacted", "{name}: the incremental boundary did not compact ({}: {})", answer.action.kind, answer.action.reason.unwrap_or_default());
-        Ok(elapsed)
-    })
+            since: self.since,
+        })?;
+        Ok(Answered { acknowledged: answer.acknowledged, kind: answer.action.kind, reason: answer.action.reason.unwrap_or_default() })
+    }
+
+    /// Through `cairn serve`'s `boundary` tool over MCP.
+    fn through_serve(self, server: &mut long::Server) -> Result<Answered> {
+        let mut request = serde_json::json!({"conversation": self.conversation, "turn": self.turn, "transcript": self.transcript, "window": self.window, "reserve": RESERVE});
+        if let Some(since) = self.since {
+            request["since"] = since.into();
+        }
+        let answer = server.tool("boundary", request)?;
+        let (action, text) = (&answer["action"], |v: &serde_json::Value| v.as_str().map(str::to_string));
+        Ok(Answered { acknowledged: text(&answer["acknowledged"]), kind: text(&action["kind"]).unwrap_or_default(), reason: text(&action["reason"]).unwrap_or_default() })
+    }
 }
 
 /// The median of `run(i)`'s figures (ms) for i in 1..=iterations, after run(0) warms the caches.
@@ -369,8 +403,11 @@ fn floor_ms(iterations: usize, file: &Path, name: &str, temp: &Path) -> Result<f
             let (transcript, _) = formats::parse(&text, name)?;
             let tokens: u64 = transcript.entries.iter().map(|e| u64::from(tokenizer.count_afresh(&e.model_text()))).sum();
             anyhow::ensure!(tokens > 0, "{name}: nothing to count");
+            // Serialized whole, then written: straight into the file, serde_json would make a
+            // system call per token of JSON (millions for a large session).
+            let bytes = serde_json::to_vec(&transcript.entries)?;
             let mut out = std::fs::File::create(&record)?;
-            serde_json::to_writer(&mut out, &transcript.entries)?;
+            out.write_all(&bytes)?;
             out.sync_data()?;
             Ok(ms(started.elapsed()))
         })
