@@ -390,8 +390,9 @@ pub fn superseded_by<'a>(later: &str, earlier: impl IntoIterator<Item = &'a str>
 }
 
 /// Whether `part` occurs in `whole`. Words and values are a few bytes: a byte-window scan costs
-/// less than setting up `str::contains`'s two-way searcher for each pair, which was a third of
-/// a checkpoint's time in the guest profile.
+/// less than setting up `str::contains`'s two-way searcher for each pair, which was a quarter of
+/// the guest's samples in a profile of warm compactions. The same answer as `whole.contains(part)`
+/// (UTF-8 never matches inside a character).
 fn occurs_in(part: &str, whole: &str) -> bool {
     part.len() <= whole.len() && (part.is_empty() || whole.as_bytes().windows(part.len()).any(|w| w == part.as_bytes()))
 }
@@ -473,6 +474,16 @@ mod tests {
         assert_eq!(unlabelled("Quick update: keep spend low"), "keep spend low");
         assert_eq!(unlabelled("Note that: x"), "x");
         assert_eq!(unlabelled("See https://x.dev: y"), "See https://x.dev: y");
+    }
+
+    #[test]
+    fn occurs_in_answers_as_str_contains() {
+        let texts = ["", "a", "ab", "://", "https://x.dev", "ünïcode", "ï", "n", "code ab-12.", "ab-12", "$700", "Ünï"];
+        for part in texts {
+            for whole in texts {
+                assert_eq!(occurs_in(part, whole), whole.contains(part), "{part:?} in {whole:?}");
+            }
+        }
     }
 
     #[test]
