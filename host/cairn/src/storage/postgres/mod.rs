@@ -256,12 +256,12 @@ impl PgConversation {
                         "INSERT INTO cairn_events (tenant, key, seq, body) SELECT $1, $2, seq, body FROM unnest($3::bigint[], $4::text[]) AS e(seq, body)",
                         &[(&t, Type::TEXT), (&k, Type::TEXT), (&seqs, Type::INT8_ARRAY), (&bodies, Type::TEXT_ARRAY)],
                     );
-                    let shown_seqs = match seqs.as_slice() {
-                        [one] => format!("event {one}"),
-                        [first, .., last] => format!("events {first}–{last}"),
-                        [] => unreachable!("a run holds its first event"),
-                    };
                     if let Err(e) = inserted {
+                        let shown_seqs = match seqs.as_slice() {
+                            [one] => format!("event {one}"),
+                            [first, .., last] => format!("events {first}–{last}"),
+                            [] => unreachable!("a run holds its first event"),
+                        };
                         if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
                             bail!("{shown}: {shown_seqs}: appended by another writer");
                         }

@@ -204,14 +204,14 @@ impl Server {
                 let tail: Vec<&str> = log.lines().rev().take(20).collect();
                 bail!("`cairn serve` closed its output; its last log lines:\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
             }
-            let message: Value = serde_json::from_str(&line).with_context(|| format!("`cairn serve` wrote a line that is not JSON: {line:.200}"))?;
+            let mut message: Value = serde_json::from_str(&line).with_context(|| format!("`cairn serve` wrote a line that is not JSON: {line:.200}"))?;
             if message["id"] != id {
                 continue; // a notification
             }
             if let Some(error) = message.get("error") {
                 bail!("{method}: JSON-RPC error {error}");
             }
-            return Ok(message["result"].clone());
+            return Ok(message["result"].take());
         }
     }
 
