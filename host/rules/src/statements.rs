@@ -344,7 +344,7 @@ impl<'a> Later<'a> {
         if !dropped {
             return None;
         }
-        if *self.masked.get_or_init(|| masked(self.text)) == masked(earlier) {
+        if *self.masked.get_or_init(|| masked(self.text, &self.values)) == masked(earlier, &earlier_values) {
             return Some(u32::MAX);
         }
         let marked_update = *self.marked_update.get_or_init(|| {
@@ -354,7 +354,7 @@ impl<'a> Later<'a> {
         if !marked_update {
             return None;
         }
-        let (a, b) = (self.subject_words.get_or_init(|| subject_words(self.text)), subject_words(earlier));
+        let (a, b) = (self.subject_words.get_or_init(|| subject_words(self.text, &self.values)), subject_words(earlier, &earlier_values));
         let shared = a.iter().filter(|w| b.contains(w)).count() as u32;
         let same_kind = self.values.iter().any(|l| earlier_values.iter().any(|e| value_kind(l) == value_kind(e)));
         (shared >= 2 || shared == 1 && same_kind).then_some(shared)
@@ -397,21 +397,20 @@ fn occurs_in(part: &str, whole: &str) -> bool {
     part.len() <= whole.len() && (part.is_empty() || whole.as_bytes().windows(part.len()).any(|w| w == part.as_bytes()))
 }
 
-/// The statement with every value replaced by `#`, lowercased: its subject and wording.
-fn masked(text: &str) -> String {
-    let found = values(text);
+/// The statement with every value (`found`: its [`values`]) replaced by `#`, lowercased: its
+/// subject and wording.
+fn masked(text: &str, found: &[&str]) -> String {
     unlabelled(text).split_whitespace().map(|w| if found.iter().any(|v| occurs_in(v, w)) { "#".to_string() } else { w.to_lowercase() }).collect::<Vec<_>>().join(" ")
 }
 
-/// Its content words as stems (the first five letters), without values, update markers and
-/// the words every rule uses.
-fn subject_words(text: &str) -> Vec<String> {
+/// Its content words as stems (the first five letters), without values (`found`: its
+/// [`values`]), update markers and the words every rule uses.
+fn subject_words(text: &str, found: &[&str]) -> Vec<String> {
     const COMMON: &[&str] = &[
         "this", "that", "with", "from", "have", "will", "what", "when", "they", "them", "their", "there", "your", "into", "than", "then", "also", "just", "only", "must", "never", "always", "should",
         "would", "could", "please", "user", "users", "keep", "make", "about", "after", "before", "every", "over", "under", "which", "while", "where", "were", "been", "being", "does", "done", "here",
         "some", "more", "most", "such", "very", "each", "other", "these", "those", "work", "it's", "them.", "okay", "sure", "thanks",
     ];
-    let found = values(text);
     unlabelled(text)
         .split(|c: char| !c.is_alphanumeric() && c != '\'')
         .filter(|w| w.chars().count() >= 4 && !found.iter().any(|v| occurs_in(w, v)))
