@@ -24,21 +24,18 @@ pub use cairn_rules::intent::CHECKPOINT_TITLE;
 /// on the same subject, into `cp`'s ledger fields; within `budget` tokens of quoted text, the
 /// weightiest first (newest first among equals).
 pub fn extract(cp: &mut Checkpoint, messages: &[String], budget: u32, count: &dyn Fn(&str) -> u32) {
-    let mut current: Vec<Statement> = Vec::new();
-    // Each statement's normalized text, beside it: normalized once, not once per comparison.
-    let mut normalized: Vec<String> = Vec::new();
+    // Each statement with its normalized text: normalized once, not once per comparison.
+    let mut said: Vec<(String, Statement)> = Vec::new();
     for statement in messages.iter().flat_map(|m| operator_statements(m)) {
         let key = normalize(&statement.text);
-        if let Some(same) = normalized.iter().position(|n| *n == key) {
-            current.remove(same); // restated: it stands where it was said last
-            normalized.remove(same);
-        } else if let Some(old) = superseded_by(&statement.text, current.iter().map(|s| s.text.as_str())) {
-            cp.overridden.push(current.remove(old).text);
-            normalized.remove(old);
+        if let Some(same) = said.iter().position(|(n, _)| *n == key) {
+            said.remove(same); // restated: it stands where it was said last
+        } else if let Some(old) = superseded_by(&statement.text, said.iter().map(|(_, s)| s.text.as_str())) {
+            cp.overridden.push(said.remove(old).1.text);
         }
-        current.push(statement);
-        normalized.push(key);
+        said.push((key, statement));
     }
+    let current: Vec<Statement> = said.into_iter().map(|(_, statement)| statement).collect();
     // The budget keeps the weightiest statements; the kept ones stay in conversation order.
     let mut order: Vec<usize> = (0..current.len()).collect();
     order.sort_by_key(|&i| (std::cmp::Reverse(current[i].weight), std::cmp::Reverse(i)));
