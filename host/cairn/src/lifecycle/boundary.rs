@@ -229,17 +229,14 @@ impl Lifecycle {
                 (run, purpose) = (handover, Purpose::Handover);
             }
         }
-        notices.extend(self.finish(store, state, &run, request.is_some(), usable)?);
-        store.commit()?;
         outcome.action = action_of(&run, purpose);
         if run.committed_by.is_some() {
+            // What the harness is handed next: the state saved with the bookkeeping says so.
             outcome.before = Some(std::mem::replace(&mut outcome.transcript, run.transcript.clone()));
-            let before = (state.acknowledged.clone(), state.held.clone());
             outcome.acknowledged = incremental::acknowledge(state, incremental::follow(store, &outcome.transcript.entries)?);
-            if (&state.acknowledged, &state.held) != (&before.0, &before.1) {
-                store.save_state(state)?;
-            }
         }
+        notices.extend(self.finish(store, state, &run, request.is_some(), usable)?);
+        store.commit()?;
         outcome.report = Some(run);
         outcome.notices = notices;
         Ok(outcome)

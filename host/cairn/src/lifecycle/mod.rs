@@ -337,10 +337,13 @@ impl Lifecycle {
                 ),
             ));
         }
+        // One save for the bookkeeping and the notices, once they are queued: a crash before it
+        // leaves the prepared state, and recovery runs this again (the queue drops a notice it
+        // holds already).
+        let queued = queue_owed(store, state)?;
+        fault::point("noticed");
         store.save_state(state)?;
         fault::point("saved");
-        let queued = deliver(store, state)?;
-        fault::point("noticed");
         Ok(queued)
     }
 
@@ -461,13 +464,20 @@ fn deliver(store: &mut ConversationStore, state: &mut ConversationState) -> Resu
     if state.owed_notices.is_empty() {
         return Ok(Vec::new());
     }
+    let ids = queue_owed(store, state)?;
+    store.save_state(state)?;
+    Ok(ids)
+}
+
+/// Queues the owed notices and takes them out of the state, which the caller saves next: a
+/// crash between the two delivers a notice twice under one id at worst, never loses one.
+fn queue_owed(store: &mut ConversationStore, state: &mut ConversationState) -> Result<Vec<String>> {
     let mut ids = Vec::new();
     for notice in &state.owed_notices {
         store.queue_notice(notice)?;
         ids.push(notice.id.clone());
     }
     state.owed_notices.clear();
-    store.save_state(state)?;
     Ok(ids)
 }
 

@@ -30,8 +30,14 @@ struct PackHeader {
 /// the compaction event that commits it; until then readers do not see it.
 pub fn write(dir: &Dir, archive_id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[Artifact]) -> Result<()> {
     let folder = format!("{ARCHIVES}/{archive_id}");
+    let first = !dir.exists(ARCHIVES);
     files::create_dirs(dir, &folder)?;
-    files::sync_dir(dir)?;
+    // The new folder's name is durable once `archives/` is synced (and the conversation's
+    // folder, when this made `archives/` too).
+    if first {
+        files::sync_dir(dir)?;
+    }
+    files::sync_dir(&open_real_dir(dir, ARCHIVES)?)?;
     let archive = open_real_dir(dir, &folder)?;
     // Streamed, as the artifacts are: the originals are in memory once already.
     files::replace_with(&archive, ENTRIES, |file| entries.write_to(file)).with_context(|| format!("writing archive {archive_id}"))?;
