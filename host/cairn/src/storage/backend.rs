@@ -228,10 +228,11 @@ pub trait Conversation: Send {
     /// log is its own (the backend keeps no copy until `keep` gives it back), so its appends
     /// never copy it; a reader's is shared with the backend's kept copy.
     fn load(&mut self) -> Result<Arc<Parsed>>;
-    /// A writer's log handed back when its store closes, exactly as `load` returned it (the
-    /// store's appends taken out again): the backend keeps it, so the next load reads only
-    /// the events appended since.
-    fn keep(&mut self, _log: Arc<Parsed>) {}
+    /// A writer's log handed back when its store closes: its first `loaded` events as `load`
+    /// returned them, then the store's appends. The backend keeps it, so the next load reads
+    /// only the events appended since; appends it cannot vouch are in the log as written it
+    /// takes out again (the next load reads them back).
+    fn keep(&mut self, _log: Arc<Parsed>, _loaded: usize) {}
     /// Appends one event; `seq` is the number of events the log held before it, plus one.
     fn append(&mut self, event: &Event) -> Result<()>;
     /// Writes (or replaces, for a retried attempt) an archive: the originals as JSON lines

@@ -27,13 +27,13 @@ pub fn private() -> OpenOptions {
 /// Appends one line (a newline is added) and syncs it to disk; a file created by this call
 /// gets its directory entry synced too.
 pub fn append_line(dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    append_with(dir, name, |out| out.write_all(bytes))
+    append_with(dir, name, |out| out.write_all(bytes)).map(drop)
 }
 
 /// [`append_line`] for a line `write` produces as it goes (a large event is never held whole
 /// in memory). The newline comes last, so a reader sees the line only once it is complete;
-/// if `write` fails, what it wrote is cut off again.
-pub fn append_with(dir: &Dir, name: &str, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
+/// if `write` fails, what it wrote is cut off again. Returns where the line lies in the file.
+pub fn append_with(dir: &Dir, name: &str, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<std::ops::Range<u64>> {
     let created = !dir.exists(name);
     let file = dir.open_with(name, private().create(true).append(true))?;
     let before = file.metadata()?.len();
@@ -45,11 +45,12 @@ pub fn append_with(dir: &Dir, name: &str, write: impl FnOnce(&mut dyn Write) -> 
         let _ = file.set_len(before);
         return Err(e);
     }
+    let after = file.metadata()?.len();
     file.sync_data()?;
     if created {
         sync_dir(dir)?;
     }
-    Ok(())
+    Ok(before..after)
 }
 
 /// The lines of an append-only file.

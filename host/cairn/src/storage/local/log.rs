@@ -119,9 +119,45 @@ fn repair(dir: &Dir, shown: &Path, line: usize, good_len: u64) -> Result<()> {
     Ok(())
 }
 
+/// A writer's appends since its load, as far as it can vouch for them.
+#[derive(Default)]
+pub enum Appended {
+    #[default]
+    Nothing,
+    /// `lines` lines, one after the other from where the load stopped, up to `end`.
+    Through { end: u64, lines: usize },
+    /// One failed, or did not start where the one before ended.
+    Unknown,
+}
+
+impl Appended {
+    /// After an append that wrote `line` (where `loaded` is where the load stopped).
+    pub fn then(self, loaded: Option<&Position>, line: &std::ops::Range<u64>) -> Appended {
+        match self {
+            Appended::Nothing if line.start == loaded.map_or(0, |at| at.len) => Appended::Through { end: line.end, lines: 1 },
+            Appended::Through { end, lines } if line.start == end => Appended::Through { end: line.end, lines: lines + 1 },
+            _ => Appended::Unknown,
+        }
+    }
+}
+
+/// Where the log stands after a writer's appends, for keeping the log it loaded at `loaded`
+/// (none: there was no log) extended with them as if the next load had parsed them: the
+/// same file, at least that long, its ends read again. None when any of that fails.
+pub fn after_appends(dir: &Dir, shown: &Path, loaded: Option<&Position>, end: u64, lines: usize) -> Option<Position> {
+    let file = dir.open(EVENTS).ok()?.into_std();
+    let metadata = file.metadata().ok()?;
+    let log = (shown.to_path_buf(), metadata.dev(), metadata.ino());
+    if loaded.is_some_and(|at| at.log != log) || metadata.len() < end {
+        return None;
+    }
+    let (head, tail) = ends(&file, end).ok()?;
+    Some(Position { log, len: end, next_line: loaded.map_or(1, |at| at.next_line) + lines, head, tail })
+}
+
 /// One JSON line, then fsync: an event is either wholly in the log or (torn by a crash)
-/// dropped on the next load.
-pub fn append(dir: &Dir, shown: &Path, event: &Event) -> Result<()> {
+/// dropped on the next load. Returns where the line lies in the log.
+pub fn append(dir: &Dir, shown: &Path, event: &Event) -> Result<std::ops::Range<u64>> {
     // Written as it is serialized: a snapshot of a whole session is never held as one buffer.
     files::append_with(dir, EVENTS, |out| serde_json::to_writer(out, event).map_err(std::io::Error::from)).with_context(|| format!("appending to {}", shown.display()))
 }

@@ -142,7 +142,7 @@ impl Backend for Local {
                 .with_context(|| crate::error_kinds::NotFound(format!("no conversation {key} in {}", self.location)))?;
             (dir, None)
         };
-        Ok(Box::new(LocalConversation { dir, path, lock, loaded: None }))
+        Ok(Box::new(LocalConversation { dir, path, lock, loaded: None, appended: log::Appended::Nothing }))
     }
 
     fn conversations(&self, tenant: &Tenant) -> Result<Vec<ConversationKey>> {
@@ -193,23 +193,42 @@ struct LocalConversation {
     lock: Option<lock::Writer>,
     /// Where a writer's load left the log, for giving the log back (`keep`).
     loaded: Option<log::Position>,
+    /// What the writer appended since.
+    appended: log::Appended,
 }
 
 impl Conversation for LocalConversation {
     fn load(&mut self) -> Result<Arc<Parsed>> {
         let (parsed, loaded) = log::load(&self.dir, &self.path.join(log::EVENTS), self.lock.is_some())?;
-        self.loaded = loaded;
+        (self.loaded, self.appended) = (loaded, log::Appended::Nothing);
         Ok(parsed)
     }
 
-    fn keep(&mut self, log: Arc<Parsed>) {
-        if let Some(at) = self.loaded.take() {
+    /// The log with this writer's appends, when they are what the file holds after the load:
+    /// the events it appended are the ones it holds (nothing of them is left out when
+    /// written, so parsing them back gives them again), and the next load need not read them.
+    fn keep(&mut self, mut log: Arc<Parsed>, loaded: usize) {
+        let (at, appended) = (self.loaded.take(), std::mem::take(&mut self.appended));
+        if let log::Appended::Through { end, lines } = appended {
+            let shown = self.path.join(log::EVENTS);
+            if let Some(after) = (log.events.len() == loaded + lines).then(|| log::after_appends(&self.dir, &shown, at.as_ref(), end, lines)).flatten() {
+                return log::keep(log, after);
+            }
+        }
+        let Some(at) = at else { return };
+        if let Some(parsed) = Arc::get_mut(&mut log) {
+            parsed.truncate(loaded);
             log::keep(log, at);
         }
     }
 
     fn append(&mut self, event: &Event) -> Result<()> {
-        log::append(&self.dir, &self.path.join(log::EVENTS), event)
+        let written = log::append(&self.dir, &self.path.join(log::EVENTS), event);
+        self.appended = match &written {
+            Ok(line) => std::mem::take(&mut self.appended).then(self.loaded.as_ref(), line),
+            Err(_) => log::Appended::Unknown,
+        };
+        written.map(drop)
     }
 
     fn write_archive(&mut self, id: &ArchiveId, entries: &ArchiveEntries<'_>, artifacts: &[Artifact]) -> Result<()> {

@@ -344,13 +344,20 @@ impl Conversation for PgConversation {
         self.events = events;
         self.loaded = Some(events);
         if self.writer.is_none() {
-            self.keep(parsed.clone());
+            let loaded = parsed.events.len();
+            self.keep(parsed.clone(), loaded);
         }
         Ok(parsed)
     }
 
-    fn keep(&mut self, log: Arc<Parsed>) {
+    /// Only as loaded: a writer's appends are taken out again (they may be in a transaction
+    /// that never committed), so the next load reads them back.
+    fn keep(&mut self, mut log: Arc<Parsed>, loaded: usize) {
         let Some(events) = self.loaded.take() else { return };
+        if log.events.len() > loaded {
+            let Some(parsed) = Arc::get_mut(&mut log) else { return };
+            parsed.truncate(loaded);
+        }
         if let Ok(mut kept) = KEPT.lock() {
             if kept.len() >= KEPT_LOGS {
                 kept.clear();
