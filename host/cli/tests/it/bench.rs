@@ -9,7 +9,7 @@
 //! the wheel beside LangChain's own `SummarizationMiddleware` on the same chat messages. Each
 //! session's timed figures stand beside its floor as well (the compaction at an incremental
 //! boundary among them, which fails the bench unless that boundary compacts): reading, parsing and counting it once
-//! and one synced write.
+//! and one synced write — and the per-turn replay beside its own, which syncs once per boundary.
 
 use crate::support::{self, node_packages, python_wheel};
 
@@ -52,6 +52,7 @@ fn bench_prints_every_figure_beside_its_baseline() {
         let per_session = figures(Some(name));
         for figure in [
             "the floor: read, parse, count once, one synced write",
+            "the floor of a per-turn replay: the same, one synced append per boundary",
             "cold compaction",
             "warm compaction",
             "warm compaction at an incremental boundary",

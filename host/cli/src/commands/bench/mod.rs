@@ -152,7 +152,7 @@ pub fn run(args: Args) -> Result<()> {
     let iterations = if args.quick { 3 } else { 20 };
     let pi = if args.no_pi { None } else { pi::Baseline::install()? };
     // Rows: per session, peak memory only beside Pi; the host's seven.
-    let per_file = if pi.is_some() { 12 } else { 11 };
+    let per_file = if pi.is_some() { 13 } else { 12 };
     let progress = ProgressBar::new((args.files.len() * per_file + 7) as u64);
     progress.set_style(ProgressStyle::with_template("{spinner} {bar:30} {pos}/{len} {msg}").expect("a valid template"));
     let mut bench = Bench { iterations, progress, rows: Vec::new() };
@@ -206,7 +206,9 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
     crate::commands::simulate::replay(&lifecycle, &key, &transcript, name.to_string(), 128_000, RESERVE, |_| {})?;
     let replay_ms = ms(started.elapsed());
     let pi_replay = pi.map(|p| p.replay(file)).transpose()?;
-    bench.row("per-turn replay (simulate, window 128k)", Some(name), "ms", replay_ms, "Pi turn-by-turn replay", pi_replay, "≤ 1×");
+    bench.row(REPLAY, Some(name), "ms", replay_ms, "Pi turn-by-turn replay", pi_replay, "≤ 1×");
+    let replay_floor = replay_floor_ms(bench.iterations.min(5), file, name, temp.path())?;
+    bench.row(REPLAY_FLOOR, Some(name), "ms", replay_floor, "—", None, "");
     // Warm, in process, end to end from the text.
     let cairn = setup::host(&[])?;
     let policy = cairn.default_policy()?;
@@ -291,7 +293,8 @@ fn per_session(bench: &mut Bench, file: &Path, name: &str, pi: Option<&pi::Basel
     let (wasm, native) = shake_elide_wasm_vs_native(bench.iterations, &cairn, &policy, transcript)?;
     bench.row("shake-elide: Wasm component vs native build", Some(name), "ms", wasm, "the same crate, native", Some(native), "≤ 1.3×");
 
-    for row in bench.rows[first_row..].iter_mut().filter(|r| r.unit == "ms" && r.figure != FLOOR) {
+    for row in bench.rows[first_row..].iter_mut().filter(|r| r.unit == "ms" && r.figure != FLOOR && r.figure != REPLAY_FLOOR) {
+        let floor = if row.figure == REPLAY { replay_floor } else { floor };
         row.floor_ratio = row.cairn.map(|ms| ms / floor);
     }
     Ok(())
@@ -388,6 +391,8 @@ fn warm_p50(iterations: usize, mut run: impl FnMut(usize) -> Result<f64>) -> Res
 const RESERVE: u64 = 16_384;
 
 const FLOOR: &str = "the floor: read, parse, count once, one synced write";
+const REPLAY: &str = "per-turn replay (simulate, window 128k)";
+const REPLAY_FLOOR: &str = "the floor of a per-turn replay: the same, one synced append per boundary";
 
 /// What no compaction of the session can beat on this machine (median ms): reading and parsing
 /// it once, counting its tokens once (none kept from earlier counts), and one synced write of
@@ -409,6 +414,37 @@ fn floor_ms(iterations: usize, file: &Path, name: &str, temp: &Path) -> Result<f
             let mut out = std::fs::File::create(&record)?;
             out.write_all(&bytes)?;
             out.sync_data()?;
+            Ok(ms(started.elapsed()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(median(samples))
+}
+
+/// What no per-turn replay of the session can beat (median ms): [`floor_ms`]'s read, parse
+/// and count, and a boundary per turn that records that turn's entries as Cairn promises to
+/// (synced before it answers, so an entry acknowledged is never lost) — one synced append per
+/// boundary, where the floor has one write for the whole session.
+fn replay_floor_ms(iterations: usize, file: &Path, name: &str, temp: &Path) -> Result<f64> {
+    let tokenizer = cairn::tokenizer::Tokenizer::default();
+    tokenizer.load();
+    let record = temp.join("replay-floor.jsonl");
+    let samples = (0..iterations)
+        .map(|_| {
+            let _ = std::fs::remove_file(&record);
+            let started = Instant::now();
+            let text = std::fs::read_to_string(file)?;
+            let (transcript, _) = formats::parse(&text, name)?;
+            let tokens: u64 = transcript.entries.iter().map(|e| u64::from(tokenizer.count_afresh(&e.model_text()))).sum();
+            anyhow::ensure!(tokens > 0, "{name}: nothing to count");
+            let mut out = std::fs::OpenOptions::new().create(true).append(true).open(&record)?;
+            let turns = transcript.entries.iter().map(|e| e.turn).max().unwrap_or(0);
+            for turn in 0..=turns {
+                let entries: Vec<&cairn::transcript::Entry> = transcript.entries.iter().filter(|e| e.turn == turn).collect();
+                let mut line = serde_json::to_vec(&entries)?;
+                line.push(b'\n');
+                out.write_all(&line)?;
+                out.sync_data()?;
+            }
             Ok(ms(started.elapsed()))
         })
         .collect::<Result<Vec<_>>>()?;
