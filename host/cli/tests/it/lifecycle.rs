@@ -69,7 +69,7 @@ fn simulate_draws_the_thresholds_of_the_policy_it_runs() {
 }
 
 /// Every place a crash can cut a maintenance short.
-const POINTS: [&str; 5] = ["reserved", "archived", "recorded", "saved", "noticed"];
+const POINTS: [&str; 5] = ["reserved", "archived", "recorded", "noticed", "saved"];
 
 /// The crashed conversation's record and state, read through the library (any backend).
 fn record(home: &str) -> (Vec<Value>, Value) {
