@@ -230,8 +230,8 @@ pub trait Conversation: Send {
     fn load(&mut self) -> Result<Arc<Parsed>>;
     /// A writer's log handed back when its store closes: its first `loaded` events as `load`
     /// returned them, then the store's appends. The backend keeps it, so the next load reads
-    /// only the events appended since; appends it cannot vouch are in the log as written it
-    /// takes out again (the next load reads them back).
+    /// only the events appended since; appends it cannot vouch for (that the log holds them as
+    /// written) it takes out again, and the next load reads them back.
     fn keep(&mut self, _log: Arc<Parsed>, _loaded: usize) {}
     /// Appends one event; `seq` is the number of events the log held before it, plus one.
     fn append(&mut self, event: &Event) -> Result<()>;

@@ -1143,7 +1143,7 @@ mod tests {
     /// A writer's appends are kept as it holds them, so the next load of the conversation
     /// reads none of them back (a byte changed among them is not seen). What it holds is what
     /// the file reads back as, for every recorded session's entries and every kind of event:
-    /// a fresh load of a copy of the log gives the same events, entries and context.
+    /// a load that parses the whole log gives the same events, entries and context.
     #[test]
     #[cfg_attr(no_shared_transcripts, ignore = "needs ../shared/transcripts (absent outside CI)")]
     fn a_writers_appends_are_kept_as_the_log_reads_them_back() {
