@@ -398,26 +398,15 @@ const REPLAY_FLOOR: &str = "the floor of a per-turn replay: the same, one synced
 /// it once, counting its tokens once (none kept from earlier counts), and one synced write of
 /// its entries as the record stores them.
 fn floor_ms(iterations: usize, file: &Path, name: &str, temp: &Path) -> Result<f64> {
-    let tokenizer = cairn::tokenizer::Tokenizer::default();
-    tokenizer.load();
     let record = temp.join("floor.json");
-    let samples = (0..iterations)
-        .map(|_| {
-            let started = Instant::now();
-            let text = std::fs::read_to_string(file)?;
-            let (transcript, _) = formats::parse(&text, name)?;
-            let tokens: u64 = transcript.entries.iter().map(|e| u64::from(tokenizer.count_afresh(&e.model_text()))).sum();
-            anyhow::ensure!(tokens > 0, "{name}: nothing to count");
-            // Serialized whole, then written: straight into the file, serde_json would make a
-            // system call per token of JSON (millions for a large session).
-            let bytes = serde_json::to_vec(&transcript.entries)?;
-            let mut out = std::fs::File::create(&record)?;
-            out.write_all(&bytes)?;
-            out.sync_data()?;
-            Ok(ms(started.elapsed()))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(median(samples))
+    read_parse_count_then(iterations, file, name, |transcript| {
+        // Serialized whole, then written: straight into the file, serde_json would make a
+        // system call per token of JSON (millions for a large session).
+        let bytes = serde_json::to_vec(&transcript.entries)?;
+        let mut out = std::fs::File::create(&record)?;
+        out.write_all(&bytes)?;
+        Ok(out.sync_data()?)
+    })
 }
 
 /// What no per-turn replay of the session can beat (median ms): [`floor_ms`]'s read, parse
@@ -425,26 +414,32 @@ fn floor_ms(iterations: usize, file: &Path, name: &str, temp: &Path) -> Result<f
 /// (synced before it answers, so an entry acknowledged is never lost) — one synced append per
 /// boundary, where the floor has one write for the whole session.
 fn replay_floor_ms(iterations: usize, file: &Path, name: &str, temp: &Path) -> Result<f64> {
+    let record = temp.join("replay-floor.jsonl");
+    read_parse_count_then(iterations, file, name, |transcript| {
+        let mut out = std::fs::File::create(&record)?;
+        // A session's entries come in turn order: one run of entries per turn.
+        for turn in transcript.entries.chunk_by(|a, b| a.turn == b.turn) {
+            let mut line = serde_json::to_vec(turn)?;
+            line.push(b'\n');
+            out.write_all(&line)?;
+            out.sync_data()?;
+        }
+        Ok(())
+    })
+}
+
+/// The median ms of reading and parsing the session, counting its tokens afresh, and `write`.
+fn read_parse_count_then(iterations: usize, file: &Path, name: &str, mut write: impl FnMut(&Transcript) -> Result<()>) -> Result<f64> {
     let tokenizer = cairn::tokenizer::Tokenizer::default();
     tokenizer.load();
-    let record = temp.join("replay-floor.jsonl");
     let samples = (0..iterations)
         .map(|_| {
-            let _ = std::fs::remove_file(&record);
             let started = Instant::now();
             let text = std::fs::read_to_string(file)?;
             let (transcript, _) = formats::parse(&text, name)?;
             let tokens: u64 = transcript.entries.iter().map(|e| u64::from(tokenizer.count_afresh(&e.model_text()))).sum();
             anyhow::ensure!(tokens > 0, "{name}: nothing to count");
-            let mut out = std::fs::OpenOptions::new().create(true).append(true).open(&record)?;
-            let turns = transcript.entries.iter().map(|e| e.turn).max().unwrap_or(0);
-            for turn in 0..=turns {
-                let entries: Vec<&cairn::transcript::Entry> = transcript.entries.iter().filter(|e| e.turn == turn).collect();
-                let mut line = serde_json::to_vec(&entries)?;
-                line.push(b'\n');
-                out.write_all(&line)?;
-                out.sync_data()?;
-            }
+            write(&transcript)?;
             Ok(ms(started.elapsed()))
         })
         .collect::<Result<Vec<_>>>()?;
