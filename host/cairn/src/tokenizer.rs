@@ -162,6 +162,15 @@ impl Tokenizer {
         Some(u32::try_from(total).unwrap_or(u32::MAX))
     }
 
+    /// Forgets every count kept by text so far in this process, so that each text is counted
+    /// as the first time again: what a bench times as a fresh process's counting. The words
+    /// kept per thread stay (they are what any warm counter has).
+    pub fn forget_kept_counts(&self) {
+        if let Ok(mut counts) = COUNTS.lock() {
+            counts.clear();
+        }
+    }
+
     /// Fills in every entry's `tokens`.
     pub fn count_transcript(&self, transcript: &mut Transcript) {
         for entry in &mut transcript.entries {

@@ -97,7 +97,7 @@ pub(super) fn acknowledge(state: &mut ConversationState, (last, held): (Option<S
 pub(super) fn follow(store: &ConversationStore, entries: &[Entry]) -> Result<(Option<String>, Vec<String>)> {
     let Some(last) = entries.last() else { return Ok((None, Vec::new())) };
     let same = |recorded: &[Entry]| recorded.len() == entries.len() && recorded.iter().zip(entries).all(|(a, b)| a.id == b.id && a.parts == b.parts);
-    if store.context().is_ok_and(|c| same(&c)) {
+    if store.with_context(same).unwrap_or(false) {
         return Ok((Some(last.id.clone()), Vec::new()));
     }
     let ids: Vec<String> = entries.iter().map(|e| e.id.clone()).collect();

@@ -305,12 +305,19 @@ impl ConversationStore {
     /// The working context as the record knows it: every entry recorded, in order, with each
     /// committed compaction applied and each undo taken back.
     pub fn context(&self) -> Result<Vec<Entry>> {
+        self.with_context(<[Entry]>::to_vec)
+    }
+
+    /// [`ConversationStore::context`] lent to `read`, not copied: a boundary compares the
+    /// context it is sent with the record's (twice), and a copy of a long context costs more
+    /// than the comparison. `read` must not ask this store for its context again.
+    pub fn with_context<R>(&self, read: impl FnOnce(&[Entry]) -> R) -> Result<R> {
         let mut folded = self.log.folded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         match folded.as_ref() {
             Some(f) if f.events() == self.log.events.len() => {}
             _ => *folded = Some(self.fold()?),
         }
-        Ok(folded.as_ref().map(|f| f.entries.clone()).unwrap_or_default())
+        Ok(read(folded.as_ref().map_or(&[][..], |f| &f.entries)))
     }
 
     /// The context the whole log folds to: snapshots add what the context lacks, committed
@@ -481,20 +488,21 @@ impl ConversationStore {
     /// carries an id the record has never seen: a window that slid past the context's first
     /// entries names known entries at other places, and is appended, not taken for a send-back.
     fn sends_back_context(&self, entries: &[Entry]) -> Result<bool> {
-        let context = self.context()?;
-        if context.is_empty() || context.len() > entries.len() {
-            return Ok(false);
-        }
-        let mut renamed = false;
-        for (sent, kept) in entries.iter().zip(context.iter()) {
-            if sent.id != kept.id {
-                if self.log.known_entries.contains(&sent.id) {
-                    return Ok(false);
-                }
-                renamed = true;
+        self.with_context(|context| {
+            if context.is_empty() || context.len() > entries.len() {
+                return false;
             }
-        }
-        Ok(renamed && same_run(&entries[..context.len()], &context) == Some(0))
+            let mut renamed = false;
+            for (sent, kept) in entries.iter().zip(context.iter()) {
+                if sent.id != kept.id {
+                    if self.log.known_entries.contains(&sent.id) {
+                        return false;
+                    }
+                    renamed = true;
+                }
+            }
+            renamed && same_run(&entries[..context.len()], context) == Some(0)
+        })
     }
 
     pub fn record_compaction(&mut self, event: CompactionEvent) -> Result<()> {
