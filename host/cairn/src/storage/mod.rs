@@ -383,12 +383,15 @@ impl ConversationStore {
         if entries.is_empty() || !entries.iter().all(|e| self.knows_entry(&e.id)) {
             return None;
         }
-        let context = self.context().ok()?;
-        let now: HashMap<&str, &Entry> = context.iter().map(|e| (e.id.as_str(), e)).collect();
         // Entries as they were before a compaction took them out or changed them in place.
         // (Compared as the model reads them: a context written out in a format and read back
         // keeps its text, not every part's structure.)
-        let earlier: HashSet<&str> = entries.iter().filter(|e| now.get(e.id.as_str()).is_none_or(|n| n.role != e.role || n.model_text() != e.model_text())).map(|e| e.id.as_str()).collect();
+        let earlier: HashSet<&str> = self
+            .with_context(|context| {
+                let now: HashMap<&str, &Entry> = context.iter().map(|e| (e.id.as_str(), e)).collect();
+                entries.iter().filter(|e| now.get(e.id.as_str()).is_none_or(|n| n.role != e.role || n.model_text() != e.model_text())).map(|e| e.id.as_str()).collect()
+            })
+            .ok()?;
         if earlier.is_empty() {
             return None;
         }
